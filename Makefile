@@ -1,0 +1,40 @@
+# Fanout: `make demo` runs the sample, `make test` runs the whole suite.
+# Both install the Debian packages they need first (as root, or with sudo).
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata
+FANOUT := .build/release/fanout
+SAMPLE := datasets/sample
+DEMO_OUT := out/demo
+
+.PHONY: deps build demo test bench clean
+
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	swift build -c release --product fanout
+
+$(SAMPLE)/snapshot.sqlite: datasets/schema.sql $(SAMPLE)/snapshot.sql
+	rm -f $@ && cat datasets/schema.sql $(SAMPLE)/snapshot.sql | sqlite3 $@
+
+demo: build $(SAMPLE)/snapshot.sqlite
+	$(FANOUT) snapshot check $(SAMPLE)/snapshot.sqlite
+	@echo
+	$(FANOUT) eval --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --out $(DEMO_OUT) --decisions --overwrite
+	@echo; echo "== $(DEMO_OUT)/summary.json"; cat $(DEMO_OUT)/summary.json
+	@echo; echo "== $(DEMO_OUT)/rejected.ndjson"; cat $(DEMO_OUT)/rejected.ndjson
+	@echo; echo "== first deliveries in $(DEMO_OUT)/apns.ndjson.lz4 (decoded with lz4 -dc)"; \
+	  lz4 -dc $(DEMO_OUT)/apns.ndjson.lz4 | head -n 3
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+clean:
+	rm -rf .build out $(SAMPLE)/snapshot.sqlite

@@ -1,0 +1,142 @@
+import FanoutModel
+import FanoutTime
+
+/// FanoutIndex owns the immutable, columnar form of a preferences snapshot
+/// that the kernel evaluates against. Every entity has a dense `Int32` row;
+/// users are numbered in user_id byte order, so walking a channel's members in
+/// row order is walking them in output order. One-to-many data is CSR
+/// (`offsets` + flat `values`). Everything that does not depend on the message
+/// is resolved at load time: each membership slot carries its member's
+/// resolved levels and flags, and the snooze windows that apply to it.
+
+/// A member's settings for one channel, resolved through channel → scope →
+/// user → settings → default, packed into one byte.
+public struct MemberSettings: Sendable, Equatable {
+  public var raw: UInt8
+
+  public init(raw: UInt8) { self.raw = raw }
+
+  public init(
+    chatLevel: Level, callLevel: Level, mentionNotifications: Bool, pinnedNotifications: Bool,
+    showPreview: Bool
+  ) {
+    raw =
+      chatLevel.rawValue | (callLevel == .all ? 0 : 1 << 2) | (mentionNotifications ? 1 << 3 : 0)
+      | (pinnedNotifications ? 1 << 4 : 0) | (showPreview ? 1 << 5 : 0)
+  }
+
+  @inlinable public var chatLevel: Level { Level(rawValue: raw & 3)! }
+  @inlinable public var callsOn: Bool { raw & (1 << 2) == 0 }
+  @inlinable public var mentionNotifications: Bool { raw & (1 << 3) != 0 }
+  @inlinable public var pinnedNotifications: Bool { raw & (1 << 4) != 0 }
+  @inlinable public var showPreview: Bool { raw & (1 << 5) != 0 }
+  @inlinable public var callLevel: Level { callsOn ? .all : .none }
+}
+
+/// The whole snapshot, ready for evaluation. Shared read-only between workers.
+public final class Index: Sendable {
+  // Users, in user_id byte order.
+  public let users: StringTable
+  /// Each user's id as a JSON string literal.
+  package let userJSON: BytePool
+  /// Index into `zones` of each user's time zone.
+  package let userZone: [UInt16]
+  /// Index into the DND patterns of each user's schedule, or -1 for none.
+  package let userDND: [Int32]
+  /// CSR: user → devices, ordered by device_id.
+  package let userDevices: [Int32]
+  /// CSR: user → category preference rows, ordered by category then gateway.
+  package let userCategoryPrefs: [Int32]
+
+  // Devices, grouped by user.
+  public let deviceIDs: [Int64]
+  package let deviceGateway: [UInt16]
+  /// 1 where the device's user is restricted on the device's gateway.
+  package let deviceRestricted: [Bool]
+  /// Each device as `{"user":…,"device":…,"token":…` (unclosed).
+  package let deviceJSON: BytePool
+
+  // Channels, in channel_id byte order.
+  public let channels: StringTable
+  package let channelJSON: BytePool
+  package let channelScope: [Scope]
+  /// CSR: channel → membership slots, ordered by user row.
+  package let channelMembers: [Int]
+  package let memberUser: [Int32]
+  package let memberSettings: [MemberSettings]
+  /// Index into the snooze groups of each slot, or -1 when no window applies.
+  package let memberSnooze: [Int32]
+
+  /// CSR: snooze group → `[start, until)` pairs, flattened (`2 * i`, `2 * i + 1`).
+  package let snoozeGroups: [Int32]
+  package let snoozeBounds: [Int64]
+
+  /// Minute-of-week bitsets, `DNDPattern.wordCount` words each.
+  package let dndWords: [UInt64]
+  public let zones: [ZoneTable]
+
+  public let gateways: StringTable
+  package let gatewayJSON: BytePool
+
+  public let categories: StringTable
+  package let categoryMandatory: [Bool]
+  package let categoryDefault: [Preference]
+  /// `categories.count × gateways.count`: gateway mandatory in category.
+  package let categoryGatewayMandatory: [Bool]
+  package let categoryPrefCategory: [Int32]
+  /// Gateway of a category preference row, or -1 for the whole category.
+  package let categoryPrefGateway: [Int32]
+  package let categoryPref: [Preference]
+
+  package init(
+    users: StringTable, userJSON: BytePool, userZone: [UInt16], userDND: [Int32],
+    userDevices: [Int32], userCategoryPrefs: [Int32], deviceIDs: [Int64], deviceGateway: [UInt16],
+    deviceRestricted: [Bool], deviceJSON: BytePool, channels: StringTable, channelJSON: BytePool,
+    channelScope: [Scope], channelMembers: [Int], memberUser: [Int32], memberSettings: [MemberSettings],
+    memberSnooze: [Int32], snoozeGroups: [Int32], snoozeBounds: [Int64], dndWords: [UInt64],
+    zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
+    categoryMandatory: [Bool], categoryDefault: [Preference], categoryGatewayMandatory: [Bool],
+    categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference]
+  ) {
+    self.users = users
+    self.userJSON = userJSON
+    self.userZone = userZone
+    self.userDND = userDND
+    self.userDevices = userDevices
+    self.userCategoryPrefs = userCategoryPrefs
+    self.deviceIDs = deviceIDs
+    self.deviceGateway = deviceGateway
+    self.deviceRestricted = deviceRestricted
+    self.deviceJSON = deviceJSON
+    self.channels = channels
+    self.channelJSON = channelJSON
+    self.channelScope = channelScope
+    self.channelMembers = channelMembers
+    self.memberUser = memberUser
+    self.memberSettings = memberSettings
+    self.memberSnooze = memberSnooze
+    self.snoozeGroups = snoozeGroups
+    self.snoozeBounds = snoozeBounds
+    self.dndWords = dndWords
+    self.zones = zones
+    self.gateways = gateways
+    self.gatewayJSON = gatewayJSON
+    self.categories = categories
+    self.categoryMandatory = categoryMandatory
+    self.categoryDefault = categoryDefault
+    self.categoryGatewayMandatory = categoryGatewayMandatory
+    self.categoryPrefCategory = categoryPrefCategory
+    self.categoryPrefGateway = categoryPrefGateway
+    self.categoryPref = categoryPref
+  }
+
+  public var memberCount: Int { memberUser.count }
+  public var deviceCount: Int { deviceIDs.count }
+  public var dndPatternCount: Int { dndWords.count / DNDPattern.wordCount }
+  public var snoozeGroupCount: Int { snoozeGroups.count - 1 }
+
+  /// The members of `channel`, as user rows in output order.
+  public func members(of channel: Int32) -> ArraySlice<Int32> {
+    memberUser[channelMembers[Int(channel)]..<channelMembers[Int(channel) + 1]]
+  }
+}

@@ -1,0 +1,26 @@
+import Dispatch
+import Synchronization
+
+/// Workers write disjoint slots (slot i belongs to chunk i), so sharing the base is safe.
+private struct DisjointSlots<T>: @unchecked Sendable {
+  let base: UnsafeMutableBufferPointer<T>
+  func store(_ value: consuming T, at i: Int) { base[i] = value }
+}
+
+/// Runs `work` for chunks `0..<count` on up to `workers` threads and returns
+/// the results in chunk order. Which thread runs which chunk varies; what a
+/// chunk computes must depend only on its number.
+public func runChunks<R>(count: Int, workers: Int, empty: R, _ work: @Sendable (Int) -> R) -> [R] {
+  var results = [R](repeating: empty, count: count)
+  guard count > 0 else { return results }
+  let next = Atomic<Int>(0)
+  results.withUnsafeMutableBufferPointer { buffer in
+    let slots = DisjointSlots(base: buffer)
+    DispatchQueue.concurrentPerform(iterations: max(1, min(workers, count))) { _ in
+      while case let c = next.wrappingAdd(1, ordering: .relaxed).oldValue, c < count {
+        slots.store(work(c), at: c)
+      }
+    }
+  }
+  return results
+}

@@ -1,0 +1,41 @@
+/// FanoutKernel owns the evaluation rules: for each message of a batch and
+/// each member of its channel, the rule chain snoozed → dnd → muted /
+/// not_mentioned → no_device → opted_out, and the delivery lines and
+/// decision lines that follow. It sees only the index and parsed batches —
+/// no SQLite, no JSON parsing, no files — and allocates nothing per pair.
+import FanoutModel
+
+/// Counters of one chunk (or of a whole run, once merged).
+public struct Counters: Sendable, Equatable {
+  public var messages = 0
+  public var pairs = 0
+  public var delivered = 0
+  /// Deliveries per gateway row.
+  public var deliveries: [Int]
+  /// Suppressed pairs per `Reason`.
+  public var suppressed = [Int](repeating: 0, count: Reason.allCases.count)
+
+  public init(gateways: Int) { deliveries = [Int](repeating: 0, count: gateways) }
+
+  public mutating func add(_ other: Counters) {
+    messages += other.messages
+    pairs += other.pairs
+    delivered += other.delivered
+    for g in deliveries.indices { deliveries[g] += other.deliveries[g] }
+    for r in suppressed.indices { suppressed[r] += other.suppressed[r] }
+  }
+}
+
+/// What evaluating a run of messages produced: NDJSON bytes per gateway
+/// (one line per message with deliveries there), decision lines if asked
+/// for, and counters.
+public struct ChunkResult: Sendable {
+  public var gatewayLines: [[UInt8]]
+  public var decisionLines: [UInt8] = []
+  public var counters: Counters
+
+  public init(gateways: Int) {
+    gatewayLines = [[UInt8]](repeating: [], count: gateways)
+    counters = Counters(gateways: gateways)
+  }
+}

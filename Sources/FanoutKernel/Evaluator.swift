@@ -1,0 +1,202 @@
+import FanoutIndex
+import FanoutModel
+import FanoutTime
+import FanoutTraffic
+
+/// Evaluates messages against one index. Cheap to create; create one per
+/// worker, since it owns per-message scratch space.
+public struct Evaluator {
+  public let index: Index
+  public let writeDecisions: Bool
+
+  /// Per zone: the message number whose local minute-of-week is cached.
+  private var zoneStamp: [Int]
+  private var zoneMinute: [Int]
+  /// Per gateway: the message number whose delivery line is open.
+  private var gatewayStamp: [Int]
+  private var openGateways: [Int] = []
+  private var linePrefix: [UInt8] = []
+  private var decisionPrefix: [UInt8] = []
+  private var stamp = 0
+
+  public init(index: Index, writeDecisions: Bool) {
+    self.index = index
+    self.writeDecisions = writeDecisions
+    zoneStamp = [Int](repeating: -1, count: index.zones.count)
+    zoneMinute = [Int](repeating: 0, count: index.zones.count)
+    gatewayStamp = [Int](repeating: -1, count: index.gateways.count)
+  }
+
+  /// Evaluates `messages` of `batch` in order, appending to `result`.
+  ///
+  /// - Complexity: O(pairs + deliveries); allocates only to grow output buffers.
+  public mutating func evaluate(_ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult) {
+    for m in messages { evaluateMessage(batch, m, &result) }
+  }
+
+  private mutating func evaluateMessage(_ batch: MessageBatch, _ m: Int, _ result: inout ChunkResult) {
+    stamp += 1
+    let ix = index
+    let channel = Int(batch.channel[m])
+    let ts = batch.ts[m]
+    let kind = batch.kind[m]
+    let force = batch.force[m]
+    let sender = batch.sender[m]
+    let replyTo = batch.replyTo[m]
+    let mentionAll = batch.mentionAll[m]
+    let category = Int(batch.category[m])
+    var mentionCursor = Int(batch.mentionOffsets[m])
+    let mentionEnd = Int(batch.mentionOffsets[m + 1])
+    let gatewayCount = ix.gateways.count
+
+    linePrefix.removeAll(keepingCapacity: true)
+    linePrefix += #"{"message":"#.utf8
+    linePrefix += batch.idJSON[m]
+    linePrefix += #","channel":"#.utf8
+    linePrefix += ix.channelJSON[channel]
+    linePrefix += #","ts":\#(ts),"kind":"\#(kind.name)","recipients":["#.utf8
+    if writeDecisions {
+      decisionPrefix.removeAll(keepingCapacity: true)
+      decisionPrefix += #"{"message":"#.utf8
+      decisionPrefix += batch.idJSON[m]
+      decisionPrefix += #","user":"#.utf8
+    }
+    result.counters.messages += 1
+
+    for slot in ix.channelMembers[channel]..<ix.channelMembers[channel + 1] {
+      let u = ix.memberUser[slot]
+      if u == sender { continue }
+      let settings = ix.memberSettings[slot]
+      var reason: Reason? = nil
+      var trigger = Trigger.message
+
+      if !force && isSnoozed(slot, ts) {
+        reason = .snoozed
+      } else if !force && isInDND(Int(u), ts) {
+        reason = .dnd
+      } else {
+        while mentionCursor < mentionEnd && batch.mentions[mentionCursor] < u { mentionCursor += 1 }
+        let mentioned =
+          settings.mentionNotifications
+          && (mentionAll || replyTo == u || (mentionCursor < mentionEnd && batch.mentions[mentionCursor] == u))
+        switch kind {
+        case .call:
+          if settings.callsOn { trigger = .call } else { reason = .muted }
+        case .pinned where settings.pinnedNotifications:
+          if settings.chatLevel == .none { reason = .muted } else { trigger = .pinned }
+        case .message, .pinned:
+          switch settings.chatLevel {
+          case .all: trigger = mentioned ? .mention : .message
+          case .mentions: if mentioned { trigger = .mention } else { reason = .notMentioned }
+          case .none: reason = .muted
+          }
+        }
+      }
+
+      if reason == nil {
+        let first = Int(ix.userDevices[Int(u)])
+        let end = Int(ix.userDevices[Int(u) + 1])
+        if first == end {
+          reason = .noDevice
+        } else {
+          var passed = 0
+          for d in first..<end where passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
+            appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
+            passed += 1
+          }
+          if passed == 0 { reason = .optedOut }
+        }
+      }
+
+      result.counters.pairs += 1
+      if let reason {
+        result.counters.suppressed[Int(reason.rawValue)] += 1
+      } else {
+        result.counters.delivered += 1
+      }
+      if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
+    }
+
+    for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
+    openGateways.removeAll(keepingCapacity: true)
+  }
+
+  /// Rule 1: ts lies in a snooze window of the user, scope or channel level.
+  @inline(__always)
+  private func isSnoozed(_ slot: Int, _ ts: Int64) -> Bool {
+    let group = Int(index.memberSnooze[slot])
+    if group < 0 { return false }
+    for w in Int(index.snoozeGroups[group])..<Int(index.snoozeGroups[group + 1])
+    where index.snoozeBounds[2 * w] <= ts && ts < index.snoozeBounds[2 * w + 1] {
+      return true
+    }
+    return false
+  }
+
+  /// Rule 2: the local minute of the week lies in the user's DND pattern.
+  @inline(__always)
+  private mutating func isInDND(_ u: Int, _ ts: Int64) -> Bool {
+    let pattern = Int(index.userDND[u])
+    if pattern < 0 { return false }
+    let zone = Int(index.userZone[u])
+    if zoneStamp[zone] != stamp {
+      zoneStamp[zone] = stamp
+      zoneMinute[zone] = LocalTime.minuteOfWeek(
+        utcMillis: ts, offsetSeconds: index.zones[zone].offsetSeconds(atMillis: ts))
+    }
+    let minute = zoneMinute[zone]
+    return index.dndWords[pattern * DNDPattern.wordCount + minute >> 6] & (1 << UInt64(minute & 63)) != 0
+  }
+
+  /// The gateway gate for one device of the recipient.
+  @inline(__always)
+  private func passesGate(device d: Int, user u: Int, category c: Int, gateways: Int) -> Bool {
+    let g = Int(index.deviceGateway[d])
+    if c >= 0 && index.categoryGatewayMandatory[c * gateways + g] { return true }
+    if index.deviceRestricted[d] { return false }
+    if c < 0 { return true }
+    var whole: Preference? = nil
+    var onGateway: Preference? = nil
+    for r in Int(index.userCategoryPrefs[u])..<Int(index.userCategoryPrefs[u + 1]) where index.categoryPrefCategory[r] == c {
+      let prefGateway = Int(index.categoryPrefGateway[r])
+      if prefGateway < 0 { whole = index.categoryPref[r] } else if prefGateway == g { onGateway = index.categoryPref[r] }
+    }
+    let categoryPreference = index.categoryMandatory[c] ? .optIn : (whole ?? index.categoryDefault[c])
+    return categoryPreference == .optIn && onGateway != .optOut
+  }
+
+  private static let recipientSuffix: [[UInt8]] = Trigger.allCases.flatMap { trigger in
+    [false, true].map { Array(#","trigger":"\#(trigger.name)","preview":\#($0)}"#.utf8) }
+  }
+
+  @inline(__always)
+  private mutating func appendDelivery(device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult) {
+    let g = Int(index.deviceGateway[d])
+    if gatewayStamp[g] != stamp {
+      gatewayStamp[g] = stamp
+      openGateways.append(g)
+      result.gatewayLines[g] += linePrefix
+    } else {
+      result.gatewayLines[g].append(UInt8(ascii: ","))
+    }
+    result.gatewayLines[g] += index.deviceJSON[d]
+    result.gatewayLines[g] += Self.recipientSuffix[Int(trigger.rawValue) * 2 + (preview ? 1 : 0)]
+    result.counters.deliveries[g] += 1
+  }
+
+  private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (
+    Trigger.allCases.map { Array(#","deliver":true,"trigger":"\#($0.name)"}\#n"#.utf8) },
+    Reason.allCases.map { Array(#","deliver":false,"reason":"\#($0.name)"}\#n"#.utf8) }
+  )
+
+  @inline(__always)
+  private func appendDecision(user u: Int, reason: Reason?, trigger: Trigger, _ result: inout ChunkResult) {
+    result.decisionLines += decisionPrefix
+    result.decisionLines += index.userJSON[u]
+    if let reason {
+      result.decisionLines += Self.decisionSuffix.suppressed[Int(reason.rawValue)]
+    } else {
+      result.decisionLines += Self.decisionSuffix.delivered[Int(trigger.rawValue)]
+    }
+  }
+}

@@ -1,0 +1,139 @@
+/// FanoutModel owns the contract's small vocabulary: chat and call levels,
+/// channel scopes, message kinds, and the outcome of one (message, recipient)
+/// pair. Everything here is a `UInt8` enum so that columns and counters stay
+/// flat; the JSON spelling of each value lives next to it.
+
+/// A notification level (`chat_level`, `call_level`).
+public enum Level: UInt8, Sendable, CaseIterable {
+  case all = 0
+  case mentions = 1
+  case none = 2
+
+  /// The contract's lower-case spelling.
+  public var name: String {
+    switch self {
+    case .all: "all"
+    case .mentions: "mentions"
+    case .none: "none"
+    }
+  }
+
+  /// Parses a chat level (`all`, `mentions`, `none`).
+  public init?(chatLevel name: String) {
+    switch name {
+    case "all": self = .all
+    case "mentions": self = .mentions
+    case "none": self = .none
+    default: return nil
+    }
+  }
+
+  /// Parses a call level: only `all` and `none` exist for calls.
+  public init?(callLevel name: String) {
+    switch name {
+    case "all": self = .all
+    case "none": self = .none
+    default: return nil
+    }
+  }
+}
+
+/// The kind of a channel, which selects the user's scope preferences.
+public enum Scope: UInt8, Sendable, CaseIterable {
+  case direct = 0
+  case group = 1
+  case broadcast = 2
+
+  public var name: String {
+    switch self {
+    case .direct: "direct"
+    case .group: "group"
+    case .broadcast: "broadcast"
+    }
+  }
+
+  public init?(name: String) {
+    switch name {
+    case "direct": self = .direct
+    case "group": self = .group
+    case "broadcast": self = .broadcast
+    default: return nil
+    }
+  }
+}
+
+/// The kind of a message in the traffic.
+public enum MessageKind: UInt8, Sendable, CaseIterable {
+  case message = 0
+  case call = 1
+  case pinned = 2
+
+  public var name: String {
+    switch self {
+    case .message: "message"
+    case .call: "call"
+    case .pinned: "pinned"
+    }
+  }
+
+  public init?(name: String) {
+    switch name {
+    case "message": self = .message
+    case "call": self = .call
+    case "pinned": self = .pinned
+    default: return nil
+    }
+  }
+}
+
+/// Why a delivered pair was notified.
+public enum Trigger: UInt8, Sendable, CaseIterable {
+  case message = 0
+  case mention = 1
+  case call = 2
+  case pinned = 3
+
+  public var name: String {
+    switch self {
+    case .message: "message"
+    case .mention: "mention"
+    case .call: "call"
+    case .pinned: "pinned"
+    }
+  }
+}
+
+/// Why a pair was not delivered, in rule order.
+public enum Reason: UInt8, Sendable, CaseIterable {
+  case snoozed = 0
+  case dnd = 1
+  case muted = 2
+  case notMentioned = 3
+  case noDevice = 4
+  case optedOut = 5
+
+  public var name: String {
+    switch self {
+    case .snoozed: "snoozed"
+    case .dnd: "dnd"
+    case .muted: "muted"
+    case .notMentioned: "not_mentioned"
+    case .noDevice: "no_device"
+    case .optedOut: "opted_out"
+    }
+  }
+}
+
+/// A category preference (`opt_in` / `opt_out`).
+public enum Preference: UInt8, Sendable {
+  case optIn = 0
+  case optOut = 1
+
+  public init?(name: String) {
+    switch name {
+    case "opt_in": self = .optIn
+    case "opt_out": self = .optOut
+    default: return nil
+    }
+  }
+}

@@ -1,0 +1,87 @@
+import CLZ4
+
+/// The LZ4 frame format, produced as one frame per file whose blocks are
+/// compressed independently, so that workers compress their own chunks in
+/// parallel and the writer only concatenates: the bytes do not depend on the
+/// number of threads, and any LZ4 frame reader (`lz4 -d`) reads the file.
+public enum LZ4Frame {
+  /// Largest block the frame header announces (4 MiB).
+  public static let maxBlockSize = 4 << 20
+
+  /// The frame header for independent 4 MiB blocks with no checksums and no
+  /// content size, as liblz4 writes it.
+  public static let header: [UInt8] = {
+    var prefs = LZ4F_preferences_t()
+    prefs.frameInfo.blockSizeID = LZ4F_max4MB
+    prefs.frameInfo.blockMode = LZ4F_blockIndependent
+    var context: OpaquePointer?
+    precondition(clz4_is_error(LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))) == 0)
+    defer { LZ4F_freeCompressionContext(context) }
+    var out = [UInt8](repeating: 0, count: Int(LZ4F_HEADER_SIZE_MAX))
+    let n = out.withUnsafeMutableBytes { LZ4F_compressBegin(context, $0.baseAddress, $0.count, &prefs) }
+    precondition(clz4_is_error(n) == 0)
+    return Array(out[0..<n])
+  }()
+
+  /// The end mark that closes a frame.
+  public static let endMark: [UInt8] = [0, 0, 0, 0]
+
+  /// `bytes` as a sequence of complete frame blocks (size word + data), in
+  /// pieces of at most `maxBlockSize`; empty input gives no blocks.
+  ///
+  /// - Complexity: O(n); allocates the result.
+  public static func blocks(_ bytes: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = []
+    guard !bytes.isEmpty else { return out }
+    bytes.withUnsafeBytes { src in
+      var start = 0
+      while start < src.count {
+        let n = min(maxBlockSize, src.count - start)
+        let bound = Int(LZ4_compressBound(Int32(n)))
+        let headerAt = out.count
+        out.append(contentsOf: repeatElement(0, count: 4 + bound))
+        let written = out.withUnsafeMutableBytes { dst in
+          LZ4_compress_default(
+            (src.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+            (dst.baseAddress! + headerAt + 4).assumingMemoryBound(to: CChar.self), Int32(n), Int32(bound))
+        }
+        var word: UInt32
+        if written > 0 && Int(written) < n {
+          word = UInt32(written)
+          out.removeLast(bound - Int(written))
+        } else {
+          // Incompressible: stored as is, flagged by the high bit.
+          word = UInt32(n) | 0x8000_0000
+          out.removeLast(bound)
+          out.append(contentsOf: UnsafeRawBufferPointer(rebasing: src[start..<(start + n)]))
+        }
+        for k in 0..<4 { out[headerAt + k] = UInt8(truncatingIfNeeded: word >> (8 * UInt32(k))) }
+        start += n
+      }
+    }
+    return out
+  }
+}
+
+/// A `.lz4` file holding one frame: header now, blocks as they come, end
+/// mark on commit.
+public final class LZ4FrameFile {
+  let file: PendingFile
+
+  public init(directory: String, name: String) throws(OutputError) {
+    file = try PendingFile(directory: directory, name: name)
+    try file.write(LZ4Frame.header)
+  }
+
+  /// Appends blocks made by `LZ4Frame.blocks`.
+  public func append(blocks: [UInt8]) throws(OutputError) {
+    if !blocks.isEmpty { try file.write(blocks) }
+  }
+
+  public func commit() throws(OutputError) {
+    try file.write(LZ4Frame.endMark)
+    try file.commit()
+  }
+
+  public func discard() { file.discard() }
+}

@@ -1,0 +1,177 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+import FanoutOutput
+import FanoutSnapshot
+import FanoutTraffic
+
+/// What `fanout eval` is asked to do.
+public struct EvalOptions: Sendable {
+  public var snapshot: String
+  public var messages: String
+  public var out: String
+  public var decisions: Bool
+  public var threads: Int
+  public var overwrite: Bool
+
+  public init(
+    snapshot: String, messages: String, out: String, decisions: Bool = false, threads: Int = 1,
+    overwrite: Bool = false
+  ) {
+    self.snapshot = snapshot
+    self.messages = messages
+    self.out = out
+    self.decisions = decisions
+    self.threads = threads
+    self.overwrite = overwrite
+  }
+}
+
+/// Wall-clock seconds per phase of a run.
+public struct Timings: Sendable {
+  /// Opening, validating and indexing the snapshot.
+  public var load = 0.0
+  /// Reading traffic and parsing it into batches.
+  public var parse = 0.0
+  /// Evaluating pairs, building output lines and compressing them.
+  public var evaluate = 0.0
+  /// Writing, syncing and renaming the output files.
+  public var write = 0.0
+}
+
+/// The outcome of a completed run.
+public struct RunReport: Sendable {
+  public var counters: Counters
+  public var rejected: Int
+  public var gatewayNames: [String]
+  public var seconds: Double
+  public var timings: Timings
+
+  public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
+}
+
+public enum Pipeline {
+  /// Lines read and parsed per wave, and per parse chunk.
+  static let waveLines = 65_536
+  static let parseChunkLines = 1_024
+  /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
+  static let chunkPairs = 65_536
+  /// Evaluation chunks in flight at once, bounding memory.
+  static let chunksInFlight = 32
+
+  /// Runs `fanout eval`: the whole contract, end to end.
+  public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {
+    let clock = ContinuousClock()
+    let started = clock.now
+    var timings = Timings()
+    func lap(_ since: ContinuousClock.Instant) -> Double {
+      let d = (clock.now - since).components
+      return Double(d.seconds) + Double(d.attoseconds) * 1e-18
+    }
+
+    try OutputDirectory.prepare(options.out, overwrite: options.overwrite)
+    let reader: LineReader
+    do { reader = try LineReader(path: options.messages) } catch { throw .input(error) }
+
+    var phase = clock.now
+    let index: Index
+    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch { throw .snapshot(error) }
+    timings.load = lap(phase)
+
+    try OutputDirectory.create(options.out)
+    let writer: RunWriter
+    do {
+      writer = try RunWriter(directory: options.out, index: index, decisions: options.decisions)
+    } catch { throw .output(error) }
+
+    var counters = Counters(gateways: index.gateways.count)
+    var rejected = 0
+    let workers = max(1, options.threads)
+    while true {
+      phase = clock.now
+      let block: LineBlock
+      do {
+        guard let next = try reader.next(maxLines: waveLines) else { break }
+        block = next
+      } catch { throw .input(error) }
+      let batches = parse(block, index: index, workers: workers)
+      timings.parse += lap(phase)
+
+      let plan = planChunks(batches, index: index)
+      for groupStart in stride(from: 0, to: plan.count, by: chunksInFlight) {
+        phase = clock.now
+        let group = Array(plan[groupStart..<min(groupStart + chunksInFlight, plan.count)])
+        let decisions = options.decisions
+        let chunks = runChunks(count: group.count, workers: workers, empty: CompressedChunk(gateways: 0)) { i in
+          var evaluator = Evaluator(index: index, writeDecisions: decisions)
+          var result = ChunkResult(gateways: index.gateways.count)
+          evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
+          return CompressedChunk(result)
+        }
+        timings.evaluate += lap(phase)
+        phase = clock.now
+        do {
+          for chunk in chunks {
+            try writer.write(chunk)
+            counters.add(chunk.counters)
+          }
+        } catch { throw .output(error) }
+        timings.write += lap(phase)
+      }
+      do {
+        for batch in batches {
+          try writer.write(batch.rejections)
+          rejected += batch.rejections.count
+        }
+      } catch { throw .output(error) }
+    }
+
+    phase = clock.now
+    var report = RunReport(
+      counters: counters, rejected: rejected, gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
+      seconds: 0, timings: timings)
+    report.seconds = lap(started)
+    do { try writer.commit(summary: Summary.json(report)) } catch { throw .output(error) }
+    report.timings.write += lap(phase)
+    report.seconds = lap(started)
+    return report
+  }
+
+  /// Parses a block in fixed chunks of lines, in parallel.
+  static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {
+    let count = (block.count + parseChunkLines - 1) / parseChunkLines
+    return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
+      let parser = TrafficParser(index: index)
+      var batch = MessageBatch()
+      block.bytes.withUnsafeBytes { raw in
+        for k in (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count) {
+          let line = UnsafeRawBufferPointer(rebasing: raw[block.starts[k]..<block.ends[k]])
+          parser.parse(line, line: block.firstLine + k, into: &batch)
+        }
+      }
+      return batch
+    }
+  }
+
+  /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
+  /// pairs. The cut depends only on the input, so output bytes do not depend
+  /// on the number of threads.
+  static func planChunks(_ batches: [MessageBatch], index: Index) -> [(batch: Int, messages: Range<Int>)] {
+    var plan: [(batch: Int, messages: Range<Int>)] = []
+    for (b, batch) in batches.enumerated() {
+      var start = 0
+      var pairs = 0
+      for m in 0..<batch.count {
+        let c = Int(batch.channel[m])
+        pairs += index.channelMembers[c + 1] - index.channelMembers[c]
+        if pairs >= chunkPairs {
+          plan.append((b, start..<(m + 1)))
+          start = m + 1
+          pairs = 0
+        }
+      }
+      if start < batch.count { plan.append((b, start..<batch.count)) }
+    }
+    return plan
+  }
+}

@@ -1,0 +1,35 @@
+/// FanoutPipeline owns a whole run: snapshot → index → traffic → kernel →
+/// output. It is the one API the command line and the end-to-end tests call.
+import FanoutOutput
+import FanoutSnapshot
+import FanoutTraffic
+
+/// Why a run stopped, with the process exit code it maps to (sysexits.h).
+public enum PipelineError: Error, CustomStringConvertible {
+  /// A bad command line or output folder; nothing was written.
+  case usage(String)
+  /// The snapshot was refused; nothing was written.
+  case snapshot(SnapshotError)
+  /// The messages could not be read.
+  case input(TrafficInputError)
+  /// An output file could not be written; no partial file is left under a final name.
+  case output(OutputError)
+
+  public var description: String {
+    switch self {
+    case .usage(let text): text
+    case .snapshot(let e): e.description
+    case .input(let e): e.description
+    case .output(let e): e.description
+    }
+  }
+
+  public var exitCode: Int32 {
+    switch self {
+    case .usage: 64  // EX_USAGE
+    case .snapshot: 65  // EX_DATAERR
+    case .input: 66  // EX_NOINPUT
+    case .output: 73  // EX_CANTCREAT
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutOutput
+import FanoutTraffic
+
+/// One evaluated chunk, compressed by the worker that evaluated it.
+struct CompressedChunk: Sendable {
+  var gatewayBlocks: [[UInt8]]
+  var decisionBlocks: [UInt8]
+  var counters: Counters
+
+  init(gateways: Int) {
+    gatewayBlocks = [[UInt8]](repeating: [], count: gateways)
+    decisionBlocks = []
+    counters = Counters(gateways: gateways)
+  }
+
+  init(_ result: ChunkResult) {
+    gatewayBlocks = result.gatewayLines.map(LZ4Frame.blocks)
+    decisionBlocks = LZ4Frame.blocks(result.decisionLines)
+    counters = result.counters
+  }
+}
+
+/// The files of one run, all pending until `commit`: gateway streams are
+/// opened on their first delivery; summary.json is renamed last, so its
+/// presence means the run completed.
+final class RunWriter {
+  let directory: String
+  let index: Index
+  private var gatewayFiles: [LZ4FrameFile?]
+  private let decisions: LZ4FrameFile?
+  private let rejected: PendingFile
+
+  init(directory: String, index: Index, decisions: Bool) throws(OutputError) {
+    self.directory = directory
+    self.index = index
+    gatewayFiles = [LZ4FrameFile?](repeating: nil, count: index.gateways.count)
+    self.decisions = decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
+    rejected = try PendingFile(directory: directory, name: "rejected.ndjson")
+  }
+
+  func write(_ chunk: CompressedChunk) throws(OutputError) {
+    for (g, blocks) in chunk.gatewayBlocks.enumerated() where !blocks.isEmpty {
+      if gatewayFiles[g] == nil {
+        gatewayFiles[g] = try LZ4FrameFile(directory: directory, name: index.gateways[g] + ".ndjson.lz4")
+      }
+      try gatewayFiles[g]!.append(blocks: blocks)
+    }
+    try decisions?.append(blocks: chunk.decisionBlocks)
+  }
+
+  func write(_ rejections: [Rejection]) throws(OutputError) {
+    guard !rejections.isEmpty else { return }
+    var bytes: [UInt8] = []
+    for r in rejections {
+      bytes += #"{"line":\#(r.line),"error":"#.utf8
+      bytes += JSONText.quoted(r.reason)
+      bytes += "}\n".utf8
+    }
+    try rejected.write(bytes)
+  }
+
+  /// Renames every file to its final name, summary.json last.
+  func commit(summary: [UInt8]) throws(OutputError) {
+    for file in gatewayFiles { try file?.commit() }
+    try decisions?.commit()
+    try rejected.commit()
+    let summaryFile = try PendingFile(directory: directory, name: "summary.json")
+    try summaryFile.write(summary)
+    try summaryFile.commit()
+  }
+}

@@ -1,0 +1,162 @@
+import FanoutIndex
+import FanoutModel
+import FanoutTime
+
+extension Load {
+  /// Turns the validated rows into the index. Nothing here can fail.
+  mutating func build() -> Snapshot {
+    let userCount = users.count
+
+    // Gateways, renumbered in name (byte) order so that every listing is sorted.
+    let byName = (0..<gatewaysSeen.count).sorted {
+      gatewaysSeen.pool[$0].lexicographicallyPrecedes(gatewaysSeen.pool[$1])
+    }
+    var gatewayRenumber = [Int32](repeating: 0, count: gatewaysSeen.count)
+    var gateways = StringTable()
+    var gatewayJSON = BytePool()
+    for old in byName {
+      gatewayRenumber[old] = Int32(gateways.count)
+      gatewaysSeen.pool[old].withUnsafeBytes { _ = gateways.insert($0) }
+      gatewayJSON.append(JSONText.quoted(gatewaysSeen.pool[old]))
+    }
+
+    var userJSON = BytePool()
+    for u in 0..<userCount { userJSON.append(JSONText.quoted(users.pool[u])) }
+    var channelJSON = BytePool()
+    for c in 0..<channels.count { channelJSON.append(JSONText.quoted(channels.pool[c])) }
+
+    // Devices: grouped by user, by device_id within a user.
+    let deviceOrder = devices.indices.sorted {
+      (devices[$0].user, devices[$0].id) < (devices[$1].user, devices[$1].id)
+    }
+    var userDevices = [Int32](repeating: 0, count: userCount + 1)
+    var deviceIDs: [Int64] = []
+    var deviceGateway: [UInt16] = []
+    var deviceRestricted: [Bool] = []
+    var deviceJSON = BytePool()
+    var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
+    for d in deviceOrder {
+      let device = devices[d]
+      let g = gatewayRenumber[Int(device.gateway)]
+      userDevices[Int(device.user) + 1] += 1
+      deviceIDs.append(device.id)
+      deviceGateway.append(UInt16(g))
+      devicesPerGateway[Int(g)] += 1
+      deviceRestricted.append(restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
+      deviceJSON.append(
+        Array(#"{"user":"#.utf8) + userJSON[Int(device.user)] + Array(#","device":\#(device.id),"token":"#.utf8)
+          + JSONText.quoted(tokens[d]))
+    }
+    for u in 0..<userCount { userDevices[u + 1] += userDevices[u] }
+    info.devicesPerGateway = (0..<gateways.count).compactMap {
+      devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil
+    }
+
+    // Categories.
+    var categoryGatewayMandatory = [Bool](repeating: false, count: categories.count * gateways.count)
+    for (c, g) in categoryGateways {
+      categoryGatewayMandatory[Int(c) * gateways.count + Int(gatewayRenumber[Int(g)])] = true
+    }
+    let prefRows = categoryPrefRows.map { row in
+      (row.user, row.category, row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)], row.pref)
+    }.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
+    var userCategoryPrefs = [Int32](repeating: 0, count: userCount + 1)
+    for row in prefRows { userCategoryPrefs[Int(row.0) + 1] += 1 }
+    for u in 0..<userCount { userCategoryPrefs[u + 1] += userCategoryPrefs[u] }
+
+    // DND: weekly windows replace the daily window; equal schedules share a pattern.
+    var patternIDs: [DNDPattern: Int32] = [:]
+    var dndWords: [UInt64] = []
+    var userDND = [Int32](repeating: -1, count: userCount)
+    var weeklyPatterns: [Int32: DNDPattern] = [:]
+    for w in weekly { weeklyPatterns[w.user, default: DNDPattern()].addWeekly(weekday: w.weekday, start: w.start, end: w.end) }
+    for u in 0..<userCount {
+      var pattern: DNDPattern
+      if let weeklyPattern = weeklyPatterns[Int32(u)] {
+        pattern = weeklyPattern
+      } else if let daily = dailyDND[u] {
+        pattern = DNDPattern()
+        pattern.addDaily(start: daily.start, end: daily.end)
+      } else {
+        continue
+      }
+      if let id = patternIDs[pattern] {
+        userDND[u] = id
+      } else {
+        let id = Int32(patternIDs.count)
+        patternIDs[pattern] = id
+        dndWords += pattern.words
+        userDND[u] = id
+      }
+    }
+    info.dndPatterns = patternIDs.count
+
+    // Membership slots: settings resolved channel → scope → user → settings → default.
+    var channelMembers = [Int](repeating: 0, count: channels.count + 1)
+    var memberUser = [Int32]()
+    var memberSettings = [MemberSettings]()
+    var memberSnooze = [Int32]()
+    memberUser.reserveCapacity(memberKeys.count)
+    memberSettings.reserveCapacity(memberKeys.count)
+    memberSnooze.reserveCapacity(memberKeys.count)
+    var snoozeIDs: [[Int64]: Int32] = [:]
+    var snoozeGroups: [Int32] = [0]
+    var snoozeBounds: [Int64] = []
+    var nextPref = 0
+    let unset = LevelPrefs.unset
+    for key in memberKeys {
+      let c = Int(key >> 32)
+      let u = Int(UInt32(truncatingIfNeeded: key))
+      channelMembers[c + 1] += 1
+      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key { nextPref += 1 }
+      let cp = nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key ? Int(channelPrefKeys[nextPref].row) : -1
+      let sp = Int(scopeRow[u * 3 + Int(channelScope[c].rawValue)])
+
+      func resolve(_ field: KeyPath<LevelPrefs, [UInt8]>, _ fallback: UInt8) -> UInt8 {
+        if cp >= 0, case let v = channelPrefs[keyPath: field][cp], v != unset { return v }
+        if sp >= 0, case let v = scopePrefs[keyPath: field][sp], v != unset { return v }
+        if case let v = userPrefs[keyPath: field][u], v != unset { return v }
+        return fallback
+      }
+      memberUser.append(Int32(u))
+      memberSettings.append(
+        MemberSettings(
+          chatLevel: Level(rawValue: resolve(\.chat, defaultChat.rawValue))!,
+          callLevel: Level(rawValue: resolve(\.call, defaultCall.rawValue))!,
+          mentionNotifications: resolve(\.mention, 1) == 1,
+          pinnedNotifications: resolve(\.pinned, 1) == 1,
+          showPreview: resolve(\.preview, 1) == 1))
+
+      // Each level's snooze window stands alone; the windows add up.
+      var windows: [Int64] = []
+      if userPrefs.hasSnooze(u) { windows += [userPrefs.snoozeStart[u], userPrefs.snoozeUntil[u]] }
+      if sp >= 0 && scopePrefs.hasSnooze(sp) { windows += [scopePrefs.snoozeStart[sp], scopePrefs.snoozeUntil[sp]] }
+      if cp >= 0 && channelPrefs.hasSnooze(cp) { windows += [channelPrefs.snoozeStart[cp], channelPrefs.snoozeUntil[cp]] }
+      if windows.isEmpty {
+        memberSnooze.append(-1)
+      } else if let id = snoozeIDs[windows] {
+        memberSnooze.append(id)
+      } else {
+        let id = Int32(snoozeIDs.count)
+        snoozeIDs[windows] = id
+        snoozeBounds += windows
+        snoozeGroups.append(Int32(snoozeBounds.count / 2))
+        memberSnooze.append(id)
+      }
+    }
+    for c in 0..<channels.count { channelMembers[c + 1] += channelMembers[c] }
+    info.snoozeGroups = snoozeIDs.count
+
+    let index = Index(
+      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND, userDevices: userDevices,
+      userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
+      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels, channelJSON: channelJSON,
+      channelScope: channelScope, channelMembers: channelMembers, memberUser: memberUser,
+      memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
+      snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones, gateways: gateways, gatewayJSON: gatewayJSON,
+      categories: categories, categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
+      categoryGatewayMandatory: categoryGatewayMandatory, categoryPrefCategory: prefRows.map { $0.1 },
+      categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
+    return Snapshot(index: index, info: info)
+  }
+}

@@ -1,0 +1,76 @@
+import CSQLite
+
+/// An open SQLite database; closed when the last reference goes.
+final class Connection {
+  let handle: OpaquePointer
+
+  /// Opens an existing file read-only, or (with `create`) read-write, creating it.
+  init(path: String, writable: Bool = false) throws(SQLiteError) {
+    var db: OpaquePointer?
+    let flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
+    let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+    guard code == SQLITE_OK, let db else {
+      let error = SQLiteError.from(db, code: code, sql: nil)
+      sqlite3_close_v2(db)
+      throw error
+    }
+    handle = db
+  }
+
+  deinit { sqlite3_close_v2(handle) }
+
+  func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    try Statement(connection: self, sql: sql)
+  }
+
+  /// Runs one or more statements that return no rows.
+  func execute(_ sql: String) throws(SQLiteError) {
+    let code = sqlite3_exec(handle, sql, nil, nil, nil)
+    guard code == SQLITE_OK else { throw SQLiteError.from(handle, code: code, sql: sql) }
+  }
+}
+
+@available(*, unavailable)
+extension Connection: Sendable {}
+
+/// A prepared statement, finalized when the last reference goes.
+final class Statement {
+  let connection: Connection
+  let handle: OpaquePointer
+  let sql: String
+
+  fileprivate init(connection: Connection, sql: String) throws(SQLiteError) {
+    var stmt: OpaquePointer?
+    let code = sqlite3_prepare_v2(connection.handle, sql, -1, &stmt, nil)
+    guard code == SQLITE_OK, let stmt else { throw SQLiteError.from(connection.handle, code: code, sql: sql) }
+    self.connection = connection
+    self.handle = stmt
+    self.sql = sql
+  }
+
+  deinit { sqlite3_finalize(handle) }
+
+  /// Advances to the next row; false when done.
+  func step() throws(SQLiteError) -> Bool {
+    switch sqlite3_step(handle) {
+    case SQLITE_ROW: return true
+    case SQLITE_DONE: return false
+    case let code: throw SQLiteError.from(connection.handle, code: code, sql: sql)
+    }
+  }
+
+  @inline(__always) func type(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
+  @inline(__always) func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+  @inline(__always) func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+  /// The column's text as bytes, valid until the next step.
+  @inline(__always) func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+    guard let p = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, column)))
+  }
+
+  func text(_ column: Int32) -> String { String(decoding: textBytes(column), as: UTF8.self) }
+}
+
+@available(*, unavailable)
+extension Statement: Sendable {}

@@ -1,0 +1,393 @@
+import CSQLite
+import FanoutIndex
+import FanoutModel
+import FanoutTime
+
+/// What a snapshot holds, for `fanout snapshot check` and logs.
+public struct SnapshotInfo: Sendable {
+  /// Rows per table, for the tables present, in schema order.
+  public var rowCounts: [(table: String, rows: Int)] = []
+  /// The time zones users are in (NULL counts as UTC), sorted.
+  public var timeZones: [String] = []
+  /// Devices per gateway, sorted by gateway name.
+  public var devicesPerGateway: [(gateway: String, devices: Int)] = []
+  public var dndPatterns = 0
+  public var snoozeGroups = 0
+}
+
+/// A loaded snapshot: the index to evaluate against and a description of it.
+public struct Snapshot: Sendable {
+  public let index: Index
+  public let info: SnapshotInfo
+}
+
+/// Loads and validates a snapshot file; see `SnapshotSchema` for the tables.
+public enum SnapshotLoader {
+  public static func load(path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase()) throws(SnapshotError)
+    -> Snapshot
+  {
+    let connection: Connection
+    do {
+      connection = try Connection(path: path)
+    } catch {
+      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
+    }
+    var load = Load(connection: connection, tzdb: timeZones)
+    return try load.run()
+  }
+}
+
+/// The state of one load, table by table.
+struct Load {
+  let connection: Connection
+  let tzdb: TimeZoneDatabase
+  var info = SnapshotInfo()
+  var present: Set<String> = []
+
+  var defaultChat = Level.all
+  var defaultCall = Level.all
+
+  var users = StringTable()
+  var userPrefs = LevelPrefs()
+  var userZone: [UInt16] = []
+  var dailyDND: [(start: Int, end: Int)?] = []
+  var zoneIDs: [String: UInt16] = [:]
+  var zones: [ZoneTable] = []
+  var weekly: [(user: Int32, weekday: Int, start: Int, end: Int)] = []
+
+  var channels = StringTable()
+  var channelScope: [Scope] = []
+  var memberKeys: [UInt64] = []  // channel << 32 | user
+
+  var scopeRow: [Int32] = []  // user * 3 + scope -> scope_prefs row
+  var scopePrefs = LevelPrefs()
+  var channelPrefKeys: [(key: UInt64, row: Int32)] = []
+  var channelPrefs = LevelPrefs()
+
+  var categories = StringTable()
+  var categoryMandatory: [Bool] = []
+  var categoryDefault: [Preference] = []
+
+  /// Gateways in order of first sight; renumbered by name at the end.
+  var gatewaysSeen = StringTable()
+  var devices: [(id: Int64, user: Int32, gateway: Int32)] = []
+  var tokens = BytePool()
+  var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
+  var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
+  var restricted: Set<UInt64> = []  // user << 32 | gateway
+
+  init(connection: Connection, tzdb: TimeZoneDatabase) {
+    self.connection = connection
+    self.tzdb = tzdb
+  }
+
+  mutating func run() throws(SnapshotError) -> Snapshot {
+    try checkSchema()
+    if present.contains("settings") { try readSettings() }
+    try readUsers()
+    if present.contains("dnd_weekly") { try readWeekly() }
+    try readChannels()
+    try readMembers()
+    if present.contains("scope_prefs") { try readScopePrefs() }
+    try readChannelPrefs()
+    if present.contains("categories") { try readCategories() }
+    try readDevices()
+    if present.contains("category_gateways") { try readCategoryGateways() }
+    if present.contains("category_prefs") { try readCategoryPrefs() }
+    if present.contains("gateway_prefs") { try readGatewayPrefs() }
+    return build()
+  }
+
+  // MARK: Schema
+
+  mutating func checkSchema() throws(SnapshotError) {
+    var names: [String: String] = [:]  // lower-cased -> as declared
+    do {
+      let list = try connection.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+      while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
+    } catch {
+      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)")
+    }
+    for table in SnapshotSchema.tables {
+      guard let declared = names[table.name] else {
+        if table.required { throw SnapshotError(table: table.name, reason: "missing table") }
+        continue
+      }
+      present.insert(table.name)
+      var columns: Set<String> = []
+      do {
+        let pragma = try connection.prepare("SELECT name FROM pragma_table_info('\(declared)')")
+        while try pragma.step() { columns.insert(pragma.text(0).lowercased()) }
+      } catch {
+        throw SnapshotError(table: table.name, reason: error.message)
+      }
+      for column in table.columns where !columns.contains(column) {
+        throw SnapshotError(table: table.name, column: column, reason: "missing column")
+      }
+    }
+  }
+
+  mutating func reader(_ table: String, key: [Int32], orderBy: String? = nil) throws(SnapshotError) -> TableReader {
+    try TableReader(connection, SnapshotSchema.table(table), keyColumns: key, orderBy: orderBy)
+  }
+
+  mutating func count(_ table: String, _ rows: Int) { info.rowCounts.append((table, rows)) }
+
+  // MARK: Lookups that name the missing entity
+
+  func user(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+    guard let row = users.find(try r.textBytes(c)) else { throw r.fail(c, "unknown user '\(try r.text(c))'") }
+    return row
+  }
+
+  func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+    guard let row = channels.find(try r.textBytes(c)) else { throw r.fail(c, "unknown channel '\(try r.text(c))'") }
+    return row
+  }
+
+  func category(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+    guard let row = categories.find(try r.textBytes(c)) else {
+      throw r.fail(c, "unknown category '\(try r.text(c))'")
+    }
+    return row
+  }
+
+  mutating func gateway(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+    let bytes = try r.textBytes(c)
+    return gatewaysSeen.find(bytes) ?? gatewaysSeen.insert(bytes)!
+  }
+
+  func required<T>(_ r: TableReader, _ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError)
+    -> T
+  {
+    guard let v = try r.enumerated(c, allowed, parse) else { throw r.nullError(c) }
+    return v
+  }
+
+  // MARK: Tables
+
+  mutating func readSettings() throws(SnapshotError) {
+    let r = try reader("settings", key: [0])
+    var rows = 0
+    while try r.next() {
+      rows += 1
+      switch try r.text(0) {
+      case "schema_version":
+        let version = try r.text(1)
+        guard version == "1" else { throw r.fail(1, "schema_version '\(version)' is not supported (expected '1')") }
+      case "default_chat_level":
+        defaultChat = try required(r, 1, "all, mentions or none", Level.init(chatLevel:))
+      case "default_call_level":
+        defaultCall = try required(r, 1, "all or none", Level.init(callLevel:))
+      default:
+        break  // unknown keys are ignored
+      }
+    }
+    count("settings", rows)
+  }
+
+  mutating func readUsers() throws(SnapshotError) {
+    let r = try reader("users", key: [0], orderBy: "user_id COLLATE BINARY")
+    while try r.next() {
+      let id = try r.textBytes(0)
+      if let last = users.count > 0 ? users.count - 1 : nil {
+        let previous = users.pool[last]
+        if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
+        guard previous.lexicographicallyPrecedes(id) else {
+          throw r.fail(0, "user ids are not in byte order; the database must use UTF-8 text encoding")
+        }
+      }
+      _ = users.insert(id)
+      try userPrefs.append(r, first: 1)
+      let zoneName = try r.optionalText(8) ?? "UTC"
+      if let z = zoneIDs[zoneName] {
+        userZone.append(z)
+      } else {
+        do {
+          zones.append(try tzdb.zone(named: zoneName))
+        } catch {
+          throw r.fail(8, "unknown time zone '\(zoneName)' (\(error.reason))")
+        }
+        zoneIDs[zoneName] = UInt16(zones.count - 1)
+        userZone.append(UInt16(zones.count - 1))
+      }
+      switch (try r.optionalMinute(9), try r.optionalMinute(10)) {
+      case (nil, nil): dailyDND.append(nil)
+      case (let start?, let end?): dailyDND.append((start, end))
+      case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
+      case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
+      }
+    }
+    count("users", users.count)
+    info.timeZones = zoneIDs.keys.sorted()
+    scopeRow = Array(repeating: -1, count: users.count * 3)
+  }
+
+  mutating func readWeekly() throws(SnapshotError) {
+    let r = try reader("dnd_weekly", key: [0, 1, 2])
+    while try r.next() {
+      let u = try user(r, 0)
+      let weekday = try r.int(1)
+      guard (1...7).contains(weekday) else { throw r.fail(1, "weekday \(weekday) is outside 1..7") }
+      let start = try r.minute(2)
+      let end = try r.minute(3)
+      guard start < end else { throw r.fail(3, "end_min \(end) is not after start_min \(start)") }
+      weekly.append((u, Int(weekday), start, end))
+    }
+    count("dnd_weekly", weekly.count)
+  }
+
+  mutating func readChannels() throws(SnapshotError) {
+    let r = try reader("channels", key: [0], orderBy: "channel_id COLLATE BINARY")
+    while try r.next() {
+      let id = try r.textBytes(0)
+      if let last = channels.count > 0 ? channels.count - 1 : nil {
+        let previous = channels.pool[last]
+        if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
+        guard previous.lexicographicallyPrecedes(id) else {
+          throw r.fail(0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
+        }
+      }
+      _ = channels.insert(id)
+      channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
+    }
+    count("channels", channels.count)
+  }
+
+  mutating func readMembers() throws(SnapshotError) {
+    let r = try reader("members", key: [0, 1], orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
+    var sorted = true
+    while try r.next() {
+      let key = UInt64(UInt32(try channel(r, 0))) << 32 | UInt64(UInt32(try user(r, 1)))
+      if let last = memberKeys.last {
+        if last == key { throw r.fail(nil, "duplicate key") }
+        if last > key { sorted = false }
+      }
+      memberKeys.append(key)
+    }
+    if !sorted {
+      memberKeys.sort()
+      for i in memberKeys.indices.dropFirst() where memberKeys[i] == memberKeys[i - 1] {
+        throw duplicate("members", channel: Int32(memberKeys[i] >> 32), user: Int32(truncatingIfNeeded: memberKeys[i]))
+      }
+    }
+    count("members", memberKeys.count)
+  }
+
+  func duplicate(_ table: String, channel: Int32, user: Int32) -> SnapshotError {
+    SnapshotError(
+      table: table, key: "channel_id='\(channels[Int(channel)])', user_id='\(users[Int(user)])'",
+      reason: "duplicate key")
+  }
+
+  mutating func readScopePrefs() throws(SnapshotError) {
+    let r = try reader("scope_prefs", key: [0, 1])
+    while try r.next() {
+      let u = try user(r, 0)
+      let scope = try required(r, 1, "direct, group or broadcast", Scope.init(name:))
+      let slot = Int(u) * 3 + Int(scope.rawValue)
+      guard scopeRow[slot] < 0 else { throw r.fail(nil, "duplicate key") }
+      scopeRow[slot] = Int32(scopePrefs.count)
+      try scopePrefs.append(r, first: 2)
+    }
+    count("scope_prefs", scopePrefs.count)
+  }
+
+  mutating func readChannelPrefs() throws(SnapshotError) {
+    let r = try reader("channel_prefs", key: [0, 1])
+    while try r.next() {
+      let u = try user(r, 0)
+      let c = try channel(r, 1)
+      channelPrefKeys.append((UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
+      try channelPrefs.append(r, first: 2, acceptDefault: true)
+    }
+    channelPrefKeys.sort { $0.key < $1.key }
+    for i in channelPrefKeys.indices.dropFirst() where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
+      let key = channelPrefKeys[i].key
+      throw duplicate("channel_prefs", channel: Int32(key >> 32), user: Int32(truncatingIfNeeded: key))
+    }
+    count("channel_prefs", channelPrefs.count)
+  }
+
+  mutating func readCategories() throws(SnapshotError) {
+    let r = try reader("categories", key: [0], orderBy: "category COLLATE BINARY")
+    while try r.next() {
+      guard categories.insert(try r.textBytes(0)) != nil else { throw r.fail(nil, "duplicate key") }
+      categoryDefault.append(try required(r, 1, "opt_in or opt_out", Preference.init(name:)))
+      categoryMandatory.append(try r.flag(2))
+    }
+    count("categories", categories.count)
+  }
+
+  mutating func readDevices() throws(SnapshotError) {
+    let r = try reader("devices", key: [0])
+    var gatewayTokens = StringTable()
+    var ids: Set<Int64> = []
+    while try r.next() {
+      let id = try r.int(0)
+      guard ids.insert(id).inserted else { throw r.fail(0, "duplicate key") }
+      let u = try user(r, 1)
+      let gatewayName = try r.textBytes(2)
+      guard SnapshotSchema.isValidGatewayName(gatewayName) else {
+        throw r.fail(
+          2,
+          "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
+        )
+      }
+      let g = try gateway(r, 2)
+      let token = try r.textBytes(3)
+      let pair = Array(gatewayName) + [0] + Array(token)
+      guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
+        throw r.fail(3, "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique")
+      }
+      tokens.append(token)
+      devices.append((id, u, g))
+    }
+    count("devices", devices.count)
+  }
+
+  mutating func readCategoryGateways() throws(SnapshotError) {
+    let r = try reader("category_gateways", key: [0, 1])
+    var seen: Set<UInt64> = []
+    var rows = 0
+    while try r.next() {
+      rows += 1
+      let c = try category(r, 0)
+      let g = try gateway(r, 1)
+      guard seen.insert(UInt64(UInt32(c)) << 32 | UInt64(UInt32(g))).inserted else {
+        throw r.fail(nil, "duplicate key")
+      }
+      if try r.flag(2) { categoryGateways.append((c, g)) }
+    }
+    count("category_gateways", rows)
+  }
+
+  mutating func readCategoryPrefs() throws(SnapshotError) {
+    let r = try reader("category_prefs", key: [0, 1, 2])
+    var seen: Set<[Int32]> = []
+    while try r.next() {
+      let u = try user(r, 0)
+      let c = try category(r, 1)
+      let g = r.isNull(2) ? -1 : try gateway(r, 2)
+      let pref = try required(r, 3, "opt_in or opt_out", Preference.init(name:))
+      guard seen.insert([u, c, g]).inserted else {
+        throw r.fail(nil, "two rows for the same (user_id, category, gateway)")
+      }
+      categoryPrefRows.append((u, c, g, pref))
+    }
+    count("category_prefs", categoryPrefRows.count)
+  }
+
+  mutating func readGatewayPrefs() throws(SnapshotError) {
+    let r = try reader("gateway_prefs", key: [0, 1])
+    var seen: Set<UInt64> = []
+    while try r.next() {
+      let u = try user(r, 0)
+      let g = try gateway(r, 1)
+      let key = UInt64(UInt32(u)) << 32 | UInt64(UInt32(g))
+      guard seen.insert(key).inserted else { throw r.fail(nil, "duplicate key") }
+      if try r.flag(2) { restricted.insert(key) }
+    }
+    count("gateway_prefs", seen.count)
+  }
+}

@@ -1,0 +1,137 @@
+import CSQLite
+import FanoutModel
+
+/// Reads one table's rows column by column, checking each value's storage
+/// class and nullness (SQLite enforces neither), and builds errors that name
+/// the table, the row's key and the column.
+struct TableReader {
+  let table: SnapshotSchema.Table
+  private let statement: Statement
+  /// Positions (in `table.columns`) of the columns that identify a row.
+  private let keyColumns: [Int32]
+
+  init(_ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32], orderBy: String? = nil)
+    throws(SnapshotError)
+  {
+    self.table = table
+    self.keyColumns = keyColumns
+    let list = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
+    var sql = "SELECT \(list) FROM \"\(table.name)\""
+    if let orderBy { sql += " ORDER BY \(orderBy)" }
+    do {
+      statement = try connection.prepare(sql)
+    } catch {
+      throw SnapshotError(table: table.name, reason: error.message)
+    }
+  }
+
+  /// Moves to the next row; false at the end.
+  func next() throws(SnapshotError) -> Bool {
+    do {
+      return try statement.step()
+    } catch {
+      throw SnapshotError(table: table.name, reason: error.message)
+    }
+  }
+
+  // MARK: Typed access
+
+  func isNull(_ c: Int32) -> Bool { statement.type(c) == SQLITE_NULL }
+
+  /// A NOT NULL text column's bytes, valid until the next row.
+  func textBytes(_ c: Int32) throws(SnapshotError) -> UnsafeRawBufferPointer {
+    try expect(c, SQLITE_TEXT, "TEXT")
+    return statement.textBytes(c)
+  }
+
+  func text(_ c: Int32) throws(SnapshotError) -> String {
+    try expect(c, SQLITE_TEXT, "TEXT")
+    return statement.text(c)
+  }
+
+  func optionalText(_ c: Int32) throws(SnapshotError) -> String? {
+    isNull(c) ? nil : try text(c)
+  }
+
+  func int(_ c: Int32) throws(SnapshotError) -> Int64 {
+    try expect(c, SQLITE_INTEGER, "INTEGER")
+    return statement.int64(c)
+  }
+
+  func optionalInt(_ c: Int32) throws(SnapshotError) -> Int64? {
+    isNull(c) ? nil : try int(c)
+  }
+
+  /// A 0/1 column.
+  func flag(_ c: Int32) throws(SnapshotError) -> Bool {
+    let v = try int(c)
+    guard v == 0 || v == 1 else { throw fail(c, "\(v) is not 0 or 1") }
+    return v == 1
+  }
+
+  func optionalFlag(_ c: Int32) throws(SnapshotError) -> Bool? {
+    isNull(c) ? nil : try flag(c)
+  }
+
+  /// A minute of the local day, 0...1439.
+  func optionalMinute(_ c: Int32) throws(SnapshotError) -> Int? {
+    guard let v = try optionalInt(c) else { return nil }
+    guard (0...1439).contains(v) else { throw fail(c, "minute \(v) is outside 0..1439") }
+    return Int(v)
+  }
+
+  func minute(_ c: Int32) throws(SnapshotError) -> Int {
+    guard let v = try optionalMinute(c) else { throw nullError(c) }
+    return v
+  }
+
+  /// An enumerated text column: one of `allowed`, exactly.
+  func enumerated<T>(_ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError) -> T? {
+    guard let s = try optionalText(c) else { return nil }
+    guard let value = parse(s) else { throw fail(c, "unknown value '\(s)' (expected \(allowed))") }
+    return value
+  }
+
+  // MARK: Errors
+
+  private func expect(_ c: Int32, _ type: Int32, _ typeName: String) throws(SnapshotError) {
+    let actual = statement.type(c)
+    if actual == type { return }
+    if actual == SQLITE_NULL { throw nullError(c) }
+    throw fail(c, "expected \(typeName), found \(Self.typeName(actual)) \(render(c))")
+  }
+
+  @inline(never)
+  func nullError(_ c: Int32) -> SnapshotError { fail(c, "NULL in a NOT NULL or key column") }
+
+  /// An error about column `c` of the current row.
+  @inline(never)
+  func fail(_ c: Int32?, _ reason: String) -> SnapshotError {
+    SnapshotError(table: table.name, key: rowKey, column: c.map { table.columns[Int($0)] }, reason: reason)
+  }
+
+  /// `name='value', …` for the key columns of the current row.
+  var rowKey: String {
+    keyColumns.map { "\(table.columns[Int($0)])=\(render($0))" }.joined(separator: ", ")
+  }
+
+  private func render(_ c: Int32) -> String {
+    switch statement.type(c) {
+    case SQLITE_NULL: "NULL"
+    case SQLITE_INTEGER: String(statement.int64(c))
+    case SQLITE_FLOAT: String(statement.double(c))
+    case SQLITE_TEXT: "'\(statement.text(c))'"
+    default: "<blob>"
+    }
+  }
+
+  private static func typeName(_ t: Int32) -> String {
+    switch t {
+    case SQLITE_INTEGER: "INTEGER"
+    case SQLITE_FLOAT: "REAL"
+    case SQLITE_TEXT: "TEXT"
+    case SQLITE_BLOB: "BLOB"
+    default: "NULL"
+    }
+  }
+}

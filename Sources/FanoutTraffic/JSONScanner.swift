@@ -1,0 +1,238 @@
+/// A strict JSON (RFC 8259) scanner over one line's bytes: validates syntax,
+/// decodes strings, and reports where each top-level value lies, without
+/// building a tree. Invalid UTF-8, unescaped control characters, lone
+/// surrogates and leading zeros are errors, as in the RFC.
+struct JSONScanner {
+  struct Failure: Error { let reason: String }
+
+  let bytes: UnsafeRawBufferPointer
+  var i = 0
+  static let maxDepth = 256
+
+  init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+  var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
+
+  mutating func skipWhitespace() {
+    while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D { i += 1 }
+  }
+
+  func fail(_ what: String) -> Failure { Failure(reason: "invalid JSON: \(what) at byte \(i + 1)") }
+
+  mutating func expect(_ c: UInt8) throws(Failure) {
+    guard peek == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+    i += 1
+  }
+
+  /// Scans `{ "key": value, ... }`, calling `field` with each key (decoded)
+  /// and the byte range of its value.
+  mutating func object(_ field: (inout [UInt8], Range<Int>) -> Void) throws(Failure) {
+    skipWhitespace()
+    try expect(UInt8(ascii: "{"))
+    skipWhitespace()
+    var key: [UInt8] = []
+    if peek == UInt8(ascii: "}") {
+      i += 1
+      return
+    }
+    while true {
+      skipWhitespace()
+      key.removeAll(keepingCapacity: true)
+      try string(into: &key)
+      skipWhitespace()
+      try expect(UInt8(ascii: ":"))
+      skipWhitespace()
+      let start = i
+      try value(depth: 1)
+      field(&key, start..<i)
+      skipWhitespace()
+      if peek == UInt8(ascii: ",") {
+        i += 1
+        continue
+      }
+      try expect(UInt8(ascii: "}"))
+      return
+    }
+  }
+
+  /// Skips any value, checking its syntax.
+  mutating func value(depth: Int) throws(Failure) {
+    guard depth <= Self.maxDepth else { throw fail("nesting too deep") }
+    guard let c = peek else { throw fail("missing value") }
+    switch c {
+    case UInt8(ascii: "{"):
+      i += 1
+      skipWhitespace()
+      if peek == UInt8(ascii: "}") {
+        i += 1
+        return
+      }
+      var scratch: [UInt8] = []
+      while true {
+        skipWhitespace()
+        scratch.removeAll(keepingCapacity: true)
+        try string(into: &scratch)
+        skipWhitespace()
+        try expect(UInt8(ascii: ":"))
+        skipWhitespace()
+        try value(depth: depth + 1)
+        skipWhitespace()
+        if peek == UInt8(ascii: ",") {
+          i += 1
+          continue
+        }
+        try expect(UInt8(ascii: "}"))
+        return
+      }
+    case UInt8(ascii: "["):
+      i += 1
+      skipWhitespace()
+      if peek == UInt8(ascii: "]") {
+        i += 1
+        return
+      }
+      while true {
+        skipWhitespace()
+        try value(depth: depth + 1)
+        skipWhitespace()
+        if peek == UInt8(ascii: ",") {
+          i += 1
+          continue
+        }
+        try expect(UInt8(ascii: "]"))
+        return
+      }
+    case UInt8(ascii: "\""):
+      var scratch: [UInt8] = []
+      try string(into: &scratch)
+    case UInt8(ascii: "t"): try literal("true")
+    case UInt8(ascii: "f"): try literal("false")
+    case UInt8(ascii: "n"): try literal("null")
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try number()
+    default: throw fail("unexpected character")
+    }
+  }
+
+  mutating func literal(_ word: StaticString) throws(Failure) {
+    let n = word.utf8CodeUnitCount
+    guard i + n <= bytes.count else { throw fail("bad literal") }
+    for k in 0..<n where bytes[i + k] != word.utf8Start[k] { throw fail("bad literal") }
+    i += n
+  }
+
+  /// The shape of a number: whether it had a fraction or an exponent.
+  struct NumberShape { let range: Range<Int>; let isInteger: Bool }
+
+  mutating func number() throws(Failure) -> NumberShape {
+    let start = i
+    if peek == UInt8(ascii: "-") { i += 1 }
+    guard let first = peek, first >= 0x30 && first <= 0x39 else { throw fail("bad number") }
+    i += 1
+    if first == 0x30, let next = peek, next >= 0x30 && next <= 0x39 { throw fail("leading zero in number") }
+    while let c = peek, c >= 0x30 && c <= 0x39 { i += 1 }
+    var isInteger = true
+    if peek == UInt8(ascii: ".") {
+      isInteger = false
+      i += 1
+      guard let c = peek, c >= 0x30 && c <= 0x39 else { throw fail("bad fraction") }
+      while let c = peek, c >= 0x30 && c <= 0x39 { i += 1 }
+    }
+    if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+      isInteger = false
+      i += 1
+      if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { i += 1 }
+      guard let c = peek, c >= 0x30 && c <= 0x39 else { throw fail("bad exponent") }
+      while let c = peek, c >= 0x30 && c <= 0x39 { i += 1 }
+    }
+    return NumberShape(range: start..<i, isInteger: isInteger)
+  }
+
+  /// Decodes a string literal into UTF-8 bytes.
+  mutating func string(into out: inout [UInt8]) throws(Failure) {
+    try expect(UInt8(ascii: "\""))
+    while true {
+      guard let c = peek else { throw fail("unterminated string") }
+      switch c {
+      case UInt8(ascii: "\""):
+        i += 1
+        return
+      case UInt8(ascii: "\\"):
+        i += 1
+        guard let e = peek else { throw fail("unterminated escape") }
+        i += 1
+        switch e {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
+        case UInt8(ascii: "b"): out.append(0x08)
+        case UInt8(ascii: "f"): out.append(0x0C)
+        case UInt8(ascii: "n"): out.append(0x0A)
+        case UInt8(ascii: "r"): out.append(0x0D)
+        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "u"):
+          var scalar = try hex4()
+          if scalar >= 0xD800 && scalar < 0xDC00 {
+            guard peek == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u") else {
+              throw fail("lone surrogate")
+            }
+            i += 2
+            let low = try hex4()
+            guard low >= 0xDC00 && low < 0xE000 else { throw fail("lone surrogate") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+          } else if scalar >= 0xDC00 && scalar < 0xE000 {
+            throw fail("lone surrogate")
+          }
+          out.append(contentsOf: Unicode.UTF8.encode(Unicode.Scalar(scalar)!)!)
+        default: throw fail("bad escape")
+        }
+      case 0..<0x20:
+        throw fail("control character in string")
+      case 0x20..<0x80:
+        out.append(c)
+        i += 1
+      default:
+        try utf8Sequence(into: &out)
+      }
+    }
+  }
+
+  mutating func hex4() throws(Failure) -> UInt32 {
+    guard i + 4 <= bytes.count else { throw fail("bad \\u escape") }
+    var v: UInt32 = 0
+    for _ in 0..<4 {
+      let c = bytes[i]
+      let d: UInt32
+      switch c {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - 0x30)
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - 0x61 + 10)
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - 0x41 + 10)
+      default: throw fail("bad \\u escape")
+      }
+      v = v << 4 | d
+      i += 1
+    }
+    return v
+  }
+
+  /// Copies one well-formed multi-byte UTF-8 sequence.
+  mutating func utf8Sequence(into out: inout [UInt8]) throws(Failure) {
+    let c = bytes[i]
+    let (length, minimum): (Int, UInt32) =
+      switch c {
+      case 0xC2...0xDF: (2, 0x80)
+      case 0xE0...0xEF: (3, 0x800)
+      case 0xF0...0xF4: (4, 0x10000)
+      default: (0, 0)
+      }
+    guard length > 0, i + length <= bytes.count else { throw fail("invalid UTF-8") }
+    var scalar = UInt32(c) & (0xFF >> (length + 1))
+    for k in 1..<length {
+      let cont = bytes[i + k]
+      guard cont & 0xC0 == 0x80 else { throw fail("invalid UTF-8") }
+      scalar = scalar << 6 | UInt32(cont & 0x3F)
+    }
+    guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800..<0xE000).contains(scalar) else {
+      throw fail("invalid UTF-8")
+    }
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + length)]))
+    i += length
+  }
+}

@@ -1,0 +1,49 @@
+/// FanoutTraffic owns the traffic format: newline-delimited JSON messages,
+/// read from a file or standard input, validated strictly and resolved
+/// against the index (channel, category and user rows), so that the kernel
+/// sees only dense ids. Rejected lines are kept with their line number.
+import FanoutIndex
+import FanoutModel
+
+/// A traffic line that was not evaluated, and why.
+public struct Rejection: Sendable, Equatable {
+  public let line: Int
+  public let reason: String
+
+  public init(line: Int, reason: String) {
+    self.line = line
+    self.reason = reason
+  }
+}
+
+/// Parsed messages in columns, in input order, plus the lines rejected
+/// among them.
+public struct MessageBatch: Sendable {
+  public var lines: [Int] = []
+  /// Each message id as a JSON string literal.
+  public var idJSON = BytePool()
+  public var channel: [Int32] = []
+  /// The sender's user row, or -1 (absent or unknown).
+  public var sender: [Int32] = []
+  public var ts: [Int64] = []
+  public var kind: [MessageKind] = []
+  public var mentionAll: [Bool] = []
+  public var force: [Bool] = []
+  /// The replied-to author's user row, or -1.
+  public var replyTo: [Int32] = []
+  /// The category row, or -1.
+  public var category: [Int32] = []
+  /// CSR: message → mentioned user rows, sorted, unknown users dropped.
+  public var mentionOffsets: [Int32] = [0]
+  public var mentions: [Int32] = []
+  public var rejections: [Rejection] = []
+
+  public init() {}
+
+  public var count: Int { ts.count }
+
+  /// The mentioned user rows of message `m`.
+  public func mentions(of m: Int) -> ArraySlice<Int32> {
+    mentions[Int(mentionOffsets[m])..<Int(mentionOffsets[m + 1])]
+  }
+}

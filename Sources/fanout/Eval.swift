@@ -1,0 +1,53 @@
+import ArgumentParser
+import FanoutPipeline
+
+extension Fanout {
+  struct Eval: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Evaluate traffic against a snapshot and write delivery lists per gateway.")
+
+    @Option(help: "The preferences snapshot (SQLite).")
+    var snapshot: String
+
+    @Option(help: "The traffic: NDJSON messages, or - for standard input.")
+    var messages: String
+
+    @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
+    var out: String
+
+    @Flag(help: "Also write decisions.ndjson.lz4, one line per (message, recipient) pair.")
+    var decisions = false
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Flag(help: "Remove a previous run's files from the output folder first.")
+    var overwrite = false
+
+    func validate() throws {
+      if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+    }
+
+    func run() throws {
+      let options = EvalOptions(
+        snapshot: snapshot, messages: messages, out: out, decisions: decisions,
+        threads: threads ?? defaultThreadCount(), overwrite: overwrite)
+      do {
+        let report = try Pipeline.eval(options)
+        let c = report.counters
+        print(
+          "\(c.messages) messages, \(report.rejected) rejected, \(c.pairs) pairs, \(c.delivered) delivered, "
+            + "\(c.deliveries.reduce(0, +)) deliveries in \(String(format3(report.seconds))) s "
+            + "(\(Int(report.pairsPerSecond)) pairs/s); output in \(out)")
+      } catch {
+        throw fail(error)
+      }
+    }
+  }
+}
+
+func format3(_ s: Double) -> String {
+  let millis = Int((s * 1000).rounded())
+  let fraction = String(millis % 1000)
+  return "\(millis / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+}

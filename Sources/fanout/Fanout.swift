@@ -1,0 +1,36 @@
+import ArgumentParser
+import FanoutPipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The `fanout` command: configuration only; the work is in the subcommands.
+@main
+struct Fanout: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "fanout",
+    abstract: "Decide who gets a push notification for each chat message, in bulk.",
+    discussion: """
+      Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
+      output folder, 65 snapshot refused, 66 messages unreadable, 73 output could not be written.
+      """,
+    subcommands: [Eval.self, SnapshotCommand.self])
+}
+
+/// Prints `error` on standard error and exits with its code.
+func fail(_ error: PipelineError) -> ExitCode {
+  var stderr = StandardError()
+  print("fanout: error: \(error)", to: &stderr)
+  return ExitCode(error.exitCode)
+}
+
+struct StandardError: TextOutputStream {
+  mutating func write(_ string: String) {
+    var bytes = Array(string.utf8)
+    _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+  }
+}
+
+/// The number of cores the process may use.
+func defaultThreadCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }

@@ -1,0 +1,31 @@
+import ArgumentParser
+import FanoutPipeline
+import FanoutSnapshot
+
+extension Fanout {
+  struct SnapshotCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "snapshot", abstract: "Inspect preference snapshots.", subcommands: [Check.self])
+
+    struct Check: ParsableCommand {
+      static let configuration = CommandConfiguration(
+        abstract: "Validate a snapshot and print what it holds, or why it is refused.")
+
+      @Argument(help: "The snapshot (SQLite).")
+      var file: String
+
+      func run() throws {
+        let snapshot: Snapshot
+        do { snapshot = try SnapshotLoader.load(path: file) } catch { throw fail(.snapshot(error)) }
+        let info = snapshot.info
+        print("snapshot \(file): valid")
+        print("rows:")
+        for (table, rows) in info.rowCounts { print("  \(table): \(rows)") }
+        print("time zones (\(info.timeZones.count)): \(info.timeZones.joined(separator: ", "))")
+        print("devices per gateway:")
+        for (gateway, devices) in info.devicesPerGateway { print("  \(gateway): \(devices)") }
+        print("distinct DND schedules: \(info.dndPatterns); distinct snooze groups: \(info.snoozeGroups)")
+      }
+    }
+  }
+}
