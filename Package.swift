@@ -29,7 +29,7 @@ let package = Package(
       ]),
 
     .target(
-      name: "FanoutTestSupport", dependencies: ["CSQLite", "FanoutPipeline"],
+      name: "FanoutTestSupport", dependencies: ["CSQLite", "CLZ4", "FanoutPipeline"],
       path: "Tests/FanoutTestSupport"),
     .testTarget(name: "FanoutTimeTests", dependencies: ["FanoutTime"]),
     .testTarget(name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),

@@ -1,0 +1,127 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// The sample snapshot, built from `datasets/` into a real SQLite file.
+private let sampleSnapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+private let sampleTraffic = datasetURL("sample/traffic.ndjson").path
+
+/// summary.json without the fields that vary from run to run.
+private func summaryCounts(_ dir: String) -> NSDictionary {
+  let data = FileManager.default.contents(atPath: dir + "/summary.json")!
+  let object = try! JSONSerialization.jsonObject(with: data) as! [String: Any]
+  return object.filter { !["seconds", "pairs_per_second", "timings"].contains($0.key) } as NSDictionary
+}
+
+private func eval(_ extra: [String], out: String, messages: String = sampleTraffic, input: [UInt8]? = nil)
+  -> ProcessResult
+{
+  runProcess(fanoutExecutable, ["eval", "--snapshot", sampleSnapshot, "--messages", messages, "--out", out] + extra, input: input)
+}
+
+@Suite("fanout eval, end to end")
+struct EvalCommandTests {
+  @Test("the sample's decoded output equals the golden files")
+  func golden() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = eval(["--decisions", "--threads", "2"], out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    let expected = datasetURL("sample/expected").path
+    let lz4Files = listDirectory(out).filter { $0.hasSuffix(".lz4") }
+    #expect(lz4Files == ["apns.ndjson.lz4", "decisions.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4", "webpush.ndjson.lz4"])
+    for file in lz4Files {
+      let decoded = lz4CommandLineDecode(out + "/" + file)
+      #expect(decoded == readText(expected + "/" + file.replacingOccurrences(of: ".lz4", with: "")), "\(file)")
+    }
+    #expect(readText(out + "/rejected.ndjson") == readText(expected + "/rejected.ndjson"))
+    let golden = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: expected + "/summary-counts.json")))
+    #expect(summaryCounts(out) == golden as! NSDictionary)
+  }
+
+  @Test("the same bytes with 1, 2 and 7 threads")
+  func deterministic() throws {
+    // Enough traffic for several parse and evaluation chunks.
+    let lines = readText(sampleTraffic).split(separator: "\n", omittingEmptySubsequences: false)
+    var big: [String] = []
+    for i in 0..<3_000 { big.append(String(lines[i % lines.count]).replacingOccurrences(of: "\"id\":\"m", with: "\"id\":\"r\(i)-m")) }
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try big.joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
+    var outputs: [[String: Data]] = []
+    for threads in [1, 2, 7] {
+      let out = makeTemporaryDirectory() + "/out"
+      let result = eval(["--decisions", "--threads", String(threads)], out: out, messages: traffic)
+      #expect(result.status == 0, "\(result.stderr)")
+      var files: [String: Data] = [:]
+      for name in listDirectory(out) where name != "summary.json" {
+        files[name] = FileManager.default.contents(atPath: out + "/" + name)
+      }
+      files["summary-counts"] = try JSONSerialization.data(withJSONObject: summaryCounts(out), options: .sortedKeys)
+      outputs.append(files)
+    }
+    #expect(outputs[0].count == 7)
+    #expect(outputs[0] == outputs[1])
+    #expect(outputs[0] == outputs[2])
+  }
+
+  @Test("messages from standard input")
+  func standardInput() {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = eval([], out: out, messages: "-", input: Array(readText(sampleTraffic).utf8))
+    #expect(result.status == 0)
+    #expect(summaryCounts(out)["messages"] as? Int == 14)
+    #expect(result.text.contains("14 messages, 6 rejected, 153 pairs"))
+  }
+
+  @Test("a refused snapshot exits 65 and leaves nothing in the output folder")
+  func refusedSnapshot() {
+    let bad = SQLiteFixture.make("INSERT INTO users (user_id, timezone) VALUES ('u', 'Nowhere/Land');")
+    let parent = makeTemporaryDirectory()
+    let result = runProcess(fanoutExecutable, ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", parent + "/out"])
+    #expect(result.status == 65)
+    #expect(result.stderr.contains("table users, row user_id='u', column timezone"))
+    #expect(listDirectory(parent).isEmpty)
+    // With --overwrite, a previous run's files are gone too: no stale result looks current.
+    let previous = makeTemporaryDirectory()
+    #expect(eval([], out: previous).status == 0)
+    let again = runProcess(fanoutExecutable, ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", previous, "--overwrite"])
+    #expect(again.status == 65)
+    #expect(listDirectory(previous).isEmpty)
+  }
+
+  @Test("a non-empty folder is refused without --overwrite; --overwrite removes only a run's files")
+  func overwrite() throws {
+    let out = makeTemporaryDirectory()
+    try "keep".write(toFile: out + "/notes.txt", atomically: true, encoding: .utf8)
+    try "stale".write(toFile: out + "/sms.ndjson.lz4", atomically: true, encoding: .utf8)
+    let refused = eval([], out: out)
+    #expect(refused.status == 64)
+    #expect(listDirectory(out) == ["notes.txt", "sms.ndjson.lz4"])
+    let replaced = eval(["--overwrite"], out: out)
+    #expect(replaced.status == 0)
+    #expect(listDirectory(out) == ["apns.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4", "notes.txt", "rejected.ndjson", "summary.json", "webpush.ndjson.lz4"])
+  }
+
+  @Test("bad command lines and unreadable input have their own exit codes")
+  func exitCodes() {
+    let out = makeTemporaryDirectory() + "/out"
+    #expect(runProcess(fanoutExecutable, ["eval", "--snapshot", sampleSnapshot, "--out", out]).status == 64)
+    #expect(eval(["--threads", "0"], out: out).status == 64)
+    #expect(eval([], out: out, messages: "/nonexistent/traffic.ndjson").status == 66)
+    #expect(!FileManager.default.fileExists(atPath: out))
+    let help = runProcess(fanoutExecutable, ["eval", "--help"])
+    #expect(help.status == 0)
+    #expect(help.text.contains("--snapshot"))
+  }
+
+  @Test("snapshot check prints counts, or the refusal")
+  func snapshotCheck() {
+    let ok = runProcess(fanoutExecutable, ["snapshot", "check", sampleSnapshot])
+    #expect(ok.status == 0)
+    #expect(ok.text.contains("users: 16"))
+    #expect(ok.text.contains("America/New_York"))
+    #expect(ok.text.contains("apns: 8"))
+    let bad = runProcess(fanoutExecutable, ["snapshot", "check", SQLiteFixture.make("INSERT INTO settings VALUES ('schema_version', '2');")])
+    #expect(bad.status == 65)
+    #expect(bad.stderr.contains("table settings"))
+  }
+}

@@ -1,0 +1,26 @@
+import CSQLite
+import Foundation
+
+/// Builds real SQLite snapshot files from SQL text.
+public enum SQLiteFixture {
+  /// The contract's schema, as shipped in `datasets/schema.sql`.
+  public static let schema: String = readText(datasetURL("schema.sql").path)
+
+  /// A minimal valid population: settings plus nothing else.
+  public static let header = "INSERT INTO settings VALUES ('schema_version', '1');\n"
+
+  /// Runs `sql` in a new database file and returns its path.
+  public static func make(_ sql: String, schema: String = SQLiteFixture.schema) -> String {
+    let path = makeTemporaryDirectory("fanout-snapshot") + "/snapshot.sqlite"
+    var db: OpaquePointer?
+    precondition(sqlite3_open(path, &db) == SQLITE_OK)
+    defer { sqlite3_close(db) }
+    var message: UnsafeMutablePointer<CChar>?
+    let code = sqlite3_exec(db, schema + "\n" + sql, nil, nil, &message)
+    if code != SQLITE_OK {
+      let text = message.map { String(cString: $0) } ?? "?"
+      fatalError("fixture SQL failed: \(text)\n\(sql)")
+    }
+    return path
+  }
+}

@@ -1,0 +1,57 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutSnapshot
+import FanoutTraffic
+import Foundation
+
+/// Evaluates messages against a snapshot built from SQL, through the real
+/// loader, parser and kernel, and exposes the decisions and deliveries.
+public struct Scenario {
+  public let index: Index
+  public let batch: MessageBatch
+  public let result: ChunkResult
+
+  /// `sql` populates the contract's schema; `messages` are NDJSON lines.
+  public init(_ sql: String, messages: [String]) throws {
+    let snapshot = try SnapshotLoader.load(path: SQLiteFixture.make(SQLiteFixture.header + sql))
+    index = snapshot.index
+    var batch = MessageBatch()
+    let parser = TrafficParser(index: index)
+    for (i, line) in messages.enumerated() {
+      var bytes = Array(line.utf8)
+      bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch) }
+    }
+    self.batch = batch
+    var evaluator = Evaluator(index: index, writeDecisions: true)
+    var result = ChunkResult(gateways: index.gateways.count)
+    evaluator.evaluate(batch, messages: 0..<batch.count, into: &result)
+    self.result = result
+  }
+
+  /// Decision lines as `message/user` → trigger (delivered) or `-reason`.
+  public var decisions: [String: String] {
+    var out: [String: String] = [:]
+    for line in String(decoding: result.decisionLines, as: UTF8.self).split(separator: "\n") {
+      let object = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let key = "\(object["message"]!)/\(object["user"]!)"
+      out[key] = (object["deliver"] as! Bool) ? object["trigger"] as! String : "-" + (object["reason"] as! String)
+    }
+    return out
+  }
+
+  /// The outcome for one pair: a trigger name, `-reason`, or nil if no pair.
+  public func outcome(_ message: String, _ user: String) -> String? { decisions["\(message)/\(user)"] }
+
+  /// The delivery lines written for `gateway`, parsed.
+  public func deliveries(_ gateway: String) -> [[String: Any]] {
+    guard let g = index.gateways.find(gateway) else { return [] }
+    return String(decoding: result.gatewayLines[Int(g)], as: UTF8.self).split(separator: "\n").map {
+      try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+    }
+  }
+}
+
+/// A message line with the given fields (values as JSON text).
+public func message(_ fields: KeyValuePairs<String, String>) -> String {
+  "{" + fields.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// The result of running a program to completion.
+public struct ProcessResult {
+  public let status: Int32
+  public let stdout: [UInt8]
+  public let stderr: String
+  public var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs `executable` with `arguments`, feeding `input` on standard input.
+/// Streams go through files, so no pipe can fill up and stall the child.
+public func runProcess(_ executable: String, _ arguments: [String], input: [UInt8]? = nil) -> ProcessResult {
+  let dir = makeTemporaryDirectory("fanout-process")
+  let paths = (stdin: dir + "/stdin", stdout: dir + "/stdout", stderr: dir + "/stderr")
+  FileManager.default.createFile(atPath: paths.stdin, contents: Data(input ?? []))
+  FileManager.default.createFile(atPath: paths.stdout, contents: nil)
+  FileManager.default.createFile(atPath: paths.stderr, contents: nil)
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  process.standardInput = FileHandle(forReadingAtPath: paths.stdin)
+  process.standardOutput = FileHandle(forWritingAtPath: paths.stdout)
+  process.standardError = FileHandle(forWritingAtPath: paths.stderr)
+  try! process.run()
+  process.waitUntilExit()
+  defer { try? FileManager.default.removeItem(atPath: dir) }
+  return ProcessResult(
+    status: process.terminationStatus, stdout: Array(FileManager.default.contents(atPath: paths.stdout)!),
+    stderr: readText(paths.stderr))
+}
+
+/// The built `fanout` executable, next to the test bundle.
+public let fanoutExecutable: String = {
+  let bundleDir = Bundle.main.bundleURL.deletingLastPathComponent()
+  for dir in [bundleDir, Bundle.main.bundleURL, packageRoot.appendingPathComponent(".build/debug")] {
+    let candidate = dir.appendingPathComponent("fanout").path
+    if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+  }
+  fatalError("fanout executable not found next to \(bundleDir.path); run `swift build` first")
+}()
+
+/// Decodes an LZ4 file with the `lz4` command-line tool.
+public func lz4CommandLineDecode(_ path: String) -> String? {
+  let result = runProcess("/usr/bin/lz4", ["-dc", path])
+  return result.status == 0 ? result.text : nil
+}
