@@ -1,0 +1,124 @@
+import Foundation
+
+/// The contract's section 3, written as plainly as possible over a
+/// `RandomWorld`: dictionaries, strings and Foundation's `TimeZone` (ICU's
+/// copy of the tz data, independent of Fanout's TZif reader).
+public struct ReferenceEvaluator {
+  let world: RandomWorld
+
+  public init(_ world: RandomWorld) { self.world = world }
+
+  /// `message/user` → trigger, or `-reason`.
+  public func decisions() -> [String: String] {
+    var out: [String: String] = [:]
+    for line in world.messages {
+      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let channel = m["channel"] as! String
+      for user in world.members[channel]! where user != m["sender"] as? String {
+        out["\(m["id"]!)/\(user)"] = decide(m, channel: channel, user: user).outcome
+      }
+    }
+    return out
+  }
+
+  /// `message/gateway` → the recipients' `user:device` list, in output order.
+  public func deliveries() -> [String: [String]] {
+    var out: [String: [String]] = [:]
+    for line in world.messages {
+      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let channel = m["channel"] as! String
+      let recipients = world.members[channel]!.filter { $0 != m["sender"] as? String }
+        .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+      for user in recipients {
+        for device in decide(m, channel: channel, user: user).devices {
+          out["\(m["id"]!)/\(device.gateway)", default: []].append("\(user):\(device.id)")
+        }
+      }
+    }
+    return out
+  }
+
+  func decide(_ m: [String: Any], channel: String, user: String) -> (outcome: String, devices: [RandomWorld.Device]) {
+    let u = world.users.first { $0.id == user }!
+    let kind = world.channels.first { $0.id == channel }!.kind
+    let levels = [world.channelPrefs[user + "|" + channel], world.scopePrefs[user + "|" + kind], u.prefs]
+    func resolve(_ field: (RandomWorld.Prefs) -> String?, _ fallback: String) -> String {
+      for level in levels { if let p = level, let v = field(p), v != "default" { return v } }
+      return fallback
+    }
+    func flag(_ field: (RandomWorld.Prefs) -> Int?) -> Bool {
+      for level in levels { if let p = level, let v = field(p) { return v == 1 } }
+      return true
+    }
+    let ts = m["ts"] as! Int64
+    let force = m["force"] as? Bool ?? false
+    // 1. snoozed
+    if !force {
+      for level in levels {
+        guard let p = level, let until = p.snoozeUntil else { continue }
+        if ts >= (p.snoozeStart ?? .min) && ts < until { return ("-snoozed", []) }
+      }
+    }
+    // 2. dnd
+    if !force {
+      let zone = TimeZone(identifier: u.timezone ?? "UTC")!
+      var calendar = Calendar(identifier: .gregorian)
+      calendar.timeZone = zone
+      let date = Date(timeIntervalSince1970: Double(ts) / 1000)
+      let parts = calendar.dateComponents([.weekday, .hour, .minute], from: date)
+      let minute = parts.hour! * 60 + parts.minute!
+      let weekday = (parts.weekday! + 5) % 7 + 1  // Foundation: 1 = Sunday
+      func inWindow(_ start: Int, _ end: Int) -> Bool {
+        let stop = end == 1439 ? 1440 : end
+        if start == end { return true }
+        if start < end { return minute >= start && minute < stop }
+        return minute >= start || minute < stop
+      }
+      if !u.weekly.isEmpty {
+        if u.weekly.contains(where: { $0.day == weekday && minute >= $0.start && minute < ($0.end == 1439 ? 1440 : $0.end) }) {
+          return ("-dnd", [])
+        }
+      } else if let dnd = u.dnd, inWindow(dnd.0, dnd.1) {
+        return ("-dnd", [])
+      }
+    }
+    // 3. levels
+    let chat = resolve(\.chat, world.defaultChat ?? "all")
+    let call = resolve(\.call, world.defaultCall ?? "all")
+    let mentions = m["mentions"] as? [String] ?? []
+    let mentioned =
+      (mentions.contains(user) || (m["mention_all"] as? Bool ?? false) || m["reply_to"] as? String == user)
+      && flag(\.mention)
+    var trigger: String
+    switch m["kind"] as? String ?? "message" {
+    case "call":
+      guard call == "all" else { return ("-muted", []) }
+      trigger = "call"
+    case "pinned" where flag(\.pinned):
+      guard chat != "none" else { return ("-muted", []) }
+      trigger = "pinned"
+    default:
+      switch chat {
+      case "all": trigger = mentioned ? "mention" : "message"
+      case "mentions":
+        guard mentioned else { return ("-not_mentioned", []) }
+        trigger = "mention"
+      default: return ("-muted", [])
+      }
+    }
+    // 4, 5. devices and the gateway gate
+    let devices = world.devices.filter { $0.user == user }.sorted { $0.id < $1.id }
+    if devices.isEmpty { return ("-no_device", []) }
+    let category = m["category"] as? String
+    let passing = devices.filter { d in
+      if let c = category, world.mandatoryGateways.contains(c + "|" + d.gateway) { return true }
+      if world.restricted.contains(user + "|" + d.gateway) { return false }
+      guard let c = category else { return true }
+      let info = world.categories.first { $0.name == c }!
+      let pref = info.mandatory ? "opt_in" : (world.categoryPrefs[user + "|" + c + "|"] ?? info.defaultPref)
+      if pref == "opt_out" { return false }
+      return world.categoryPrefs[user + "|" + c + "|" + d.gateway] != "opt_out"
+    }
+    return passing.isEmpty ? ("-opted_out", []) : (trigger, passing)
+  }
+}
