@@ -19,8 +19,8 @@ deps:
 build: deps
 	swift build -c release --product fanout
 
-$(SAMPLE)/snapshot.sqlite: datasets/schema.sql $(SAMPLE)/snapshot.sql
-	rm -f $@ && cat datasets/schema.sql $(SAMPLE)/snapshot.sql | sqlite3 $@
+$(SAMPLE)/snapshot.sqlite: $(SAMPLE)/snapshot.sql build
+	rm -f $@ && $(FANOUT) snapshot schema | cat - $(SAMPLE)/snapshot.sql | sqlite3 $@
 
 demo: build $(SAMPLE)/snapshot.sqlite
 	$(FANOUT) snapshot check $(SAMPLE)/snapshot.sqlite

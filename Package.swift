@@ -19,13 +19,15 @@ let package = Package(
     .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
     .target(name: "FanoutKernel", dependencies: ["FanoutIndex", "FanoutTime", "FanoutTraffic"]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
+    .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot"]),
     .target(
       name: "FanoutPipeline",
       dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),
     .executableTarget(
       name: "fanout",
       dependencies: [
-        "FanoutPipeline", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        "FanoutPipeline", "FanoutGenerator",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 
     .target(

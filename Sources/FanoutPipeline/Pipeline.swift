@@ -127,13 +127,12 @@ public enum Pipeline {
     }
 
     phase = clock.now
-    var report = RunReport(
+    do { try writer.commitData() } catch { throw .output(error) }
+    timings.write += lap(phase)
+    let report = RunReport(
       counters: counters, rejected: rejected, gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
-      seconds: 0, timings: timings)
-    report.seconds = lap(started)
+      seconds: lap(started), timings: timings)
     do { try writer.commit(summary: Summary.json(report)) } catch { throw .output(error) }
-    report.timings.write += lap(phase)
-    report.seconds = lap(started)
     return report
   }
 

@@ -61,11 +61,15 @@ final class RunWriter {
     try rejected.write(bytes)
   }
 
-  /// Renames every file to its final name, summary.json last.
-  func commit(summary: [UInt8]) throws(OutputError) {
+  /// Renames every data file to its final name.
+  func commitData() throws(OutputError) {
     for file in gatewayFiles { try file?.commit() }
     try decisions?.commit()
     try rejected.commit()
+  }
+
+  /// Writes summary.json, last: its presence means the run completed.
+  func commit(summary: [UInt8]) throws(OutputError) {
     let summaryFile = try PendingFile(directory: directory, name: "summary.json")
     try summaryFile.write(summary)
     try summaryFile.commit()

@@ -5,7 +5,15 @@ import FanoutSnapshot
 extension Fanout {
   struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-      commandName: "snapshot", abstract: "Inspect preference snapshots.", subcommands: [Check.self])
+      commandName: "snapshot", abstract: "Inspect preference snapshots.", subcommands: [Check.self, Schema.self])
+
+    struct Schema: ParsableCommand {
+      static let configuration = CommandConfiguration(
+        abstract: "Print the SQL that creates an empty snapshot.",
+        discussion: "Example: fanout snapshot schema | cat - prefs.sql | sqlite3 snapshot.sqlite")
+
+      func run() { print(SnapshotSchema.createSQL, terminator: "") }
+    }
 
     struct Check: ParsableCommand {
       static let configuration = CommandConfiguration(

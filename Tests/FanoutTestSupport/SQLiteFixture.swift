@@ -1,10 +1,11 @@
 import CSQLite
+import FanoutSnapshot
 import Foundation
 
 /// Builds real SQLite snapshot files from SQL text.
 public enum SQLiteFixture {
-  /// The contract's schema, as shipped in `datasets/schema.sql`.
-  public static let schema: String = readText(datasetURL("schema.sql").path)
+  /// The contract's schema, as the snapshot module defines it.
+  public static let schema: String = SnapshotSchema.createSQL
 
   /// A minimal valid population: settings plus nothing else.
   public static let header = "INSERT INTO settings VALUES ('schema_version', '1');\n"

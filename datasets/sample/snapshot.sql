@@ -1,5 +1,5 @@
 -- Sample preferences: a small team chat that exercises every rule.
--- Built into snapshot.sqlite by `make demo` (schema from ../schema.sql).
+-- Built into snapshot.sqlite by `make demo`: `fanout snapshot schema | cat - snapshot.sql | sqlite3 snapshot.sqlite`.
 -- Times: 2026-03-08 is the US daylight-saving day (New York 02:00 EST -> 03:00 EDT = 07:00 UTC).
 
 INSERT INTO settings VALUES ('schema_version', '1'), ('default_chat_level', 'all'),

@@ -1,11 +1,11 @@
 import CSQLite
 
 /// An open SQLite database; closed when the last reference goes.
-final class Connection {
+package final class Connection {
   let handle: OpaquePointer
 
   /// Opens an existing file read-only, or (with `create`) read-write, creating it.
-  init(path: String, writable: Bool = false) throws(SQLiteError) {
+  package init(path: String, writable: Bool = false) throws(SQLiteError) {
     var db: OpaquePointer?
     let flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
     let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
@@ -19,12 +19,12 @@ final class Connection {
 
   deinit { sqlite3_close_v2(handle) }
 
-  func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+  package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
     try Statement(connection: self, sql: sql)
   }
 
   /// Runs one or more statements that return no rows.
-  func execute(_ sql: String) throws(SQLiteError) {
+  package func execute(_ sql: String) throws(SQLiteError) {
     let code = sqlite3_exec(handle, sql, nil, nil, nil)
     guard code == SQLITE_OK else { throw SQLiteError.from(handle, code: code, sql: sql) }
   }
@@ -34,7 +34,7 @@ final class Connection {
 extension Connection: Sendable {}
 
 /// A prepared statement, finalized when the last reference goes.
-final class Statement {
+package final class Statement {
   let connection: Connection
   let handle: OpaquePointer
   let sql: String
@@ -70,6 +70,25 @@ final class Statement {
   }
 
   func text(_ column: Int32) -> String { String(decoding: textBytes(column), as: UTF8.self) }
+
+  // MARK: Writing
+
+  /// Binds text to parameter `i` (1-based); SQLite copies it.
+  package func bind(_ i: Int32, _ text: String) {
+    var text = text
+    text.withUTF8 { sqlite3_bind_text(handle, i, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+  }
+
+  package func bind(_ i: Int32, _ value: Int64) { sqlite3_bind_int64(handle, i, value) }
+
+  package func bindNull(_ i: Int32) { sqlite3_bind_null(handle, i) }
+
+  /// Runs the bound statement to completion and resets it for the next row.
+  package func insert() throws(SQLiteError) {
+    let code = sqlite3_step(handle)
+    sqlite3_reset(handle)
+    guard code == SQLITE_DONE else { throw SQLiteError.from(connection.handle, code: code, sql: sql) }
+  }
 }
 
 @available(*, unavailable)

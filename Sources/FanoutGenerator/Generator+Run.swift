@@ -1,0 +1,31 @@
+import FanoutSnapshot
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension Generator {
+  /// 2026-03-08T00:00:00Z: the traffic's day, on which New York and the rest
+  /// of North America switch to daylight saving time (07:00Z onwards).
+  static let day: Int64 = 1_772_928_000_000
+  static let dayMillis: Int64 = 86_400_000
+}
+
+public enum Generator {
+  /// Writes `snapshot.sqlite` and `traffic.ndjson` into `options.out`.
+  public static func run(_ options: GeneratorOptions) throws -> GeneratorReport {
+    guard options.users >= 2 else { throw GeneratorError(description: "--users must be at least 2") }
+    guard options.messages >= 0 else { throw GeneratorError(description: "--messages must not be negative") }
+    mkdir(options.out, 0o755)
+    var random = Random(seed: options.seed)
+    let population = Population(users: options.users, random: &random)
+    var report = GeneratorReport()
+    report.snapshotPath = options.out + "/snapshot.sqlite"
+    report.trafficPath = options.out + "/traffic.ndjson"
+    try SnapshotWriter.write(population, to: report.snapshotPath, random: &random, report: &report)
+    try TrafficWriter.write(
+      population, messages: options.messages, profile: options.profile, to: report.trafficPath, random: &random,
+      report: &report)
+    return report
+  }
+}

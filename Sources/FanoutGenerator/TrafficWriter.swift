@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Writes a day of traffic over the population's channels, in time order.
+enum TrafficWriter {
+  static let categories = ["account", "digest", "marketing", "newsletter", "security", "social"]
+
+  static func write(
+    _ p: Population, messages: Int, profile: Profile, to path: String, random: inout Random,
+    report: inout GeneratorReport
+  ) throws {
+    guard let file = fopen(path, "w") else { throw GeneratorError(description: "cannot write \(path)") }
+    defer { fclose(file) }
+    let broadcasts = p.channels.filter { $0.kind == .broadcast }.count
+    let directs = p.channels.filter { $0.kind == .direct }.count
+    let groups = p.channels.count - broadcasts - directs
+    // chat: 0.01% broadcast, 65% direct, the rest groups; broadcast: 90% broadcast.
+    let broadcastShare = profile == .chat ? 0.0001 : 0.9
+    var line: [UInt8] = []
+    line.reserveCapacity(512)
+    for i in 0..<messages {
+      let ts = Generator.day + Int64(i) * Generator.dayMillis / Int64(max(1, messages)) + Int64(random.below(1000))
+      let r = random.unit()
+      let c: Int
+      if r < broadcastShare {
+        c = random.below(broadcasts)
+      } else if random.chance(0.65) {
+        c = broadcasts + random.below(directs)
+      } else {
+        c = broadcasts + directs + random.below(groups)
+      }
+      let channel = p.channels[c]
+      let members = channel.members
+      let sender: Int32? = random.chance(channel.kind == .broadcast ? 0.5 : 0.97) ? members[random.below(members.count)] : nil
+      report.pairs += members.count - (sender == nil ? 0 : 1)
+      report.messages += 1
+
+      var text = "{\"id\":\"g\(i)\",\"channel\":\"\(channel.id)\""
+      if let sender { text += ",\"sender\":\"\(Population.userID(Int(sender)))\"" }
+      if random.chance(0.1) {
+        text += ",\"ts\":\"" + rfc3339(ts) + "\""
+      } else {
+        text += ",\"ts\":\(ts)"
+      }
+      let k = random.unit()
+      if k < 0.04 { text += ",\"kind\":\"call\"" } else if k < 0.07 { text += ",\"kind\":\"pinned\"" }
+      if channel.kind != .direct && random.chance(0.15) {
+        let mentioned = (0..<(1 + random.below(3))).map { _ in "\"\(Population.userID(Int(members[random.below(members.count)])))\"" }
+        text += ",\"mentions\":[" + mentioned.joined(separator: ",") + "]"
+      }
+      if channel.kind == .group && random.chance(0.01) { text += ",\"mention_all\":true" }
+      if random.chance(0.1) { text += ",\"reply_to\":\"\(Population.userID(Int(members[random.below(members.count)])))\"" }
+      if random.chance(channel.kind == .broadcast ? 0.5 : 0.02) {
+        text += ",\"category\":\"\(categories[random.below(categories.count)])\""
+      }
+      if random.chance(0.005) { text += ",\"force\":true" }
+      text += "}\n"
+      line.removeAll(keepingCapacity: true)
+      line.append(contentsOf: text.utf8)
+      guard fwrite(line, 1, line.count, file) == line.count else { throw GeneratorError(description: "cannot write \(path)") }
+    }
+  }
+
+  /// `ts` as an RFC 3339 string in UTC with milliseconds.
+  static func rfc3339(_ ts: Int64) -> String {
+    func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let days = ts / 86_400_000
+    let ms = ts % 86_400_000
+    // Civil date from days (valid after 1970).
+    let z = days + 719_468
+    let era = z / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let d = doy - (153 * mp + 2) / 5 + 1
+    let m = mp < 10 ? mp + 3 : mp - 9
+    let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+    let millis = String(ms % 1000)
+    return "\(y)-\(two(m))-\(two(d))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
+      + String(repeating: "0", count: 3 - millis.count) + millis + "Z"
+  }
+}
