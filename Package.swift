@@ -34,6 +34,7 @@ let package = Package(
       name: "FanoutTestSupport", dependencies: ["CSQLite", "CLZ4", "FanoutPipeline"],
       path: "Tests/FanoutTestSupport"),
     .testTarget(name: "FanoutTimeTests", dependencies: ["FanoutTime"]),
+    .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex"]),
     .testTarget(name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(name: "FanoutTrafficTests", dependencies: ["FanoutTraffic", "FanoutTestSupport"]),
     .testTarget(name: "FanoutKernelTests", dependencies: ["FanoutKernel", "FanoutTestSupport"]),

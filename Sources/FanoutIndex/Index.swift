@@ -58,7 +58,6 @@ public final class Index: Sendable {
 
   // Channels, in channel_id byte order.
   public let channels: StringTable
-  package let channelJSON: BytePool
   package let channelScope: [Scope]
   /// CSR: channel → membership slots, ordered by user row.
   package let channelMembers: [Int]
@@ -91,7 +90,7 @@ public final class Index: Sendable {
   package init(
     users: StringTable, userJSON: BytePool, userZone: [UInt16], userDND: [Int32],
     userDevices: [Int32], userCategoryPrefs: [Int32], deviceIDs: [Int64], deviceGateway: [UInt16],
-    deviceRestricted: [Bool], deviceJSON: BytePool, channels: StringTable, channelJSON: BytePool,
+    deviceRestricted: [Bool], deviceJSON: BytePool, channels: StringTable,
     channelScope: [Scope], channelMembers: [Int], memberUser: [Int32], memberSettings: [MemberSettings],
     memberSnooze: [Int32], snoozeGroups: [Int32], snoozeBounds: [Int64], dndWords: [UInt64],
     zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
@@ -109,7 +108,6 @@ public final class Index: Sendable {
     self.deviceRestricted = deviceRestricted
     self.deviceJSON = deviceJSON
     self.channels = channels
-    self.channelJSON = channelJSON
     self.channelScope = channelScope
     self.channelMembers = channelMembers
     self.memberUser = memberUser

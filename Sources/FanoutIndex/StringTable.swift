@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// Byte strings stored end to end, addressed by dense `Int32` ids.
 ///
 /// Used for ids and for pre-escaped JSON fragments, so that output is a byte
@@ -15,7 +21,18 @@ public struct BytePool: Sendable {
     offsets.append(bytes.count)
   }
 
+  /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
+  public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
+    JSONText.appendQuoted(s, to: &bytes)
+    offsets.append(bytes.count)
+  }
+
   public subscript(i: Int) -> ArraySlice<UInt8> { bytes[offsets[i]..<offsets[i + 1]] }
+
+  /// String `i`'s bytes, valid inside `body` only.
+  public func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]])) }
+  }
 
   public func string(_ i: Int) -> String { String(decoding: self[i], as: UTF8.self) }
 }
@@ -24,9 +41,19 @@ public struct BytePool: Sendable {
 /// from raw bytes to id that hashes the bytes without making a `String`.
 public struct StringTable: Sendable {
   public private(set) var pool = BytePool()
-  private var slots: [Int32] = Array(repeating: -1, count: 16)
+  /// Open addressing: `hash tag << 32 | id`, or `empty`. The tag spares most
+  /// probes a visit to the pool (a cache miss each at millions of ids).
+  private var slots: [UInt64] = Array(repeating: StringTable.empty, count: 16)
+  private static let empty = UInt64.max
 
   public init() {}
+
+  /// An empty table with room for `capacity` strings without rehashing.
+  public init(capacity: Int) {
+    var size = 16
+    while size < capacity * 2 + 2 { size *= 2 }
+    slots = Array(repeating: Self.empty, count: size)
+  }
 
   public var count: Int { pool.count }
   public subscript(i: Int) -> String { pool.string(i) }
@@ -39,6 +66,13 @@ public struct StringTable: Sendable {
 
   public mutating func insert(_ key: UnsafeRawBufferPointer) -> Int32? {
     if find(key) != nil { return nil }
+    return append(key)
+  }
+
+  /// Adds `key` without checking that it is new: for callers that know
+  /// (keys arriving sorted and checked against their predecessor).
+  @discardableResult
+  public mutating func append(_ key: UnsafeRawBufferPointer) -> Int32 {
     if (count + 1) * 2 > slots.count { grow() }
     let id = Int32(count)
     pool.append(key)
@@ -56,33 +90,84 @@ public struct StringTable: Sendable {
   /// - Complexity: O(key length) expected; does not allocate.
   public func find(_ key: UnsafeRawBufferPointer) -> Int32? {
     let mask = slots.count - 1
-    var i = Int(truncatingIfNeeded: Self.hash(key)) & mask
+    let hash = Self.hash(key)
+    let tag = hash >> 32
+    var i = Int(truncatingIfNeeded: hash) & mask
     return pool.bytes.withUnsafeBufferPointer { bytes in
-      while true {
-        let id = slots[i]
-        if id < 0 { return nil }
-        let lo = pool.offsets[Int(id)]
-        let hi = pool.offsets[Int(id) + 1]
-        if hi - lo == key.count && (key.isEmpty || memcmpEqual(bytes.baseAddress! + lo, key)) { return id }
-        i = (i + 1) & mask
+      pool.offsets.withUnsafeBufferPointer { offsets in
+        slots.withUnsafeBufferPointer { slots in
+          while true {
+            let slot = slots[i]
+            if slot == Self.empty { return nil }
+            let id = Int32(truncatingIfNeeded: slot)
+            guard slot >> 32 == tag else {
+              i = (i + 1) & mask
+              continue
+            }
+            let lo = offsets[Int(id)]
+            if offsets[Int(id) + 1] - lo == key.count
+              && (key.isEmpty || memcmp(bytes.baseAddress! + lo, key.baseAddress!, key.count) == 0)
+            {
+              return id
+            }
+            i = (i + 1) & mask
+          }
+        }
       }
     }
   }
 
-  private func memcmpEqual(_ a: UnsafePointer<UInt8>, _ key: UnsafeRawBufferPointer) -> Bool {
-    for j in 0..<key.count where a[j] != key[j] { return false }
-    return true
+  /// Looks up every key of `batch` (in order), writing the ids (-1 when
+  /// absent) to `ids`. Each phase issues independent loads for the whole
+  /// batch, so their cache misses overlap instead of following one another.
+  public func find(batch: BytePool, into ids: inout [Int32]) {
+    let n = batch.count
+    ids.removeAll(keepingCapacity: true)
+    guard n > 0 else { return }
+    let mask = slots.count - 1
+    var hashes = [UInt64](repeating: 0, count: n)
+    var candidates = [UInt64](repeating: 0, count: n)
+    var starts = [Int](repeating: 0, count: n)
+    batch.bytes.withUnsafeBytes { keys in
+      for k in 0..<n {
+        hashes[k] = Self.hash(UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]]))
+      }
+      slots.withUnsafeBufferPointer { slots in
+        for k in 0..<n { candidates[k] = slots[Int(truncatingIfNeeded: hashes[k]) & mask] }
+      }
+      pool.offsets.withUnsafeBufferPointer { offsets in
+        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
+          starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
+        }
+      }
+      pool.bytes.withUnsafeBufferPointer { bytes in
+        for k in 0..<n {
+          let key = UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]])
+          let slot = candidates[k]
+          if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
+            let id = Int(UInt32(truncatingIfNeeded: slot))
+            if pool.offsets[id + 1] - starts[k] == key.count
+              && (key.isEmpty || memcmp(bytes.baseAddress! + starts[k], key.baseAddress!, key.count) == 0)
+            {
+              ids.append(Int32(id))
+              continue
+            }
+          }
+          ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // first slot missed: probe on
+        }
+      }
+    }
   }
 
   private mutating func place(_ id: Int32, hash: UInt64) {
     let mask = slots.count - 1
     var i = Int(truncatingIfNeeded: hash) & mask
-    while slots[i] >= 0 { i = (i + 1) & mask }
-    slots[i] = id
+    while slots[i] != Self.empty { i = (i + 1) & mask }
+    slots[i] = (hash >> 32) << 32 | UInt64(UInt32(id))
   }
 
   private mutating func grow() {
-    slots = Array(repeating: -1, count: slots.count * 2)
+    slots = Array(repeating: Self.empty, count: slots.count * 2)
     for id in 0..<count {
       let h = pool.bytes.withUnsafeBytes { raw in
         Self.hash(UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]]))
@@ -91,11 +176,17 @@ public struct StringTable: Sendable {
     }
   }
 
-  /// FNV-1a: fixed, so lookups cost the same in every process.
+  /// FNV-1a with a 64-bit finalizer (ids like `u0000001` differ only in
+  /// their last bytes; without mixing they cluster under linear probing).
+  /// Fixed, so lookups cost the same in every process.
   static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
     var h: UInt64 = 0xcbf2_9ce4_8422_2325
-    for b in key { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-    return h ^ (h >> 29)
+    for i in 0..<key.count { h = (h ^ UInt64(key[i])) &* 0x100_0000_01b3 }
+    h ^= h >> 33
+    h &*= 0xff51_afd7_ed55_8ccd
+    h ^= h >> 33
+    h &*= 0xc4ce_b9fe_1a85_ec53
+    return h ^ (h >> 33)
   }
 }
 
@@ -125,4 +216,19 @@ public enum JSONText {
   }
 
   public static func quoted(_ s: String) -> [UInt8] { quoted(s.utf8) }
+
+  /// Appends `s` quoted to `out`; copies runs that need no escape in one go.
+  public static func appendQuoted(_ s: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    var run = 0
+    for i in 0..<s.count {
+      let c = s[i]
+      guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
+      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[run..<i]))
+      out.append(contentsOf: quoted(CollectionOfOne(c)).dropFirst().dropLast())
+      run = i + 1
+    }
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[run..<s.count]))
+    out.append(UInt8(ascii: "\""))
+  }
 }

@@ -53,7 +53,7 @@ public struct Evaluator {
     linePrefix += #"{"message":"#.utf8
     linePrefix += batch.idJSON[m]
     linePrefix += #","channel":"#.utf8
-    linePrefix += ix.channelJSON[channel]
+    ix.channels.pool.withBytes(channel) { JSONText.appendQuoted($0, to: &linePrefix) }
     linePrefix += #","ts":\#(ts),"kind":"\#(kind.name)","recipients":["#.utf8
     if writeDecisions {
       decisionPrefix.removeAll(keepingCapacity: true)

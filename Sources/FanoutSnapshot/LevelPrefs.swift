@@ -1,40 +1,53 @@
 import FanoutModel
 
-/// One level's preference columns (users, scope_prefs or channel_prefs), one
-/// entry per row; `unset` marks NULL ("inherit from the next level").
-struct LevelPrefs {
+/// One row of a level's preference columns (users, scope_prefs or
+/// channel_prefs); `LevelRow.unset` marks NULL ("inherit from the next level").
+struct LevelRow {
   static let unset: UInt8 = 0xFF
+  static let none = LevelRow(chat: unset, call: unset, snoozeStart: .min, snoozeUntil: .min, mention: unset, pinned: unset, preview: unset)
 
-  var chat: [UInt8] = []
-  var call: [UInt8] = []
+  var chat: UInt8
+  var call: UInt8
   /// The snooze window `[start, until)`; a NULL start is `Int64.min`, a NULL
   /// until (no snooze) is also `Int64.min`, which makes the window empty.
-  var snoozeStart: [Int64] = []
-  var snoozeUntil: [Int64] = []
-  var mention: [UInt8] = []
-  var pinned: [UInt8] = []
-  var preview: [UInt8] = []
+  var snoozeStart: Int64
+  var snoozeUntil: Int64
+  var mention: UInt8
+  var pinned: UInt8
+  var preview: UInt8
 
-  var count: Int { chat.count }
+  var hasSnooze: Bool { snoozeStart < snoozeUntil }
 
   /// Reads `SnapshotSchema.levelColumns` from the row, starting at column `first`.
-  mutating func append(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
+  init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
     let allowed = acceptDefault ? "all, mentions, none or default" : "all, mentions or none"
-    let chatLevel = try row.enumerated(first, allowed) { s -> UInt8? in
+    chat = try row.enumerated(first, allowed) { s -> UInt8? in
       if acceptDefault && s == "default" { return Self.unset }
       return Level(chatLevel: s)?.rawValue
-    }
-    chat.append(chatLevel ?? Self.unset)
-    call.append(try row.enumerated(first + 1, "all or none", Level.init(callLevel:))?.rawValue ?? Self.unset)
-    snoozeStart.append(try row.optionalInt(first + 2) ?? .min)
-    snoozeUntil.append(try row.optionalInt(first + 3) ?? .min)
-    mention.append(Self.flag(try row.optionalFlag(first + 4)))
-    pinned.append(Self.flag(try row.optionalFlag(first + 5)))
-    preview.append(Self.flag(try row.optionalFlag(first + 6)))
+    } ?? Self.unset
+    call = try row.enumerated(first + 1, "all or none", Level.init(callLevel:))?.rawValue ?? Self.unset
+    snoozeStart = try row.optionalInt(first + 2) ?? .min
+    snoozeUntil = try row.optionalInt(first + 3) ?? .min
+    mention = Self.flag(try row.optionalFlag(first + 4))
+    pinned = Self.flag(try row.optionalFlag(first + 5))
+    preview = Self.flag(try row.optionalFlag(first + 6))
+  }
+
+  private init(chat: UInt8, call: UInt8, snoozeStart: Int64, snoozeUntil: Int64, mention: UInt8, pinned: UInt8, preview: UInt8) {
+    self.chat = chat
+    self.call = call
+    self.snoozeStart = snoozeStart
+    self.snoozeUntil = snoozeUntil
+    self.mention = mention
+    self.pinned = pinned
+    self.preview = preview
   }
 
   private static func flag(_ b: Bool?) -> UInt8 { b.map { $0 ? 1 : 0 } ?? unset }
 
-  /// Whether row `i` has a non-empty snooze window.
-  func hasSnooze(_ i: Int) -> Bool { snoozeStart[i] < snoozeUntil[i] }
+  /// The first set value of channel → scope → user, else `fallback`.
+  @inline(__always)
+  static func resolve(_ channel: UInt8, _ scope: UInt8, _ user: UInt8, _ fallback: UInt8) -> UInt8 {
+    channel != unset ? channel : scope != unset ? scope : user != unset ? user : fallback
+  }
 }

@@ -21,9 +21,7 @@ extension Load {
     }
 
     var userJSON = BytePool()
-    for u in 0..<userCount { userJSON.append(JSONText.quoted(users.pool[u])) }
-    var channelJSON = BytePool()
-    for c in 0..<channels.count { channelJSON.append(JSONText.quoted(channels.pool[c])) }
+    for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
 
     // Devices: grouped by user, by device_id within a user.
     let deviceOrder = devices.indices.sorted {
@@ -34,6 +32,7 @@ extension Load {
     var deviceGateway: [UInt16] = []
     var deviceRestricted: [Bool] = []
     var deviceJSON = BytePool()
+    var fragment: [UInt8] = []
     var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
     for d in deviceOrder {
       let device = devices[d]
@@ -43,9 +42,12 @@ extension Load {
       deviceGateway.append(UInt16(g))
       devicesPerGateway[Int(g)] += 1
       deviceRestricted.append(restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
-      deviceJSON.append(
-        Array(#"{"user":"#.utf8) + userJSON[Int(device.user)] + Array(#","device":\#(device.id),"token":"#.utf8)
-          + JSONText.quoted(tokens[d]))
+      fragment.removeAll(keepingCapacity: true)
+      fragment += #"{"user":"#.utf8
+      fragment += userJSON[Int(device.user)]
+      fragment += #","device":\#(device.id),"token":"#.utf8
+      fragment += tokens[d]
+      deviceJSON.append(fragment)
     }
     for u in 0..<userCount { userDevices[u + 1] += userDevices[u] }
     info.devicesPerGateway = (0..<gateways.count).compactMap {
@@ -99,47 +101,49 @@ extension Load {
     memberUser.reserveCapacity(memberKeys.count)
     memberSettings.reserveCapacity(memberKeys.count)
     memberSnooze.reserveCapacity(memberKeys.count)
-    var snoozeIDs: [[Int64]: Int32] = [:]
+    var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
     var snoozeGroups: [Int32] = [0]
     var snoozeBounds: [Int64] = []
+    // Most slots have no scope or channel row: their settings are the user's
+    // own, resolved once per user into one byte (one cache line per 64 users).
+    var userBase = [MemberSettings](repeating: MemberSettings(raw: 0), count: userCount)
+    var userPlain = [Bool](repeating: true, count: userCount)  // no scope rows, no snooze
+    for u in 0..<userCount {
+      let up = userPrefs[u]
+      userBase[u] = resolve(LevelRow.none, LevelRow.none, up)
+      userPlain[u] = !up.hasSnooze && (0..<3).allSatisfy { scopeRow[u * 3 + $0] < 0 }
+    }
     var nextPref = 0
-    let unset = LevelPrefs.unset
     for key in memberKeys {
       let c = Int(key >> 32)
       let u = Int(UInt32(truncatingIfNeeded: key))
       channelMembers[c + 1] += 1
-      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key { nextPref += 1 }
-      let cp = nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key ? Int(channelPrefKeys[nextPref].row) : -1
-      let sp = Int(scopeRow[u * 3 + Int(channelScope[c].rawValue)])
-
-      func resolve(_ field: KeyPath<LevelPrefs, [UInt8]>, _ fallback: UInt8) -> UInt8 {
-        if cp >= 0, case let v = channelPrefs[keyPath: field][cp], v != unset { return v }
-        if sp >= 0, case let v = scopePrefs[keyPath: field][sp], v != unset { return v }
-        if case let v = userPrefs[keyPath: field][u], v != unset { return v }
-        return fallback
-      }
       memberUser.append(Int32(u))
-      memberSettings.append(
-        MemberSettings(
-          chatLevel: Level(rawValue: resolve(\.chat, defaultChat.rawValue))!,
-          callLevel: Level(rawValue: resolve(\.call, defaultCall.rawValue))!,
-          mentionNotifications: resolve(\.mention, 1) == 1,
-          pinnedNotifications: resolve(\.pinned, 1) == 1,
-          showPreview: resolve(\.preview, 1) == 1))
+      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key { nextPref += 1 }
+      let cpRow = nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key ? Int(channelPrefKeys[nextPref].row) : -1
+      if cpRow < 0 && userPlain[u] {
+        memberSettings.append(userBase[u])
+        memberSnooze.append(-1)
+        continue
+      }
+      let spRow = Int(scopeRow[u * 3 + Int(channelScope[c].rawValue)])
+      let cp = cpRow >= 0 ? channelPrefs[cpRow] : LevelRow.none
+      let sp = spRow >= 0 ? scopePrefs[spRow] : LevelRow.none
+      let up = userPrefs[u]
+      memberSettings.append(resolve(cp, sp, up))
 
       // Each level's snooze window stands alone; the windows add up.
-      var windows: [Int64] = []
-      if userPrefs.hasSnooze(u) { windows += [userPrefs.snoozeStart[u], userPrefs.snoozeUntil[u]] }
-      if sp >= 0 && scopePrefs.hasSnooze(sp) { windows += [scopePrefs.snoozeStart[sp], scopePrefs.snoozeUntil[sp]] }
-      if cp >= 0 && channelPrefs.hasSnooze(cp) { windows += [channelPrefs.snoozeStart[cp], channelPrefs.snoozeUntil[cp]] }
-      if windows.isEmpty {
+      guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else {
         memberSnooze.append(-1)
-      } else if let id = snoozeIDs[windows] {
+        continue
+      }
+      let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
+      if let id = snoozeIDs[group] {
         memberSnooze.append(id)
       } else {
         let id = Int32(snoozeIDs.count)
-        snoozeIDs[windows] = id
-        snoozeBounds += windows
+        snoozeIDs[group] = id
+        snoozeBounds += group.windows
         snoozeGroups.append(Int32(snoozeBounds.count / 2))
         memberSnooze.append(id)
       }
@@ -150,7 +154,7 @@ extension Load {
     let index = Index(
       users: users, userJSON: userJSON, userZone: userZone, userDND: userDND, userDevices: userDevices,
       userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
-      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels, channelJSON: channelJSON,
+      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
       channelScope: channelScope, channelMembers: channelMembers, memberUser: memberUser,
       memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
       snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones, gateways: gateways, gatewayJSON: gatewayJSON,
@@ -158,5 +162,26 @@ extension Load {
       categoryGatewayMandatory: categoryGatewayMandatory, categoryPrefCategory: prefRows.map { $0.1 },
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
     return Snapshot(index: index, info: info)
+  }
+}
+
+extension Load {
+  /// A member's settings from the channel, scope and user rows, then the
+  /// settings table's defaults, then the contract's.
+  func resolve(_ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow) -> MemberSettings {
+    MemberSettings(
+      chatLevel: Level(rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, defaultChat.rawValue))!,
+      callLevel: Level(rawValue: LevelRow.resolve(cp.call, sp.call, up.call, defaultCall.rawValue))!,
+      mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
+      pinnedNotifications: LevelRow.resolve(cp.pinned, sp.pinned, up.pinned, 1) == 1,
+      showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
+  }
+}
+
+/// The non-empty snooze windows that apply to one membership slot.
+struct SnoozeGroupKey: Hashable {
+  var windows: [Int64] = []
+  init(user: LevelRow, scope: LevelRow, channel: LevelRow) {
+    for level in [user, scope, channel] where level.hasSnooze { windows += [level.snoozeStart, level.snoozeUntil] }
   }
 }

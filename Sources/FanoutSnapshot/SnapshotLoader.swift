@@ -48,7 +48,7 @@ struct Load {
   var defaultCall = Level.all
 
   var users = StringTable()
-  var userPrefs = LevelPrefs()
+  var userPrefs: [LevelRow] = []
   var userZone: [UInt16] = []
   var dailyDND: [(start: Int, end: Int)?] = []
   var zoneIDs: [String: UInt16] = [:]
@@ -60,9 +60,9 @@ struct Load {
   var memberKeys: [UInt64] = []  // channel << 32 | user
 
   var scopeRow: [Int32] = []  // user * 3 + scope -> scope_prefs row
-  var scopePrefs = LevelPrefs()
+  var scopePrefs: [LevelRow] = []
   var channelPrefKeys: [(key: UInt64, row: Int32)] = []
-  var channelPrefs = LevelPrefs()
+  var channelPrefs: [LevelRow] = []
 
   var categories = StringTable()
   var categoryMandatory: [Bool] = []
@@ -71,6 +71,7 @@ struct Load {
   /// Gateways in order of first sight; renumbered by name at the end.
   var gatewaysSeen = StringTable()
   var devices: [(id: Int64, user: Int32, gateway: Int32)] = []
+  /// Each device's token as a JSON string literal.
   var tokens = BytePool()
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
@@ -188,6 +189,7 @@ struct Load {
 
   mutating func readUsers() throws(SnapshotError) {
     let r = try reader("users", key: [0], orderBy: "user_id COLLATE BINARY")
+    users = StringTable(capacity: try rowCount("users"))
     while try r.next() {
       let id = try r.textBytes(0)
       if let last = users.count > 0 ? users.count - 1 : nil {
@@ -197,8 +199,8 @@ struct Load {
           throw r.fail(0, "user ids are not in byte order; the database must use UTF-8 text encoding")
         }
       }
-      _ = users.insert(id)
-      try userPrefs.append(r, first: 1)
+      users.append(id)  // strictly after its predecessor, so new
+      userPrefs.append(try LevelRow(r, first: 1))
       let zoneName = try r.optionalText(8) ?? "UTC"
       if let z = zoneIDs[zoneName] {
         userZone.append(z)
@@ -239,6 +241,7 @@ struct Load {
 
   mutating func readChannels() throws(SnapshotError) {
     let r = try reader("channels", key: [0], orderBy: "channel_id COLLATE BINARY")
+    channels = StringTable(capacity: try rowCount("channels"))
     while try r.next() {
       let id = try r.textBytes(0)
       if let last = channels.count > 0 ? channels.count - 1 : nil {
@@ -248,7 +251,7 @@ struct Load {
           throw r.fail(0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
         }
       }
-      _ = channels.insert(id)
+      channels.append(id)  // strictly after its predecessor, so new
       channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
     }
     count("channels", channels.count)
@@ -256,15 +259,27 @@ struct Load {
 
   mutating func readMembers() throws(SnapshotError) {
     let r = try reader("members", key: [0, 1], orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
+    memberKeys.reserveCapacity(try rowCount("members"))
     var sorted = true
+    // Rows arrive in channel_id order, as channels were numbered: walk
+    // alongside instead of hashing each channel id. User ids are looked up
+    // in batches (see `StringTable.find(batch:into:)`).
+    var channelCursor = 0
+    var batch = MemberBatch()
     while try r.next() {
-      let key = UInt64(UInt32(try channel(r, 0))) << 32 | UInt64(UInt32(try user(r, 1)))
-      if let last = memberKeys.last {
-        if last == key { throw r.fail(nil, "duplicate key") }
-        if last > key { sorted = false }
+      let name = try r.textBytes(0)
+      while channelCursor < channels.count && channels.pool.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) }) {
+        channelCursor += 1
       }
-      memberKeys.append(key)
+      if channelCursor < channels.count && channels.pool.withBytes(channelCursor, { $0.elementsEqual(name) }) {
+        batch.channels.append(Int32(channelCursor))
+      } else {
+        batch.channels.append(try channel(r, 0))  // out of order (an unusual collation) or unknown
+      }
+      batch.users.append(try r.textBytes(1))
+      if batch.channels.count == 512 { try resolve(&batch, sorted: &sorted) }
     }
+    try resolve(&batch, sorted: &sorted)
     if !sorted {
       memberKeys.sort()
       for i in memberKeys.indices.dropFirst() where memberKeys[i] == memberKeys[i - 1] {
@@ -272,6 +287,46 @@ struct Load {
       }
     }
     count("members", memberKeys.count)
+  }
+
+  /// Member rows whose user ids are yet to be looked up.
+  struct MemberBatch {
+    var channels: [Int32] = []
+    var users = BytePool()
+    var userRows: [Int32] = []
+  }
+
+  mutating func resolve(_ batch: inout MemberBatch, sorted: inout Bool) throws(SnapshotError) {
+    users.find(batch: batch.users, into: &batch.userRows)
+    for k in 0..<batch.userRows.count {
+      let u = batch.userRows[k]
+      let c = batch.channels[k]
+      guard u >= 0 else {
+        let name = batch.users.string(k)
+        throw SnapshotError(
+          table: "members", key: "channel_id='\(channels[Int(c)])', user_id='\(name)'", column: "user_id",
+          reason: "unknown user '\(name)'")
+      }
+      let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
+      if let last = memberKeys.last {
+        if last == key { throw duplicate("members", channel: c, user: u) }
+        if last > key { sorted = false }
+      }
+      memberKeys.append(key)
+    }
+    batch.channels.removeAll(keepingCapacity: true)
+    batch.users = BytePool()
+  }
+
+  /// The number of rows in `table`, to size arrays and hash tables up front.
+  func rowCount(_ table: String) throws(SnapshotError) -> Int {
+    do {
+      let statement = try connection.prepare("SELECT count(*) FROM \"\(table)\"")
+      _ = try statement.step()
+      return Int(statement.int64(0))
+    } catch {
+      throw SnapshotError(table: table, reason: error.message)
+    }
   }
 
   func duplicate(_ table: String, channel: Int32, user: Int32) -> SnapshotError {
@@ -288,7 +343,7 @@ struct Load {
       let slot = Int(u) * 3 + Int(scope.rawValue)
       guard scopeRow[slot] < 0 else { throw r.fail(nil, "duplicate key") }
       scopeRow[slot] = Int32(scopePrefs.count)
-      try scopePrefs.append(r, first: 2)
+      scopePrefs.append(try LevelRow(r, first: 2))
     }
     count("scope_prefs", scopePrefs.count)
   }
@@ -299,7 +354,7 @@ struct Load {
       let u = try user(r, 0)
       let c = try channel(r, 1)
       channelPrefKeys.append((UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
-      try channelPrefs.append(r, first: 2, acceptDefault: true)
+      channelPrefs.append(try LevelRow(r, first: 2, acceptDefault: true))
     }
     channelPrefKeys.sort { $0.key < $1.key }
     for i in channelPrefKeys.indices.dropFirst() where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
@@ -320,12 +375,12 @@ struct Load {
   }
 
   mutating func readDevices() throws(SnapshotError) {
-    let r = try reader("devices", key: [0])
+    let r = try reader("devices", key: [0], orderBy: "device_id")
     var gatewayTokens = StringTable()
-    var ids: Set<Int64> = []
+    var pair: [UInt8] = []
     while try r.next() {
       let id = try r.int(0)
-      guard ids.insert(id).inserted else { throw r.fail(0, "duplicate key") }
+      if let last = devices.last?.id, last >= id { throw r.fail(0, "duplicate key") }
       let u = try user(r, 1)
       let gatewayName = try r.textBytes(2)
       guard SnapshotSchema.isValidGatewayName(gatewayName) else {
@@ -336,11 +391,14 @@ struct Load {
       }
       let g = try gateway(r, 2)
       let token = try r.textBytes(3)
-      let pair = Array(gatewayName) + [0] + Array(token)
+      pair.removeAll(keepingCapacity: true)
+      pair.append(contentsOf: gatewayName)
+      pair.append(0)
+      pair.append(contentsOf: token)
       guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
         throw r.fail(3, "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique")
       }
-      tokens.append(token)
+      tokens.appendQuoted(token)
       devices.append((id, u, g))
     }
     count("devices", devices.count)

@@ -96,7 +96,7 @@ public enum SnapshotSchema {
   }
 
   /// The per-level preference columns shared by users, scope_prefs and channel_prefs,
-  /// in the order `LevelPrefs.append` reads them.
+  /// in the order `LevelRow.init` reads them.
   static let levelColumns = [
     "chat_level", "call_level", "snooze_start", "snooze_until", "mention_notifications",
     "pinned_notifications", "show_preview",

@@ -1,0 +1,33 @@
+import FanoutIndex
+import Testing
+
+@Suite("String table")
+struct StringTableTests {
+  @Test("ids in insertion order; lookups by bytes, one at a time and in batches", arguments: [0, 1, 7, 16, 1_000, 50_000])
+  func lookups(_ n: Int) {
+    var table = StringTable()
+    for i in 0..<n { #expect(table.insert("id-\(i * 7919 % 100_003)") == Int32(i)) }
+    #expect(table.insert("id-0") == (n > 0 ? nil : 0))
+    let count = table.count
+    for i in Swift.stride(from: 0, to: n, by: max(1, n / 100)) { #expect(table.find("id-\(i * 7919 % 100_003)") == Int32(i)) }
+    #expect(table.find("missing") == nil)
+    var batch = BytePool()
+    for i in 0..<min(n, 600) { batch.append("id-\(i * 7919 % 100_003)".utf8) }
+    batch.append("missing".utf8)
+    var ids: [Int32] = []
+    table.find(batch: batch, into: &ids)
+    #expect(ids == Array(0..<Int32(min(n, 600))) + [-1])
+    #expect(table.count == count)
+  }
+
+  @Test("pre-sized tables and sorted appends")
+  func capacity() {
+    var table = StringTable(capacity: 3)
+    for name in ["a", "b", "c", "d", "e"] {
+      var name = name
+      name.withUTF8 { table.append(UnsafeRawBufferPointer($0)) }
+    }
+    #expect(table.find("e") == 4)
+    #expect(table.find("f") == nil)
+  }
+}
