@@ -7,7 +7,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -32,9 +32,18 @@ demo: build $(SAMPLE)/snapshot.sqlite
 	@echo; echo "== first deliveries in $(DEMO_OUT)/apns.ndjson.lz4 (decoded with lz4 -dc)"; \
 	  lz4 -dc $(DEMO_OUT)/apns.ndjson.lz4 | head -n 3
 
+# Benchmarks: package-benchmark suites in Benchmarks/, built in their own folder.
+BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench
+bench: deps
+	$(BENCH) benchmark --no-progress
+	$(BENCH) benchmark thresholds check --path Benchmarks/Thresholds --no-progress || [ $$? = 4 ]
+
+bench-thresholds: deps
+	$(BENCH) --allow-writing-to-package-directory benchmark thresholds update --path Benchmarks/Thresholds --no-progress
+
 test: deps
 	swift build --build-tests
 	swift test --skip-build
 
 clean:
-	rm -rf .build out $(SAMPLE)/snapshot.sqlite
+	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite

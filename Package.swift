@@ -1,6 +1,12 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 let package = Package(
   name: "Fanout",
   platforms: [.macOS(.v15)],  // Linux is the target; this only keeps Synchronization usable on a Mac
@@ -42,3 +48,21 @@ let package = Package(
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
   ]
 )
+
+// Benchmarks (package-benchmark) only when asked: `make bench` sets
+// FANOUT_BENCHMARKS=1 and uses its own build folder, so tests and CI never
+// resolve or build the benchmark package.
+if getenv("FANOUT_BENCHMARKS") != nil {
+  package.dependencies.append(
+    .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]))
+  for suite in ["LoadBenchmarks", "KernelBenchmarks"] {
+    package.targets.append(
+      .executableTarget(
+        name: suite,
+        dependencies: [
+          "FanoutPipeline", "FanoutGenerator", .product(name: "Benchmark", package: "benchmark"),
+        ],
+        path: "Benchmarks/\(suite)",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+  }
+}

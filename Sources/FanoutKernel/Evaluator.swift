@@ -6,8 +6,20 @@ import FanoutTraffic
 /// Evaluates messages against one index. Cheap to create; create one per
 /// worker, since it owns per-message scratch space.
 public struct Evaluator {
+  /// What an evaluation writes besides its counters.
+  public enum Output: Sendable {
+    /// Counters only: the decisions are made, no line is built.
+    case counts
+    /// Delivery lines per gateway.
+    case deliveries
+    /// Delivery lines and one decision line per pair.
+    case deliveriesAndDecisions
+  }
+
   public let index: Index
-  public let writeDecisions: Bool
+  public let output: Output
+  private let writeLines: Bool
+  private let writeDecisions: Bool
 
   /// Per zone: the message number whose local minute-of-week is cached.
   private var zoneStamp: [Int]
@@ -19,9 +31,11 @@ public struct Evaluator {
   private var decisionPrefix: [UInt8] = []
   private var stamp = 0
 
-  public init(index: Index, writeDecisions: Bool) {
+  public init(index: Index, output: Output) {
     self.index = index
-    self.writeDecisions = writeDecisions
+    self.output = output
+    writeLines = output != .counts
+    writeDecisions = output == .deliveriesAndDecisions
     zoneStamp = [Int](repeating: -1, count: index.zones.count)
     zoneMinute = [Int](repeating: 0, count: index.zones.count)
     gatewayStamp = [Int](repeating: -1, count: index.gateways.count)
@@ -49,12 +63,7 @@ public struct Evaluator {
     let mentionEnd = Int(batch.mentionOffsets[m + 1])
     let gatewayCount = ix.gateways.count
 
-    linePrefix.removeAll(keepingCapacity: true)
-    linePrefix += #"{"message":"#.utf8
-    linePrefix += batch.idJSON[m]
-    linePrefix += #","channel":"#.utf8
-    ix.channels.pool.withBytes(channel) { JSONText.appendQuoted($0, to: &linePrefix) }
-    linePrefix += #","ts":\#(ts),"kind":"\#(kind.name)","recipients":["#.utf8
+    if writeLines { buildLinePrefix(batch, m, channel) }
     if writeDecisions {
       decisionPrefix.removeAll(keepingCapacity: true)
       decisionPrefix += #"{"message":"#.utf8
@@ -121,6 +130,16 @@ public struct Evaluator {
     openGateways.removeAll(keepingCapacity: true)
   }
 
+  /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
+  private mutating func buildLinePrefix(_ batch: MessageBatch, _ m: Int, _ channel: Int) {
+    linePrefix.removeAll(keepingCapacity: true)
+    linePrefix += #"{"message":"#.utf8
+    linePrefix += batch.idJSON[m]
+    linePrefix += #","channel":"#.utf8
+    index.channels.pool.withBytes(channel) { JSONText.appendQuoted($0, to: &linePrefix) }
+    linePrefix += #","ts":\#(batch.ts[m]),"kind":"\#(batch.kind[m].name)","recipients":["#.utf8
+  }
+
   /// Rule 1: ts lies in a snooze window of the user, scope or channel level.
   @inline(__always)
   private func isSnoozed(_ slot: Int, _ ts: Int64) -> Bool {
@@ -172,6 +191,8 @@ public struct Evaluator {
   @inline(__always)
   private mutating func appendDelivery(device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult) {
     let g = Int(index.deviceGateway[d])
+    result.counters.deliveries[g] += 1
+    guard writeLines else { return }
     if gatewayStamp[g] != stamp {
       gatewayStamp[g] = stamp
       openGateways.append(g)
@@ -181,7 +202,6 @@ public struct Evaluator {
     }
     result.gatewayLines[g] += index.deviceJSON[d]
     result.gatewayLines[g] += Self.recipientSuffix[Int(trigger.rawValue) * 2 + (preview ? 1 : 0)]
-    result.counters.deliveries[g] += 1
   }
 
   private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (

@@ -103,7 +103,7 @@ public enum Pipeline {
         let group = Array(plan[groupStart..<min(groupStart + chunksInFlight, plan.count)])
         let decisions = options.decisions
         let chunks = runChunks(count: group.count, workers: workers, empty: CompressedChunk(gateways: 0)) { i in
-          var evaluator = Evaluator(index: index, writeDecisions: decisions)
+          var evaluator = Evaluator(index: index, output: decisions ? .deliveriesAndDecisions : .deliveries)
           var result = ChunkResult(gateways: index.gateways.count)
           evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
           return CompressedChunk(result)
@@ -137,7 +137,7 @@ public enum Pipeline {
   }
 
   /// Parses a block in fixed chunks of lines, in parallel.
-  static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {
+  package static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {
     let count = (block.count + parseChunkLines - 1) / parseChunkLines
     return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
       let parser = TrafficParser(index: index)
@@ -155,7 +155,7 @@ public enum Pipeline {
   /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
   /// pairs. The cut depends only on the input, so output bytes do not depend
   /// on the number of threads.
-  static func planChunks(_ batches: [MessageBatch], index: Index) -> [(batch: Int, messages: Range<Int>)] {
+  package static func planChunks(_ batches: [MessageBatch], index: Index) -> [(batch: Int, messages: Range<Int>)] {
     var plan: [(batch: Int, messages: Range<Int>)] = []
     for (b, batch) in batches.enumerated() {
       var start = 0

@@ -22,7 +22,7 @@ public struct Scenario {
       bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch) }
     }
     self.batch = batch
-    var evaluator = Evaluator(index: index, writeDecisions: true)
+    var evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: 0..<batch.count, into: &result)
     self.result = result

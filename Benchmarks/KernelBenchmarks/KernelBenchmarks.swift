@@ -1,0 +1,86 @@
+// Parse, evaluate and write, against a roofline loop that only reads each
+// pair's member id and one 8-byte state word per user from flat arrays.
+import Benchmark
+import FanoutIndex
+import FanoutKernel
+import FanoutPipeline
+import FanoutSnapshot
+import FanoutTraffic
+import Foundation
+
+/// Pairs per second, computed from the pairs of one iteration and its duration.
+let pairsPerSecond = BenchmarkMetric.custom("pairs/s", polarity: .prefersLarger, useScalingFactor: false)
+
+let benchmarks: @Sendable () -> Void = {
+  BenchmarkData.ensure()
+  let threads = 2
+  let index = try! SnapshotLoader.load(path: BenchmarkData.snapshot).index
+  let reader = try! LineReader(path: BenchmarkData.traffic)
+  let block = try! reader.next(maxLines: Int.max)!
+  let batches = Pipeline.parse(block, index: index, workers: threads)
+  let plan = Pipeline.planChunks(batches, index: index)
+  let pairs = batches.reduce(0) { total, batch in
+    total + (0..<batch.count).reduce(0) { $0 + index.members(of: batch.channel[$1]).count }
+  }
+  // The roofline's inputs: per pair a member id (the member lists), per user one word.
+  let state = (0..<index.users.count).map { UInt64($0) &* 0x9E37_79B9_7F4A_7C15 }
+  let channelOfMessage = batches.flatMap(\.channel)
+
+  Benchmark.defaultConfiguration = .init(
+    metrics: [.wallClock, .cpuTotal, .throughput, .peakMemoryResident, .mallocCountTotal, pairsPerSecond],
+    maxDuration: .seconds(10), maxIterations: 20,
+    thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
+
+  func record(_ benchmark: Benchmark, since start: ContinuousClock.Instant) {
+    let d = (ContinuousClock.now - start).components
+    let seconds = Double(d.seconds) + Double(d.attoseconds) * 1e-18
+    benchmark.measurement(pairsPerSecond, Int(Double(pairs) / seconds))
+  }
+
+  Benchmark("Traffic parse") { benchmark in
+    blackHole(Pipeline.parse(block, index: index, workers: threads).count)
+  }
+
+  Benchmark("Evaluate (decisions only)") { benchmark in
+    let start = ContinuousClock.now
+    let results = runChunks(count: plan.count, workers: threads, empty: 0) { i in
+      var evaluator = Evaluator(index: index, output: .counts)
+      var result = ChunkResult(gateways: index.gateways.count)
+      evaluator.evaluate(batches[plan[i].batch], messages: plan[i].messages, into: &result)
+      return result.counters.delivered
+    }
+    record(benchmark, since: start)
+    blackHole(results)
+  }
+
+  Benchmark("Roofline (limit)") { benchmark in
+    let start = ContinuousClock.now
+    let chunk = 4096
+    let chunks = (channelOfMessage.count + chunk - 1) / chunk
+    let sums = runChunks(count: chunks, workers: threads, empty: UInt64(0)) { c in
+      index.memberUser.withUnsafeBufferPointer { members in
+        index.channelMembers.withUnsafeBufferPointer { offsets in
+          state.withUnsafeBufferPointer { state in
+            var sum: UInt64 = 0
+            for m in (c * chunk)..<min((c + 1) * chunk, channelOfMessage.count) {
+              let ch = Int(channelOfMessage[m])
+              for slot in offsets[ch]..<offsets[ch + 1] { sum &+= state[Int(members[slot])] }
+            }
+            return sum
+          }
+        }
+      }
+    }
+    record(benchmark, since: start)
+    blackHole(sums)
+  }
+
+  Benchmark("Evaluate + write (fanout eval)", configuration: .init(maxIterations: 5)) { benchmark in
+    let out = NSTemporaryDirectory() + "/fanout-bench-out"
+    let start = ContinuousClock.now
+    let report = try Pipeline.eval(
+      EvalOptions(snapshot: BenchmarkData.snapshot, messages: BenchmarkData.traffic, out: out, threads: threads, overwrite: true))
+    record(benchmark, since: start)
+    blackHole(report.counters.delivered)
+  }
+}

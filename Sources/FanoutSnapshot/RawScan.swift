@@ -1,0 +1,36 @@
+import CSQLite
+
+/// The floor for loading: reads the columns the loader reads, in the same
+/// order, touching every value, and builds nothing. Benchmarks compare the
+/// load against it.
+public enum RawScan {
+  /// Scans every table of the snapshot; returns the number of values read.
+  public static func run(path: String) throws(SnapshotError) -> Int {
+    let connection: Connection
+    do { connection = try Connection(path: path) } catch {
+      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
+    }
+    let orders = [
+      "users": "user_id COLLATE BINARY", "channels": "channel_id COLLATE BINARY",
+      "members": "channel_id COLLATE BINARY, user_id COLLATE BINARY", "devices": "device_id",
+    ]
+    var values = 0
+    var bytes = 0
+    for table in SnapshotSchema.tables {
+      let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
+      let order = orders[table.name].map { " ORDER BY \($0)" } ?? ""
+      do {
+        let statement = try connection.prepare("SELECT \(columns) FROM \"\(table.name)\"\(order)")
+        while try statement.step() {
+          for c in 0..<Int32(table.columns.count) {
+            if statement.type(c) == SQLITE_TEXT { bytes &+= statement.textBytes(c).count } else { bytes &+= Int(statement.int64(c)) }
+            values += 1
+          }
+        }
+      } catch {
+        if table.required { throw SnapshotError(table: table.name, reason: error.message) }
+      }
+    }
+    return values + (bytes & 1)
+  }
+}
