@@ -20,12 +20,8 @@ public struct Evaluator {
   public let output: Output
   private let writeLines: Bool
   private let writeDecisions: Bool
-
-  /// Per zone: the message number whose local minute-of-week is cached.
-  private var zoneStamp: [Int]
-  private var zoneMinute: [Int]
-  /// Per gateway: the message number whose delivery line is open.
-  private var gatewayStamp: [Int]
+  private let columns: IndexColumns
+  private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
   private var decisionPrefix: [UInt8] = []
@@ -36,21 +32,32 @@ public struct Evaluator {
     self.output = output
     writeLines = output != .counts
     writeDecisions = output == .deliveriesAndDecisions
-    zoneStamp = [Int](repeating: -1, count: index.zones.count)
-    zoneMinute = [Int](repeating: 0, count: index.zones.count)
-    gatewayStamp = [Int](repeating: -1, count: index.gateways.count)
+    columns = IndexColumns(index)
+    scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
   /// Evaluates `messages` of `batch` in order, appending to `result`.
   ///
   /// - Complexity: O(pairs + deliveries); allocates only to grow output buffers.
   public mutating func evaluate(_ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult) {
-    for m in messages { evaluateMessage(batch, m, &result) }
+    batch.mentions.withUnsafeBufferPointer { mentions in
+      for m in messages { evaluateMessage(batch, m, mentions, &result) }
+    }
+    for g in 0..<index.gateways.count {
+      result.counters.deliveries[g] += scratch.deliveries[g]
+      scratch.deliveries[g] = 0
+    }
+    for r in 0..<Reason.allCases.count {
+      result.counters.suppressed[r] += scratch.suppressed[r]
+      scratch.suppressed[r] = 0
+    }
   }
 
-  private mutating func evaluateMessage(_ batch: MessageBatch, _ m: Int, _ result: inout ChunkResult) {
+  private mutating func evaluateMessage(
+    _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>, _ result: inout ChunkResult
+  ) {
     stamp += 1
-    let ix = index
+    let c = columns
     let channel = Int(batch.channel[m])
     let ts = batch.ts[m]
     let kind = batch.kind[m]
@@ -61,7 +68,7 @@ public struct Evaluator {
     let category = Int(batch.category[m])
     var mentionCursor = Int(batch.mentionOffsets[m])
     let mentionEnd = Int(batch.mentionOffsets[m + 1])
-    let gatewayCount = ix.gateways.count
+    let gatewayCount = index.gateways.count
 
     if writeLines { buildLinePrefix(batch, m, channel) }
     if writeDecisions {
@@ -70,12 +77,14 @@ public struct Evaluator {
       decisionPrefix += batch.idJSON[m]
       decisionPrefix += #","user":"#.utf8
     }
-    result.counters.messages += 1
+    var pairs = 0
+    var delivered = 0
 
-    for slot in ix.channelMembers[channel]..<ix.channelMembers[channel + 1] {
-      let u = ix.memberUser[slot]
+    for slot in c.channelMembers[channel]..<c.channelMembers[channel + 1] {
+      let u = c.memberUser[slot]
       if u == sender { continue }
-      let settings = ix.memberSettings[slot]
+      pairs &+= 1
+      let settings = c.memberSettings[slot]
       var reason: Reason? = nil
       var trigger = Trigger.message
 
@@ -84,10 +93,10 @@ public struct Evaluator {
       } else if !force && isInDND(Int(u), ts) {
         reason = .dnd
       } else {
-        while mentionCursor < mentionEnd && batch.mentions[mentionCursor] < u { mentionCursor += 1 }
+        while mentionCursor < mentionEnd && mentions[mentionCursor] < u { mentionCursor &+= 1 }
         let mentioned =
           settings.mentionNotifications
-          && (mentionAll || replyTo == u || (mentionCursor < mentionEnd && batch.mentions[mentionCursor] == u))
+          && (mentionAll || replyTo == u || (mentionCursor < mentionEnd && mentions[mentionCursor] == u))
         switch kind {
         case .call:
           if settings.callsOn { trigger = .call } else { reason = .muted }
@@ -103,31 +112,35 @@ public struct Evaluator {
       }
 
       if reason == nil {
-        let first = Int(ix.userDevices[Int(u)])
-        let end = Int(ix.userDevices[Int(u) + 1])
+        let first = Int(c.userDevices[Int(u)])
+        let end = Int(c.userDevices[Int(u) + 1])
         if first == end {
           reason = .noDevice
         } else {
           var passed = 0
           for d in first..<end where passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
             appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
-            passed += 1
+            passed &+= 1
           }
           if passed == 0 { reason = .optedOut }
         }
       }
 
-      result.counters.pairs += 1
       if let reason {
-        result.counters.suppressed[Int(reason.rawValue)] += 1
+        scratch.suppressed[Int(reason.rawValue)] &+= 1
       } else {
-        result.counters.delivered += 1
+        delivered &+= 1
       }
       if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
     }
+    result.counters.messages += 1
+    result.counters.pairs += pairs
+    result.counters.delivered += delivered
 
-    for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
-    openGateways.removeAll(keepingCapacity: true)
+    if writeLines {
+      for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
+      openGateways.removeAll(keepingCapacity: true)
+    }
   }
 
   /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
@@ -143,10 +156,10 @@ public struct Evaluator {
   /// Rule 1: ts lies in a snooze window of the user, scope or channel level.
   @inline(__always)
   private func isSnoozed(_ slot: Int, _ ts: Int64) -> Bool {
-    let group = Int(index.memberSnooze[slot])
+    let group = Int(columns.memberSnooze[slot])
     if group < 0 { return false }
-    for w in Int(index.snoozeGroups[group])..<Int(index.snoozeGroups[group + 1])
-    where index.snoozeBounds[2 * w] <= ts && ts < index.snoozeBounds[2 * w + 1] {
+    for w in Int(columns.snoozeGroups[group])..<Int(columns.snoozeGroups[group + 1])
+    where columns.snoozeBounds[2 * w] <= ts && ts < columns.snoozeBounds[2 * w + 1] {
       return true
     }
     return false
@@ -154,33 +167,37 @@ public struct Evaluator {
 
   /// Rule 2: the local minute of the week lies in the user's DND pattern.
   @inline(__always)
-  private mutating func isInDND(_ u: Int, _ ts: Int64) -> Bool {
-    let pattern = Int(index.userDND[u])
+  private func isInDND(_ u: Int, _ ts: Int64) -> Bool {
+    let pattern = Int(columns.userDND[u])
     if pattern < 0 { return false }
-    let zone = Int(index.userZone[u])
-    if zoneStamp[zone] != stamp {
-      zoneStamp[zone] = stamp
-      zoneMinute[zone] = LocalTime.minuteOfWeek(
-        utcMillis: ts, offsetSeconds: index.zones[zone].offsetSeconds(atMillis: ts))
-    }
-    let minute = zoneMinute[zone]
-    return index.dndWords[pattern * DNDPattern.wordCount + minute >> 6] & (1 << UInt64(minute & 63)) != 0
+    let zone = Int(columns.userZone[u])
+    if scratch.zoneStamp[zone] != stamp { cacheLocalMinute(zone: zone, ts: ts) }
+    let minute = scratch.zoneMinute[zone]
+    return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6] & (1 &<< UInt64(minute & 63)) != 0
+  }
+
+  @inline(never)
+  private func cacheLocalMinute(zone: Int, ts: Int64) {
+    scratch.zoneStamp[zone] = stamp
+    scratch.zoneMinute[zone] = LocalTime.minuteOfWeek(
+      utcMillis: ts, offsetSeconds: index.zones[zone].offsetSeconds(atMillis: ts))
   }
 
   /// The gateway gate for one device of the recipient.
   @inline(__always)
-  private func passesGate(device d: Int, user u: Int, category c: Int, gateways: Int) -> Bool {
-    let g = Int(index.deviceGateway[d])
-    if c >= 0 && index.categoryGatewayMandatory[c * gateways + g] { return true }
-    if index.deviceRestricted[d] { return false }
-    if c < 0 { return true }
+  private func passesGate(device d: Int, user u: Int, category cat: Int, gateways: Int) -> Bool {
+    let c = columns
+    let g = Int(c.deviceGateway[d])
+    if cat >= 0 && c.categoryGatewayMandatory[cat &* gateways &+ g] { return true }
+    if c.deviceRestricted[d] { return false }
+    if cat < 0 { return true }
     var whole: Preference? = nil
     var onGateway: Preference? = nil
-    for r in Int(index.userCategoryPrefs[u])..<Int(index.userCategoryPrefs[u + 1]) where index.categoryPrefCategory[r] == c {
-      let prefGateway = Int(index.categoryPrefGateway[r])
-      if prefGateway < 0 { whole = index.categoryPref[r] } else if prefGateway == g { onGateway = index.categoryPref[r] }
+    for r in Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1]) where c.categoryPrefCategory[r] == cat {
+      let prefGateway = Int(c.categoryPrefGateway[r])
+      if prefGateway < 0 { whole = c.categoryPref[r] } else if prefGateway == g { onGateway = c.categoryPref[r] }
     }
-    let categoryPreference = index.categoryMandatory[c] ? .optIn : (whole ?? index.categoryDefault[c])
+    let categoryPreference = c.categoryMandatory[cat] ? .optIn : (whole ?? c.categoryDefault[cat])
     return categoryPreference == .optIn && onGateway != .optOut
   }
 
@@ -190,11 +207,11 @@ public struct Evaluator {
 
   @inline(__always)
   private mutating func appendDelivery(device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult) {
-    let g = Int(index.deviceGateway[d])
-    result.counters.deliveries[g] += 1
+    let g = Int(columns.deviceGateway[d])
+    scratch.deliveries[g] &+= 1
     guard writeLines else { return }
-    if gatewayStamp[g] != stamp {
-      gatewayStamp[g] = stamp
+    if scratch.gatewayStamp[g] != stamp {
+      scratch.gatewayStamp[g] = stamp
       openGateways.append(g)
       result.gatewayLines[g] += linePrefix
     } else {

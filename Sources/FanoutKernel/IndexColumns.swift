@@ -1,0 +1,83 @@
+import FanoutIndex
+import FanoutModel
+
+/// Raw views of the index columns the rule chain reads, taken once per
+/// evaluator so that the loop pays no retain, bounds check or uniqueness
+/// check per pair.
+///
+/// Safe because `Index` is immutable (`let` arrays in a final class) and
+/// every evaluator keeps its index alive: the buffers neither move nor go
+/// away while the views exist.
+struct IndexColumns {
+  let channelMembers: UnsafeBufferPointer<Int>
+  let memberUser: UnsafeBufferPointer<Int32>
+  let memberSettings: UnsafeBufferPointer<MemberSettings>
+  let memberSnooze: UnsafeBufferPointer<Int32>
+  let snoozeGroups: UnsafeBufferPointer<Int32>
+  let snoozeBounds: UnsafeBufferPointer<Int64>
+  let userDND: UnsafeBufferPointer<Int32>
+  let userZone: UnsafeBufferPointer<UInt16>
+  let dndWords: UnsafeBufferPointer<UInt64>
+  let userDevices: UnsafeBufferPointer<Int32>
+  let deviceGateway: UnsafeBufferPointer<UInt16>
+  let deviceRestricted: UnsafeBufferPointer<Bool>
+  let userCategoryPrefs: UnsafeBufferPointer<Int32>
+  let categoryPrefCategory: UnsafeBufferPointer<Int32>
+  let categoryPrefGateway: UnsafeBufferPointer<Int32>
+  let categoryPref: UnsafeBufferPointer<Preference>
+  let categoryMandatory: UnsafeBufferPointer<Bool>
+  let categoryDefault: UnsafeBufferPointer<Preference>
+  let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
+
+  init(_ index: Index) {
+    func view<T>(_ array: [T]) -> UnsafeBufferPointer<T> { array.withUnsafeBufferPointer { $0 } }
+    channelMembers = view(index.channelMembers)
+    memberUser = view(index.memberUser)
+    memberSettings = view(index.memberSettings)
+    memberSnooze = view(index.memberSnooze)
+    snoozeGroups = view(index.snoozeGroups)
+    snoozeBounds = view(index.snoozeBounds)
+    userDND = view(index.userDND)
+    userZone = view(index.userZone)
+    dndWords = view(index.dndWords)
+    userDevices = view(index.userDevices)
+    deviceGateway = view(index.deviceGateway)
+    deviceRestricted = view(index.deviceRestricted)
+    userCategoryPrefs = view(index.userCategoryPrefs)
+    categoryPrefCategory = view(index.categoryPrefCategory)
+    categoryPrefGateway = view(index.categoryPrefGateway)
+    categoryPref = view(index.categoryPref)
+    categoryMandatory = view(index.categoryMandatory)
+    categoryDefault = view(index.categoryDefault)
+    categoryGatewayMandatory = view(index.categoryGatewayMandatory)
+  }
+}
+
+/// Per-evaluator scratch space and counters, in one owned allocation so the
+/// loop can update them through pointers.
+final class EvaluatorScratch {
+  /// Per zone: the message number whose local minute-of-week is cached.
+  let zoneStamp: UnsafeMutableBufferPointer<Int>
+  let zoneMinute: UnsafeMutableBufferPointer<Int>
+  /// Per gateway: the message number whose delivery line is open.
+  let gatewayStamp: UnsafeMutableBufferPointer<Int>
+  let deliveries: UnsafeMutableBufferPointer<Int>
+  let suppressed: UnsafeMutableBufferPointer<Int>
+
+  init(zones: Int, gateways: Int) {
+    func make(_ n: Int, _ value: Int) -> UnsafeMutableBufferPointer<Int> {
+      let b = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(1, n))
+      b.initialize(repeating: value)
+      return b
+    }
+    zoneStamp = make(zones, -1)
+    zoneMinute = make(zones, 0)
+    gatewayStamp = make(gateways, -1)
+    deliveries = make(gateways, 0)
+    suppressed = make(Reason.allCases.count, 0)
+  }
+
+  deinit {
+    for b in [zoneStamp, zoneMinute, gatewayStamp, deliveries, suppressed] { b.deallocate() }
+  }
+}
