@@ -217,7 +217,7 @@ public struct Evaluator {
     } else {
       result.gatewayLines[g].append(UInt8(ascii: ","))
     }
-    result.gatewayLines[g] += index.deviceJSON[d]
+    result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
     result.gatewayLines[g] += Self.recipientSuffix[Int(trigger.rawValue) * 2 + (preview ? 1 : 0)]
   }
 
@@ -229,7 +229,7 @@ public struct Evaluator {
   @inline(__always)
   private func appendDecision(user u: Int, reason: Reason?, trigger: Trigger, _ result: inout ChunkResult) {
     result.decisionLines += decisionPrefix
-    result.decisionLines += index.userJSON[u]
+    result.decisionLines.append(contentsOf: columns.userJSON[u])
     if let reason {
       result.decisionLines += Self.decisionSuffix.suppressed[Int(reason.rawValue)]
     } else {

@@ -28,6 +28,24 @@ struct IndexColumns {
   let categoryMandatory: UnsafeBufferPointer<Bool>
   let categoryDefault: UnsafeBufferPointer<Preference>
   let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
+  let deviceJSON: PoolView
+  let userJSON: PoolView
+
+  /// A `BytePool` as raw bytes and offsets.
+  struct PoolView {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let offsets: UnsafeBufferPointer<Int>
+
+    init(_ pool: BytePool) {
+      bytes = pool.bytes.withUnsafeBufferPointer { $0 }
+      offsets = pool.offsets.withUnsafeBufferPointer { $0 }
+    }
+
+    @inline(__always)
+    subscript(i: Int) -> UnsafeBufferPointer<UInt8> {
+      UnsafeBufferPointer(rebasing: bytes[offsets[i]..<offsets[i &+ 1]])
+    }
+  }
 
   init(_ index: Index) {
     func view<T>(_ array: [T]) -> UnsafeBufferPointer<T> { array.withUnsafeBufferPointer { $0 } }
@@ -50,6 +68,8 @@ struct IndexColumns {
     categoryMandatory = view(index.categoryMandatory)
     categoryDefault = view(index.categoryDefault)
     categoryGatewayMandatory = view(index.categoryGatewayMandatory)
+    deviceJSON = PoolView(index.deviceJSON)
+    userJSON = PoolView(index.userJSON)
   }
 }
 

@@ -10,20 +10,13 @@ public struct TrafficParser {
   private enum Field: Int, CaseIterable {
     case id, channel, sender, ts, kind, mentions, mentionAll, replyTo, category, force
 
+    /// The field a key names, matched on its bytes (no `String` per key).
     init?(key: [UInt8]) {
-      switch String(decoding: key, as: UTF8.self) {
-      case "id": self = .id
-      case "channel": self = .channel
-      case "sender": self = .sender
-      case "ts": self = .ts
-      case "kind": self = .kind
-      case "mentions": self = .mentions
-      case "mention_all": self = .mentionAll
-      case "reply_to": self = .replyTo
-      case "category": self = .category
-      case "force": self = .force
-      default: return nil
+      for field in Self.allCases where field.name.utf8.elementsEqual(key) {
+        self = field
+        return
       }
+      return nil
     }
 
     var name: String {
@@ -104,7 +97,7 @@ public struct TrafficParser {
     }
 
     batch.lines.append(line)
-    batch.idJSON.append(JSONText.quoted(id))
+    id.withUnsafeBytes { batch.idJSON.appendQuoted($0) }
     batch.channel.append(channel)
     batch.sender.append(sender.flatMap { find(index.users, $0) } ?? -1)
     batch.ts.append(ts)
@@ -113,8 +106,18 @@ public struct TrafficParser {
     batch.force.append(force)
     batch.replyTo.append(replyTo.flatMap { find(index.users, $0) } ?? -1)
     batch.category.append(category)
-    let rows = Set((mentionNames ?? []).compactMap { find(index.users, $0) }).sorted()
-    batch.mentions.append(contentsOf: rows)
+    let first = batch.mentions.count
+    for name in mentionNames ?? [] {
+      if let row = find(index.users, name) { batch.mentions.append(row) }
+    }
+    batch.mentions[first...].sort()
+    // Drop repeated mentions of one user.
+    var kept = first
+    for i in first..<batch.mentions.count where i == first || batch.mentions[i] != batch.mentions[kept - 1] {
+      batch.mentions[kept] = batch.mentions[i]
+      kept += 1
+    }
+    batch.mentions.removeLast(batch.mentions.count - kept)
     batch.mentionOffsets.append(Int32(batch.mentions.count))
   }
 
