@@ -36,10 +36,10 @@ demo: build $(SAMPLE)/snapshot.sqlite
 BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench
 bench: deps
 	$(BENCH) benchmark --no-progress
-	$(BENCH) benchmark thresholds check --path Benchmarks/Thresholds --no-progress || [ $$? = 4 ]
+	$(BENCH) benchmark thresholds check --path $(CURDIR)/Benchmarks/Thresholds --no-progress || [ $$? = 4 ]
 
 bench-thresholds: deps
-	$(BENCH) --allow-writing-to-package-directory benchmark thresholds update --path Benchmarks/Thresholds --no-progress
+	$(BENCH) --allow-writing-to-package-directory benchmark thresholds update --path $(CURDIR)/Benchmarks/Thresholds --no-progress
 
 test: deps
 	swift build --build-tests

@@ -25,7 +25,7 @@ let package = Package(
     .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
     .target(name: "FanoutKernel", dependencies: ["FanoutIndex", "FanoutTime", "FanoutTraffic"]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
-    .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot"]),
+    .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
     .target(
       name: "FanoutPipeline",
       dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),

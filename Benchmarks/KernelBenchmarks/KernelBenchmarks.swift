@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(
     metrics: [.wallClock, .cpuTotal, .throughput, .peakMemoryResident, .mallocCountTotal, pairsPerSecond],
     maxDuration: .seconds(10), maxIterations: 20,
-    thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
+    thresholds: tolerances)
 
   func record(_ benchmark: Benchmark, since start: ContinuousClock.Instant) {
     let d = (ContinuousClock.now - start).components
@@ -37,11 +37,11 @@ let benchmarks: @Sendable () -> Void = {
     benchmark.measurement(pairsPerSecond, Int(Double(pairs) / seconds))
   }
 
-  Benchmark("Traffic parse") { benchmark in
+  Benchmark("TrafficParse") { benchmark in
     blackHole(Pipeline.parse(block, index: index, workers: threads).count)
   }
 
-  Benchmark("Evaluate (decisions only)") { benchmark in
+  Benchmark("EvaluateDecisionsOnly") { benchmark in
     let start = ContinuousClock.now
     let results = runChunks(count: plan.count, workers: threads, empty: 0) { i in
       var evaluator = Evaluator(index: index, output: .counts)
@@ -53,7 +53,7 @@ let benchmarks: @Sendable () -> Void = {
     blackHole(results)
   }
 
-  Benchmark("Roofline (limit)") { benchmark in
+  Benchmark("Roofline-limit") { benchmark in
     let start = ContinuousClock.now
     let chunk = 4096
     let chunks = (channelOfMessage.count + chunk - 1) / chunk
@@ -75,7 +75,7 @@ let benchmarks: @Sendable () -> Void = {
     blackHole(sums)
   }
 
-  Benchmark("Evaluate + write (fanout eval)", configuration: .init(maxIterations: 5)) { benchmark in
+  Benchmark("EvaluateAndWrite", configuration: .init(maxIterations: 5)) { benchmark in
     let out = NSTemporaryDirectory() + "/fanout-bench-out"
     let start = ContinuousClock.now
     let report = try Pipeline.eval(

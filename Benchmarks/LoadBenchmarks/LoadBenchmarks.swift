@@ -7,13 +7,13 @@ let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(
     metrics: [.wallClock, .cpuTotal, .peakMemoryResident, .mallocCountTotal],
     maxDuration: .seconds(20), maxIterations: 5,
-    thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
+    thresholds: tolerances)
 
-  Benchmark("Snapshot load") { benchmark in
+  Benchmark("SnapshotLoad") { benchmark in
     blackHole(try SnapshotLoader.load(path: BenchmarkData.snapshot).index.memberCount)
   }
 
-  Benchmark("Raw SQLite scan (limit)") { benchmark in
+  Benchmark("RawSQLiteScan-limit") { benchmark in
     blackHole(try RawScan.run(path: BenchmarkData.snapshot))
   }
 }

@@ -1,3 +1,5 @@
+import FanoutTime
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -67,16 +69,7 @@ enum TrafficWriter {
     func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
     let days = ts / 86_400_000
     let ms = ts % 86_400_000
-    // Civil date from days (valid after 1970).
-    let z = days + 719_468
-    let era = z / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let d = doy - (153 * mp + 2) / 5 + 1
-    let m = mp < 10 ? mp + 3 : mp - 9
-    let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+    let (y, m, d) = LocalTime.civilFromDays(days)
     let millis = String(ms % 1000)
     return "\(y)-\(two(m))-\(two(d))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
       + String(repeating: "0", count: 3 - millis.count) + millis + "Z"

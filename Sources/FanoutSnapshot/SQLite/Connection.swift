@@ -76,7 +76,7 @@ package final class Statement {
   /// Binds text to parameter `i` (1-based); SQLite copies it.
   package func bind(_ i: Int32, _ text: String) {
     var text = text
-    text.withUTF8 { sqlite3_bind_text(handle, i, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+    _ = text.withUTF8 { sqlite3_bind_text(handle, i, $0.baseAddress, Int32($0.count), csqlite_transient()) }
   }
 
   package func bind(_ i: Int32, _ value: Int64) { sqlite3_bind_int64(handle, i, value) }
