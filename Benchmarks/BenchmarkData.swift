@@ -20,7 +20,7 @@ nonisolated(unsafe) let tolerances: [BenchmarkMetric: BenchmarkThresholds] = [
 enum BenchmarkData {
   static let users = Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_USERS"] ?? "") ?? 100_000
   static let messages = Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_MESSAGES"] ?? "") ?? 200_000
-  static let directory = NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1"
+  static let directory = NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1-v2"
   static var snapshot: String { directory + "/snapshot.sqlite" }
   static var traffic: String { directory + "/traffic.ndjson" }
 

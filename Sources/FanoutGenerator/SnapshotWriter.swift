@@ -21,6 +21,7 @@ enum SnapshotWriter {
         ('marketing', 'email', 0);
       """)
     let day = Generator.day
+    let userIDs = (0..<p.users).map(Population.userID)  // formatted once, bound millions of times
 
     // Users: mostly defaults; some mentions-only or none, quiet hours, snoozes.
     let user = try db.prepare("INSERT INTO users VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -32,7 +33,7 @@ enum SnapshotWriter {
     let dailyWindows = [(1320, 420), (1380, 480), (0, 360), (780, 840), (1260, 1439), (600, 600)]
     var deviceID: Int64 = 1
     for u in 0..<p.users {
-      let id = Population.userID(u)
+      let id = userIDs[u]
       user.bind(1, id)
       if p.zone[u] < 0 { user.bindNull(2) } else { user.bind(2, Population.zones[Int(p.zone[u])]) }
       let r = random.unit()
@@ -118,34 +119,42 @@ enum SnapshotWriter {
     let override = try db.prepare(
       "INSERT INTO channel_prefs (user_id, channel_id, chat_level, call_level, snooze_start, snooze_until) VALUES (?, ?, ?, ?, ?, ?)")
     let levels = ["all", "mentions", "none", "default"]
-    for c in p.channels {
+    /// (user, channel, chat level, calls off, snooze start) per override.
+    var overrides: [(user: Int32, channel: Int32, level: UInt8, callsOff: Bool, snooze: Int64?)] = []
+    for (channelNumber, c) in p.channels.enumerated() {
       channel.bind(1, c.id)
       channel.bind(2, c.kind.rawValue)
       try channel.insert()
       for u in c.members {
-        let userID = Population.userID(Int(u))
         member.bind(1, c.id)
-        member.bind(2, userID)
+        member.bind(2, userIDs[Int(u)])
         try member.insert()
         if random.chance(c.kind == .direct ? 0.02 : 0.12) {
-          override.bind(1, userID)
-          override.bind(2, c.id)
-          override.bind(3, levels[random.below(levels.count)])
-          if random.chance(0.1) { override.bind(4, "none") } else { override.bindNull(4) }
-          if random.chance(0.1) {
-            let start = day + Int64(random.below(24)) * 3_600_000
-            override.bind(5, start)
-            override.bind(6, start + Int64(1 + random.below(12)) * 3_600_000)
-          } else {
-            override.bindNull(5)
-            override.bindNull(6)
-          }
-          try override.insert()
-          report.channelPrefs += 1
+          let level = UInt8(random.below(levels.count))
+          let callsOff = random.chance(0.1)
+          let snooze = random.chance(0.1) ? day + Int64(random.below(24)) * 3_600_000 : nil
+          overrides.append((u, Int32(channelNumber), level, callsOff, snooze))
         }
       }
       report.memberships += c.members.count
     }
+    // In primary-key order (user_id, channel_id), so the index only appends.
+    overrides.sort { ($0.user, $0.channel) < ($1.user, $1.channel) }
+    for o in overrides {
+      override.bind(1, userIDs[Int(o.user)])
+      override.bind(2, p.channels[Int(o.channel)].id)
+      override.bind(3, levels[Int(o.level)])
+      if o.callsOff { override.bind(4, "none") } else { override.bindNull(4) }
+      if let start = o.snooze {
+        override.bind(5, start)
+        override.bind(6, start + Int64(1 + random.below(12)) * 3_600_000)
+      } else {
+        override.bindNull(5)
+        override.bindNull(6)
+      }
+      try override.insert()
+    }
+    report.channelPrefs = overrides.count
     report.channels = p.channels.count
     try db.execute("COMMIT")
   }
