@@ -48,6 +48,17 @@ public struct StringTable: Sendable {
 
   public init() {}
 
+  /// A table over `pool`'s strings, ids in pool order; the strings must be distinct.
+  public init(indexing pool: BytePool) {
+    self.init(capacity: pool.count)
+    self.pool = pool
+    pool.bytes.withUnsafeBytes { raw in
+      for id in 0..<pool.count {
+        place(Int32(id), hash: Self.hash(UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]])))
+      }
+    }
+  }
+
   /// An empty table with room for `capacity` strings without rehashing.
   public init(capacity: Int) {
     var size = 16

@@ -56,6 +56,10 @@ struct Load {
   var weekly: [(user: Int32, weekday: Int, start: Int, end: Int)] = []
 
   var channels = StringTable()
+  /// Channel ids in byte order, while `pendingChannels` hashes them on
+  /// another core (members need only the names: they arrive in the same order).
+  var channelNames = BytePool()
+  var pendingChannels: Pending<StringTable>? = nil
   var channelScope: [Scope] = []
   var memberKeys: [UInt64] = []  // channel << 32 | user
 
@@ -90,6 +94,7 @@ struct Load {
     try readChannels()
     try readMembers()
     if present.contains("scope_prefs") { try readScopePrefs() }
+    awaitChannels()
     try readChannelPrefs()
     if present.contains("categories") { try readCategories() }
     try readDevices()
@@ -97,6 +102,14 @@ struct Load {
     if present.contains("category_prefs") { try readCategoryPrefs() }
     if present.contains("gateway_prefs") { try readGatewayPrefs() }
     return build()
+  }
+
+  /// Takes the channel table once its hashing (started after reading channels) is done.
+  mutating func awaitChannels() {
+    if let pending = pendingChannels {
+      channels = pending.wait()
+      pendingChannels = nil
+    }
   }
 
   // MARK: Schema
@@ -141,7 +154,8 @@ struct Load {
     return row
   }
 
-  func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+  mutating func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
+    awaitChannels()
     guard let row = channels.find(try r.textBytes(c)) else { throw r.fail(c, "unknown channel '\(try r.text(c))'") }
     return row
   }
@@ -241,20 +255,20 @@ struct Load {
 
   mutating func readChannels() throws(SnapshotError) {
     let r = try reader("channels", key: [0], orderBy: "channel_id COLLATE BINARY")
-    channels = StringTable(capacity: try rowCount("channels"))
     while try r.next() {
       let id = try r.textBytes(0)
-      if let last = channels.count > 0 ? channels.count - 1 : nil {
-        let previous = channels.pool[last]
+      if let last = channelNames.count > 0 ? channelNames.count - 1 : nil {
+        let previous = channelNames[last]
         if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
         guard previous.lexicographicallyPrecedes(id) else {
           throw r.fail(0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
         }
       }
-      channels.append(id)  // strictly after its predecessor, so new
+      channelNames.append(id)
       channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
     }
-    count("channels", channels.count)
+    count("channels", channelNames.count)
+    pendingChannels = Pending { [channelNames] in StringTable(indexing: channelNames) }
   }
 
   mutating func readMembers() throws(SnapshotError) {
@@ -268,10 +282,10 @@ struct Load {
     var batch = MemberBatch()
     while try r.next() {
       let name = try r.textBytes(0)
-      while channelCursor < channels.count && channels.pool.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) }) {
+      while channelCursor < channelNames.count && channelNames.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) }) {
         channelCursor += 1
       }
-      if channelCursor < channels.count && channels.pool.withBytes(channelCursor, { $0.elementsEqual(name) }) {
+      if channelCursor < channelNames.count && channelNames.withBytes(channelCursor, { $0.elementsEqual(name) }) {
         batch.channels.append(Int32(channelCursor))
       } else {
         batch.channels.append(try channel(r, 0))  // out of order (an unusual collation) or unknown
@@ -304,7 +318,7 @@ struct Load {
       guard u >= 0 else {
         let name = batch.users.string(k)
         throw SnapshotError(
-          table: "members", key: "channel_id='\(channels[Int(c)])', user_id='\(name)'", column: "user_id",
+          table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'", column: "user_id",
           reason: "unknown user '\(name)'")
       }
       let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
@@ -331,7 +345,7 @@ struct Load {
 
   func duplicate(_ table: String, channel: Int32, user: Int32) -> SnapshotError {
     SnapshotError(
-      table: table, key: "channel_id='\(channels[Int(channel)])', user_id='\(users[Int(user)])'",
+      table: table, key: "channel_id='\(channelNames.string(Int(channel)))', user_id='\(users[Int(user)])'",
       reason: "duplicate key")
   }
 

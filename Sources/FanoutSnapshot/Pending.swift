@@ -1,0 +1,23 @@
+import Dispatch
+
+/// A value computed on another thread; `wait()` returns it once done.
+///
+/// `@unchecked Sendable`: `value` is written once, before the group is left,
+/// and read only after waiting on the group, which orders the two.
+final class Pending<T: Sendable>: @unchecked Sendable {
+  private var value: T?
+  private let group = DispatchGroup()
+
+  init(_ work: @escaping @Sendable () -> T) {
+    group.enter()
+    DispatchQueue.global().async {
+      self.value = work()
+      self.group.leave()
+    }
+  }
+
+  func wait() -> T {
+    group.wait()
+    return value!
+  }
+}
