@@ -7,7 +7,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo test bench bench-thresholds clean
+.PHONY: deps build demo lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -45,7 +45,11 @@ bench: deps
 bench-thresholds: deps
 	$(BENCH) --allow-writing-to-package-directory benchmark thresholds update --path $(CURDIR)/Benchmarks/Thresholds --no-progress
 
-test: deps
+# Formatting follows `swift format`'s defaults; `swift format -i -r Sources Tests Benchmarks` fixes it.
+lint:
+	swift format lint --strict -r Sources Tests Benchmarks Package.swift
+
+test: deps lint
 	swift build --build-tests
 	swift test --skip-build
 

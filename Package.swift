@@ -9,7 +9,8 @@ import PackageDescription
 
 let package = Package(
   name: "Fanout",
-  platforms: [.macOS(.v15)],  // Linux is the target; this only keeps Synchronization usable on a Mac
+  // Linux is the target; this only keeps Synchronization usable on a Mac.
+  platforms: [.macOS(.v15)],
   products: [.executable(name: "fanout", targets: ["fanout"])],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0")
@@ -41,7 +42,8 @@ let package = Package(
       path: "Tests/FanoutTestSupport"),
     .testTarget(name: "FanoutTimeTests", dependencies: ["FanoutTime"]),
     .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex"]),
-    .testTarget(name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(name: "FanoutTrafficTests", dependencies: ["FanoutTraffic", "FanoutTestSupport"]),
     .testTarget(name: "FanoutKernelTests", dependencies: ["FanoutKernel", "FanoutTestSupport"]),
     .testTarget(name: "FanoutOutputTests", dependencies: ["FanoutOutput", "FanoutTestSupport"]),
@@ -54,7 +56,9 @@ let package = Package(
 // resolve or build the benchmark package.
 if getenv("FANOUT_BENCHMARKS") != nil {
   package.dependencies.append(
-    .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]))
+    .package(
+      url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]
+    ))
   for suite in ["LoadBenchmarks", "KernelBenchmarks"] {
     package.targets.append(
       .executableTarget(

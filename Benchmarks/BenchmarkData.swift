@@ -12,14 +12,16 @@ nonisolated(unsafe) let tolerances: [BenchmarkMetric: BenchmarkThresholds] = [
   .wallClock: .init(relative: [.p90: 50]),
   .cpuTotal: .init(relative: [.p90: 50]),
   .throughput: .init(relative: [.p90: 50]),
-  .custom("pairs/s", polarity: .prefersLarger, useScalingFactor: false): .init(relative: [.p90: 50]),
+  .custom("pairs/s", polarity: .prefersLarger, useScalingFactor: false): .init(relative: [.p90: 50]
+  ),
 ]
 
 /// A `fanout gen` dataset in the temporary folder, generated on first use.
 /// Size it with FANOUT_BENCH_USERS / FANOUT_BENCH_MESSAGES (default 100k / 200k).
 enum BenchmarkData {
   static let users = Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_USERS"] ?? "") ?? 100_000
-  static let messages = Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_MESSAGES"] ?? "") ?? 200_000
+  static let messages =
+    Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_MESSAGES"] ?? "") ?? 200_000
   static let directory = NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1-v2"
   static var snapshot: String { directory + "/snapshot.sqlite" }
   static var traffic: String { directory + "/traffic.ndjson" }

@@ -9,7 +9,8 @@ import FanoutTraffic
 import Foundation
 
 /// Pairs per second, computed from the pairs of one iteration and its duration.
-let pairsPerSecond = BenchmarkMetric.custom("pairs/s", polarity: .prefersLarger, useScalingFactor: false)
+let pairsPerSecond = BenchmarkMetric.custom(
+  "pairs/s", polarity: .prefersLarger, useScalingFactor: false)
 
 let benchmarks: @Sendable () -> Void = {
   BenchmarkData.ensure()
@@ -27,7 +28,9 @@ let benchmarks: @Sendable () -> Void = {
   let channelOfMessage = batches.flatMap(\.channel)
 
   Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock, .cpuTotal, .throughput, .peakMemoryResident, .mallocCountTotal, pairsPerSecond],
+    metrics: [
+      .wallClock, .cpuTotal, .throughput, .peakMemoryResident, .mallocCountTotal, pairsPerSecond,
+    ],
     maxDuration: .seconds(10), maxIterations: 20,
     thresholds: tolerances)
 
@@ -62,7 +65,8 @@ let benchmarks: @Sendable () -> Void = {
     let start = ContinuousClock.now
     let chunk = 4096
     let chunks = (channelOfMessage.count + chunk - 1) / chunk
-    let sums = runChunks(count: chunks * rooflinePasses, workers: threads, empty: UInt64(0)) { pass in
+    let sums = runChunks(count: chunks * rooflinePasses, workers: threads, empty: UInt64(0)) {
+      pass in
       let c = pass % chunks
       return index.memberUser.withUnsafeBufferPointer { members in
         index.channelMembers.withUnsafeBufferPointer { offsets in
@@ -85,7 +89,9 @@ let benchmarks: @Sendable () -> Void = {
     let out = NSTemporaryDirectory() + "/fanout-bench-out"
     let start = ContinuousClock.now
     let report = try Pipeline.eval(
-      EvalOptions(snapshot: BenchmarkData.snapshot, messages: BenchmarkData.traffic, out: out, threads: threads, overwrite: true))
+      EvalOptions(
+        snapshot: BenchmarkData.snapshot, messages: BenchmarkData.traffic, out: out,
+        threads: threads, overwrite: true))
     record(benchmark, since: start)
     blackHole(report.counters.delivered)
   }

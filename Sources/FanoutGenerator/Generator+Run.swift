@@ -14,8 +14,12 @@ extension Generator {
 public enum Generator {
   /// Writes `snapshot.sqlite` and `traffic.ndjson` into `options.out`.
   public static func run(_ options: GeneratorOptions) throws -> GeneratorReport {
-    guard options.users >= 2 else { throw GeneratorError(description: "--users must be at least 2") }
-    guard options.messages >= 0 else { throw GeneratorError(description: "--messages must not be negative") }
+    guard options.users >= 2 else {
+      throw GeneratorError(description: "--users must be at least 2")
+    }
+    guard options.messages >= 0 else {
+      throw GeneratorError(description: "--messages must not be negative")
+    }
     mkdir(options.out, 0o755)
     var random = Random(seed: options.seed)
     let population = Population(users: options.users, random: &random)
@@ -24,7 +28,8 @@ public enum Generator {
     report.trafficPath = options.out + "/traffic.ndjson"
     try SnapshotWriter.write(population, to: report.snapshotPath, random: &random, report: &report)
     try TrafficWriter.write(
-      population, messages: options.messages, profile: options.profile, to: report.trafficPath, random: &random,
+      population, messages: options.messages, profile: options.profile, to: report.trafficPath,
+      random: &random,
       report: &report)
     return report
   }

@@ -2,12 +2,18 @@
 struct Population {
   /// ~40 real zones, the most common first (weights fall off with the index).
   static let zones = [
-    "America/New_York", "Europe/London", "Asia/Shanghai", "America/Los_Angeles", "Asia/Kolkata", "Europe/Berlin",
-    "America/Chicago", "Asia/Tokyo", "America/Sao_Paulo", "Europe/Paris", "Australia/Sydney", "Asia/Singapore",
-    "America/Denver", "Europe/Madrid", "Asia/Dubai", "America/Mexico_City", "Europe/Moscow", "Asia/Seoul",
-    "Africa/Lagos", "America/Toronto", "Europe/Istanbul", "Asia/Jakarta", "Africa/Cairo", "America/Bogota",
-    "Asia/Manila", "Europe/Warsaw", "Asia/Bangkok", "America/Argentina/Buenos_Aires", "Africa/Johannesburg",
-    "Pacific/Auckland", "Asia/Kathmandu", "America/St_Johns", "Asia/Tehran", "Europe/Dublin", "America/Anchorage",
+    "America/New_York", "Europe/London", "Asia/Shanghai", "America/Los_Angeles", "Asia/Kolkata",
+    "Europe/Berlin",
+    "America/Chicago", "Asia/Tokyo", "America/Sao_Paulo", "Europe/Paris", "Australia/Sydney",
+    "Asia/Singapore",
+    "America/Denver", "Europe/Madrid", "Asia/Dubai", "America/Mexico_City", "Europe/Moscow",
+    "Asia/Seoul",
+    "Africa/Lagos", "America/Toronto", "Europe/Istanbul", "Asia/Jakarta", "Africa/Cairo",
+    "America/Bogota",
+    "Asia/Manila", "Europe/Warsaw", "Asia/Bangkok", "America/Argentina/Buenos_Aires",
+    "Africa/Johannesburg",
+    "Pacific/Auckland", "Asia/Kathmandu", "America/St_Johns", "Asia/Tehran", "Europe/Dublin",
+    "America/Anchorage",
     "Pacific/Honolulu", "Australia/Adelaide", "Asia/Karachi", "America/Halifax", "Atlantic/Azores",
   ]
   static let gateways = ["apns", "fcm", "webpush", "email"]
@@ -33,14 +39,17 @@ struct Population {
         zone.append(-1)
       } else {
         let u = random.unit()
-        zone.append(Int8(min(Population.zones.count - 1, Int(Double(Population.zones.count) * u * u * u))))
+        zone.append(
+          Int8(min(Population.zones.count - 1, Int(Double(Population.zones.count) * u * u * u))))
       }
     }
     // Broadcast channels of 10k–100k members (fewer when there are fewer users).
     let broadcasts = max(2, users / 200_000)
     for b in 0..<broadcasts {
       let size = min(users, 10_000 + random.below(90_001))
-      channels.append(Channel(id: Self.id("bc", b), kind: .broadcast, members: Self.sample(size, of: users, &random)))
+      channels.append(
+        Channel(
+          id: Self.id("bc", b), kind: .broadcast, members: Self.sample(size, of: users, &random)))
     }
     // Direct channels: about 12 per user.
     let directs = users * 6
@@ -50,14 +59,18 @@ struct Population {
       let a = Int32(random.below(users))
       var b = Int32(random.below(users))
       if b == a { b = (a + 1) % Int32(users) }
-      directChannels.append(Channel(id: Self.id("dm", d), kind: .direct, members: a < b ? [a, b] : [b, a]))
+      directChannels.append(
+        Channel(id: Self.id("dm", d), kind: .direct, members: a < b ? [a, b] : [b, a]))
     }
     // Groups of 3–300, heavy-tailed (Pareto, alpha 1.2), about 7 per user.
     var groupMemberships = 0
     var g = 0
     while groupMemberships < users * 7 {
       let size = min(300, min(users, Int(3.0 / Self.pow12(1 - random.unit()))))
-      channels.append(Channel(id: Self.id("gr", g), kind: .group, members: Self.sample(max(3, size), of: users, &random)))
+      channels.append(
+        Channel(
+          id: Self.id("gr", g), kind: .group, members: Self.sample(max(3, size), of: users, &random)
+        ))
       groupMemberships += size
       g += 1
     }

@@ -6,7 +6,9 @@ import FanoutSnapshot
 
 /// Writes a population with its preferences into a new snapshot file.
 enum SnapshotWriter {
-  static func write(_ p: Population, to path: String, random: inout Random, report: inout GeneratorReport) throws {
+  static func write(
+    _ p: Population, to path: String, random: inout Random, report: inout GeneratorReport
+  ) throws {
     unlink(path)
     let db = try Connection(path: path, writable: true)
     try db.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
@@ -26,7 +28,8 @@ enum SnapshotWriter {
     // Users: mostly defaults; some mentions-only or none, quiet hours, snoozes.
     let user = try db.prepare("INSERT INTO users VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
     let weekly = try db.prepare("INSERT INTO dnd_weekly VALUES (?, ?, ?, ?)")
-    let scope = try db.prepare("INSERT INTO scope_prefs (user_id, scope, chat_level, show_preview) VALUES (?, ?, ?, ?)")
+    let scope = try db.prepare(
+      "INSERT INTO scope_prefs (user_id, scope, chat_level, show_preview) VALUES (?, ?, ?, ?)")
     let device = try db.prepare("INSERT INTO devices VALUES (?, ?, ?, ?)")
     let categoryPref = try db.prepare("INSERT INTO category_prefs VALUES (?, ?, ?, ?)")
     let gatewayPref = try db.prepare("INSERT INTO gateway_prefs VALUES (?, ?, ?)")
@@ -37,7 +40,13 @@ enum SnapshotWriter {
       user.bind(1, id)
       if p.zone[u] < 0 { user.bindNull(2) } else { user.bind(2, Population.zones[Int(p.zone[u])]) }
       let r = random.unit()
-      if r < 0.10 { user.bind(3, "mentions") } else if r < 0.13 { user.bind(3, "none") } else { user.bindNull(3) }
+      if r < 0.10 {
+        user.bind(3, "mentions")
+      } else if r < 0.13 {
+        user.bind(3, "none")
+      } else {
+        user.bindNull(3)
+      }
       if random.chance(0.05) { user.bind(4, "none") } else { user.bindNull(4) }
       if random.chance(0.03) {
         // Snoozed around the traffic's day.
@@ -93,7 +102,8 @@ enum SnapshotWriter {
       }
       if random.chance(0.05) {
         let rows: [(String, String?, String)] = [
-          ("newsletter", nil, "opt_in"), ("social", nil, "opt_out"), ("marketing", "email", "opt_out"),
+          ("newsletter", nil, "opt_in"), ("social", nil, "opt_out"),
+          ("marketing", "email", "opt_out"),
           ("security", "apns", "opt_out"), ("digest", nil, "opt_out"),
         ]
         for row in rows where random.chance(0.4) {
@@ -117,10 +127,12 @@ enum SnapshotWriter {
     let channel = try db.prepare("INSERT INTO channels VALUES (?, ?)")
     let member = try db.prepare("INSERT INTO members VALUES (?, ?)")
     let override = try db.prepare(
-      "INSERT INTO channel_prefs (user_id, channel_id, chat_level, call_level, snooze_start, snooze_until) VALUES (?, ?, ?, ?, ?, ?)")
+      "INSERT INTO channel_prefs (user_id, channel_id, chat_level, call_level, snooze_start, snooze_until) VALUES (?, ?, ?, ?, ?, ?)"
+    )
     let levels = ["all", "mentions", "none", "default"]
     /// (user, channel, chat level, calls off, snooze start) per override.
-    var overrides: [(user: Int32, channel: Int32, level: UInt8, callsOff: Bool, snooze: Int64?)] = []
+    var overrides: [(user: Int32, channel: Int32, level: UInt8, callsOff: Bool, snooze: Int64?)] =
+      []
     for (channelNumber, c) in p.channels.enumerated() {
       channel.bind(1, c.id)
       channel.bind(2, c.kind.rawValue)
@@ -160,7 +172,8 @@ enum SnapshotWriter {
   }
 
   /// A token shaped like the gateway's: hex for APNs, base64-ish for FCM, a URL for web push.
-  static func token(_ gateway: String, _ id: Int64, user: String, _ random: inout Random) -> String {
+  static func token(_ gateway: String, _ id: Int64, user: String, _ random: inout Random) -> String
+  {
     let hex = String(random.next(), radix: 16) + String(random.next(), radix: 16)
     switch gateway {
     case "apns": return hex + String(id, radix: 16)

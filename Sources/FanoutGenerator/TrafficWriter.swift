@@ -12,7 +12,9 @@ enum TrafficWriter {
     _ p: Population, messages: Int, profile: Profile, to path: String, random: inout Random,
     report: inout GeneratorReport
   ) throws {
-    guard let file = fopen(path, "w") else { throw GeneratorError(description: "cannot write \(path)") }
+    guard let file = fopen(path, "w") else {
+      throw GeneratorError(description: "cannot write \(path)")
+    }
     defer { fclose(file) }
     let broadcasts = p.channels.filter { $0.kind == .broadcast }.count
     let directs = p.channels.filter { $0.kind == .direct }.count
@@ -23,7 +25,9 @@ enum TrafficWriter {
     var line: [UInt8] = []
     line.reserveCapacity(512)
     for i in 0..<messages {
-      let ts = Generator.day + Int64(i) * Generator.dayMillis / Int64(max(1, messages)) + Int64(random.below(1000))
+      let ts =
+        Generator.day + Int64(i) * Generator.dayMillis / Int64(max(1, messages))
+        + Int64(random.below(1000))
       let r = random.unit()
       let c: Int
       if r < broadcastShare {
@@ -35,7 +39,9 @@ enum TrafficWriter {
       }
       let channel = p.channels[c]
       let members = channel.members
-      let sender: Int32? = random.chance(channel.kind == .broadcast ? 0.5 : 0.97) ? members[random.below(members.count)] : nil
+      let sender: Int32? =
+        random.chance(channel.kind == .broadcast ? 0.5 : 0.97)
+        ? members[random.below(members.count)] : nil
       report.pairs += members.count - (sender == nil ? 0 : 1)
       report.messages += 1
 
@@ -47,13 +53,21 @@ enum TrafficWriter {
         text += ",\"ts\":\(ts)"
       }
       let k = random.unit()
-      if k < 0.04 { text += ",\"kind\":\"call\"" } else if k < 0.07 { text += ",\"kind\":\"pinned\"" }
+      if k < 0.04 {
+        text += ",\"kind\":\"call\""
+      } else if k < 0.07 {
+        text += ",\"kind\":\"pinned\""
+      }
       if channel.kind != .direct && random.chance(0.15) {
-        let mentioned = (0..<(1 + random.below(3))).map { _ in "\"\(Population.userID(Int(members[random.below(members.count)])))\"" }
+        let mentioned = (0..<(1 + random.below(3))).map { _ in
+          "\"\(Population.userID(Int(members[random.below(members.count)])))\""
+        }
         text += ",\"mentions\":[" + mentioned.joined(separator: ",") + "]"
       }
       if channel.kind == .group && random.chance(0.01) { text += ",\"mention_all\":true" }
-      if random.chance(0.1) { text += ",\"reply_to\":\"\(Population.userID(Int(members[random.below(members.count)])))\"" }
+      if random.chance(0.1) {
+        text += ",\"reply_to\":\"\(Population.userID(Int(members[random.below(members.count)])))\""
+      }
       if random.chance(channel.kind == .broadcast ? 0.5 : 0.02) {
         text += ",\"category\":\"\(categories[random.below(categories.count)])\""
       }
@@ -61,7 +75,9 @@ enum TrafficWriter {
       text += "}\n"
       line.removeAll(keepingCapacity: true)
       line.append(contentsOf: text.utf8)
-      guard fwrite(line, 1, line.count, file) == line.count else { throw GeneratorError(description: "cannot write \(path)") }
+      guard fwrite(line, 1, line.count, file) == line.count else {
+        throw GeneratorError(description: "cannot write \(path)")
+      }
     }
   }
 
@@ -72,7 +88,8 @@ enum TrafficWriter {
     let ms = ts % 86_400_000
     let (y, m, d) = LocalTime.civilFromDays(days)
     let millis = String(ms % 1000)
-    return "\(y)-\(two(m))-\(two(d))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
+    return
+      "\(y)-\(two(m))-\(two(d))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
       + String(repeating: "0", count: 3 - millis.count) + millis + "Z"
   }
 }

@@ -31,7 +31,9 @@ public struct BytePool: Sendable {
 
   /// String `i`'s bytes, valid inside `body` only.
   public func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]])) }
+    bytes.withUnsafeBytes {
+      body(UnsafeRawBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]]))
+    }
   }
 
   public func string(_ i: Int) -> String { String(decoding: self[i], as: UTF8.self) }
@@ -54,7 +56,10 @@ public struct StringTable: Sendable {
     self.pool = pool
     pool.bytes.withUnsafeBytes { raw in
       for id in 0..<pool.count {
-        place(Int32(id), hash: Self.hash(UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]])))
+        place(
+          Int32(id),
+          hash: Self.hash(
+            UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]])))
       }
     }
   }
@@ -141,7 +146,8 @@ public struct StringTable: Sendable {
     var starts = [Int](repeating: 0, count: n)
     batch.bytes.withUnsafeBytes { keys in
       for k in 0..<n {
-        hashes[k] = Self.hash(UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]]))
+        hashes[k] = Self.hash(
+          UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]]))
       }
       slots.withUnsafeBufferPointer { slots in
         for k in 0..<n { candidates[k] = slots[Int(truncatingIfNeeded: hashes[k]) & mask] }
@@ -158,7 +164,8 @@ public struct StringTable: Sendable {
           if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
             let id = Int(UInt32(truncatingIfNeeded: slot))
             if pool.offsets[id + 1] - starts[k] == key.count
-              && (key.isEmpty || memcmp(bytes.baseAddress! + starts[k], key.baseAddress!, key.count) == 0)
+              && (key.isEmpty
+                || memcmp(bytes.baseAddress! + starts[k], key.baseAddress!, key.count) == 0)
             {
               ids.append(Int32(id))
               continue

@@ -39,7 +39,9 @@ public struct Evaluator {
   /// Evaluates `messages` of `batch` in order, appending to `result`.
   ///
   /// - Complexity: O(pairs + deliveries); allocates only to grow output buffers.
-  public mutating func evaluate(_ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult) {
+  public mutating func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
+  ) {
     batch.mentions.withUnsafeBufferPointer { mentions in
       for m in messages { evaluateMessage(batch, m, mentions, &result) }
     }
@@ -54,7 +56,8 @@ public struct Evaluator {
   }
 
   private mutating func evaluateMessage(
-    _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>, _ result: inout ChunkResult
+    _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>,
+    _ result: inout ChunkResult
   ) {
     stamp += 1
     let c = columns
@@ -96,7 +99,8 @@ public struct Evaluator {
         while mentionCursor < mentionEnd && mentions[mentionCursor] < u { mentionCursor &+= 1 }
         let mentioned =
           settings.mentionNotifications
-          && (mentionAll || replyTo == u || (mentionCursor < mentionEnd && mentions[mentionCursor] == u))
+          && (mentionAll || replyTo == u
+            || (mentionCursor < mentionEnd && mentions[mentionCursor] == u))
         switch kind {
         case .call:
           if settings.callsOn { trigger = .call } else { reason = .muted }
@@ -118,7 +122,8 @@ public struct Evaluator {
           reason = .noDevice
         } else {
           var passed = 0
-          for d in first..<end where passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
+          for d in first..<end
+          where passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
             appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
             passed &+= 1
           }
@@ -173,7 +178,8 @@ public struct Evaluator {
     let zone = Int(columns.userZone[u])
     if scratch.zoneStamp[zone] != stamp { cacheLocalMinute(zone: zone, ts: ts) }
     let minute = scratch.zoneMinute[zone]
-    return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6] & (1 &<< UInt64(minute & 63)) != 0
+    return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6]
+      & (1 &<< UInt64(minute & 63)) != 0
   }
 
   @inline(never)
@@ -193,9 +199,14 @@ public struct Evaluator {
     if cat < 0 { return true }
     var whole: Preference? = nil
     var onGateway: Preference? = nil
-    for r in Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1]) where c.categoryPrefCategory[r] == cat {
+    for r in Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1])
+    where c.categoryPrefCategory[r] == cat {
       let prefGateway = Int(c.categoryPrefGateway[r])
-      if prefGateway < 0 { whole = c.categoryPref[r] } else if prefGateway == g { onGateway = c.categoryPref[r] }
+      if prefGateway < 0 {
+        whole = c.categoryPref[r]
+      } else if prefGateway == g {
+        onGateway = c.categoryPref[r]
+      }
     }
     let categoryPreference = c.categoryMandatory[cat] ? .optIn : (whole ?? c.categoryDefault[cat])
     return categoryPreference == .optIn && onGateway != .optOut
@@ -206,7 +217,9 @@ public struct Evaluator {
   }
 
   @inline(__always)
-  private mutating func appendDelivery(device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult) {
+  private mutating func appendDelivery(
+    device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult
+  ) {
     let g = Int(columns.deviceGateway[d])
     scratch.deliveries[g] &+= 1
     guard writeLines else { return }
@@ -227,7 +240,9 @@ public struct Evaluator {
   )
 
   @inline(__always)
-  private func appendDecision(user u: Int, reason: Reason?, trigger: Trigger, _ result: inout ChunkResult) {
+  private func appendDecision(
+    user u: Int, reason: Reason?, trigger: Trigger, _ result: inout ChunkResult
+  ) {
     result.decisionLines += decisionPrefix
     result.decisionLines.append(contentsOf: columns.userJSON[u])
     if let reason {

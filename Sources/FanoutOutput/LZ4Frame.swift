@@ -18,7 +18,9 @@ public enum LZ4Frame {
     precondition(clz4_is_error(LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))) == 0)
     defer { LZ4F_freeCompressionContext(context) }
     var out = [UInt8](repeating: 0, count: Int(LZ4F_HEADER_SIZE_MAX))
-    let n = out.withUnsafeMutableBytes { LZ4F_compressBegin(context, $0.baseAddress, $0.count, &prefs) }
+    let n = out.withUnsafeMutableBytes {
+      LZ4F_compressBegin(context, $0.baseAddress, $0.count, &prefs)
+    }
     precondition(clz4_is_error(n) == 0)
     return Array(out[0..<n])
   }()
@@ -43,7 +45,8 @@ public enum LZ4Frame {
         let written = out.withUnsafeMutableBytes { dst in
           LZ4_compress_default(
             (src.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-            (dst.baseAddress! + headerAt + 4).assumingMemoryBound(to: CChar.self), Int32(n), Int32(bound))
+            (dst.baseAddress! + headerAt + 4).assumingMemoryBound(to: CChar.self), Int32(n),
+            Int32(bound))
         }
         var word: UInt32
         if written > 0 && Int(written) < n {

@@ -34,13 +34,17 @@ enum OutputDirectory {
       if errno == ENOENT { return }  // created once the snapshot is loaded
       throw .usage("output folder '\(path)': \(String(cString: strerror(errno)))")
     }
-    guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .usage("output path '\(path)' is not a folder") }
+    guard (st.st_mode & S_IFMT) == S_IFDIR else {
+      throw .usage("output path '\(path)' is not a folder")
+    }
     guard let names = entries(path) else {
       throw .usage("output folder '\(path)' cannot be read: \(String(cString: strerror(errno)))")
     }
     if !overwrite {
       guard names.isEmpty else {
-        throw .usage("output folder '\(path)' is not empty (use --overwrite to replace a previous run's files)")
+        throw .usage(
+          "output folder '\(path)' is not empty (use --overwrite to replace a previous run's files)"
+        )
       }
       return
     }

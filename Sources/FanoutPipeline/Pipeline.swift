@@ -75,7 +75,9 @@ public enum Pipeline {
 
     var phase = clock.now
     let index: Index
-    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch { throw .snapshot(error) }
+    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch {
+      throw .snapshot(error)
+    }
     timings.load = lap(phase)
 
     try OutputDirectory.create(options.out)
@@ -102,8 +104,11 @@ public enum Pipeline {
         phase = clock.now
         let group = Array(plan[groupStart..<min(groupStart + chunksInFlight, plan.count)])
         let decisions = options.decisions
-        let chunks = runChunks(count: group.count, workers: workers, empty: CompressedChunk(gateways: 0)) { i in
-          var evaluator = Evaluator(index: index, output: decisions ? .deliveriesAndDecisions : .deliveries)
+        let chunks = runChunks(
+          count: group.count, workers: workers, empty: CompressedChunk(gateways: 0)
+        ) { i in
+          var evaluator = Evaluator(
+            index: index, output: decisions ? .deliveriesAndDecisions : .deliveries)
           var result = ChunkResult(gateways: index.gateways.count)
           evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
           return CompressedChunk(result)
@@ -130,7 +135,8 @@ public enum Pipeline {
     do { try writer.commitData() } catch { throw .output(error) }
     timings.write += lap(phase)
     let report = RunReport(
-      counters: counters, rejected: rejected, gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
+      counters: counters, rejected: rejected,
+      gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
       seconds: lap(started), timings: timings)
     do { try writer.commit(summary: Summary.json(report)) } catch { throw .output(error) }
     return report
@@ -155,7 +161,9 @@ public enum Pipeline {
   /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
   /// pairs. The cut depends only on the input, so output bytes do not depend
   /// on the number of threads.
-  package static func planChunks(_ batches: [MessageBatch], index: Index) -> [(batch: Int, messages: Range<Int>)] {
+  package static func planChunks(_ batches: [MessageBatch], index: Index) -> [(
+    batch: Int, messages: Range<Int>
+  )] {
     var plan: [(batch: Int, messages: Range<Int>)] = []
     for (b, batch) in batches.enumerated() {
       var start = 0

@@ -36,14 +36,16 @@ final class RunWriter {
     self.directory = directory
     self.index = index
     gatewayFiles = [LZ4FrameFile?](repeating: nil, count: index.gateways.count)
-    self.decisions = decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
+    self.decisions =
+      decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
     rejected = try PendingFile(directory: directory, name: "rejected.ndjson")
   }
 
   func write(_ chunk: CompressedChunk) throws(OutputError) {
     for (g, blocks) in chunk.gatewayBlocks.enumerated() where !blocks.isEmpty {
       if gatewayFiles[g] == nil {
-        gatewayFiles[g] = try LZ4FrameFile(directory: directory, name: index.gateways[g] + ".ndjson.lz4")
+        gatewayFiles[g] = try LZ4FrameFile(
+          directory: directory, name: index.gateways[g] + ".ndjson.lz4")
       }
       try gatewayFiles[g]!.append(blocks: blocks)
     }

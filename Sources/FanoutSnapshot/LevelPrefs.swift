@@ -4,7 +4,9 @@ import FanoutModel
 /// channel_prefs); `LevelRow.unset` marks NULL ("inherit from the next level").
 struct LevelRow {
   static let unset: UInt8 = 0xFF
-  static let none = LevelRow(chat: unset, call: unset, snoozeStart: .min, snoozeUntil: .min, mention: unset, pinned: unset, preview: unset)
+  static let none = LevelRow(
+    chat: unset, call: unset, snoozeStart: .min, snoozeUntil: .min, mention: unset, pinned: unset,
+    preview: unset)
 
   var chat: UInt8
   var call: UInt8
@@ -21,11 +23,13 @@ struct LevelRow {
   /// Reads `SnapshotSchema.levelColumns` from the row, starting at column `first`.
   init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
     let allowed = acceptDefault ? "all, mentions, none or default" : "all, mentions or none"
-    chat = try row.enumerated(first, allowed) { s -> UInt8? in
-      if acceptDefault && s == "default" { return Self.unset }
-      return Level(chatLevel: s)?.rawValue
-    } ?? Self.unset
-    call = try row.enumerated(first + 1, "all or none", Level.init(callLevel:))?.rawValue ?? Self.unset
+    chat =
+      try row.enumerated(first, allowed) { s -> UInt8? in
+        if acceptDefault && s == "default" { return Self.unset }
+        return Level(chatLevel: s)?.rawValue
+      } ?? Self.unset
+    call =
+      try row.enumerated(first + 1, "all or none", Level.init(callLevel:))?.rawValue ?? Self.unset
     snoozeStart = try row.optionalInt(first + 2) ?? .min
     snoozeUntil = try row.optionalInt(first + 3) ?? .min
     mention = Self.flag(try row.optionalFlag(first + 4))
@@ -33,7 +37,10 @@ struct LevelRow {
     preview = Self.flag(try row.optionalFlag(first + 6))
   }
 
-  private init(chat: UInt8, call: UInt8, snoozeStart: Int64, snoozeUntil: Int64, mention: UInt8, pinned: UInt8, preview: UInt8) {
+  private init(
+    chat: UInt8, call: UInt8, snoozeStart: Int64, snoozeUntil: Int64, mention: UInt8, pinned: UInt8,
+    preview: UInt8
+  ) {
     self.chat = chat
     self.call = call
     self.snoozeStart = snoozeStart

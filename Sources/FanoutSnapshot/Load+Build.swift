@@ -41,7 +41,8 @@ extension Load {
       deviceIDs.append(device.id)
       deviceGateway.append(UInt16(g))
       devicesPerGateway[Int(g)] += 1
-      deviceRestricted.append(restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
+      deviceRestricted.append(
+        restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
       fragment.removeAll(keepingCapacity: true)
       fragment += #"{"user":"#.utf8
       fragment += userJSON[Int(device.user)]
@@ -55,12 +56,16 @@ extension Load {
     }
 
     // Categories.
-    var categoryGatewayMandatory = [Bool](repeating: false, count: categories.count * gateways.count)
+    var categoryGatewayMandatory = [Bool](
+      repeating: false, count: categories.count * gateways.count)
     for (c, g) in categoryGateways {
       categoryGatewayMandatory[Int(c) * gateways.count + Int(gatewayRenumber[Int(g)])] = true
     }
     let prefRows = categoryPrefRows.map { row in
-      (row.user, row.category, row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)], row.pref)
+      (
+        row.user, row.category, row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)],
+        row.pref
+      )
     }.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
     var userCategoryPrefs = [Int32](repeating: 0, count: userCount + 1)
     for row in prefRows { userCategoryPrefs[Int(row.0) + 1] += 1 }
@@ -71,7 +76,10 @@ extension Load {
     var dndWords: [UInt64] = []
     var userDND = [Int32](repeating: -1, count: userCount)
     var weeklyPatterns: [Int32: DNDPattern] = [:]
-    for w in weekly { weeklyPatterns[w.user, default: DNDPattern()].addWeekly(weekday: w.weekday, start: w.start, end: w.end) }
+    for w in weekly {
+      weeklyPatterns[w.user, default: DNDPattern()].addWeekly(
+        weekday: w.weekday, start: w.start, end: w.end)
+    }
     for u in 0..<userCount {
       var pattern: DNDPattern
       if let weeklyPattern = weeklyPatterns[Int32(u)] {
@@ -119,8 +127,12 @@ extension Load {
       let u = Int(UInt32(truncatingIfNeeded: key))
       channelMembers[c + 1] += 1
       memberUser.append(Int32(u))
-      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key { nextPref += 1 }
-      let cpRow = nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key ? Int(channelPrefKeys[nextPref].row) : -1
+      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key {
+        nextPref += 1
+      }
+      let cpRow =
+        nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key
+        ? Int(channelPrefKeys[nextPref].row) : -1
       if cpRow < 0 && userPlain[u] {
         memberSettings.append(userBase[u])
         memberSnooze.append(-1)
@@ -152,14 +164,18 @@ extension Load {
     info.snoozeGroups = snoozeIDs.count
 
     let index = Index(
-      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND, userDevices: userDevices,
+      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND,
+      userDevices: userDevices,
       userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
       deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
       channelScope: channelScope, channelMembers: channelMembers, memberUser: memberUser,
       memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
-      snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones, gateways: gateways, gatewayJSON: gatewayJSON,
-      categories: categories, categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
-      categoryGatewayMandatory: categoryGatewayMandatory, categoryPrefCategory: prefRows.map { $0.1 },
+      snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones, gateways: gateways,
+      gatewayJSON: gatewayJSON,
+      categories: categories, categoryMandatory: categoryMandatory,
+      categoryDefault: categoryDefault,
+      categoryGatewayMandatory: categoryGatewayMandatory,
+      categoryPrefCategory: prefRows.map { $0.1 },
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
     return Snapshot(index: index, info: info)
   }
@@ -170,8 +186,10 @@ extension Load {
   /// settings table's defaults, then the contract's.
   func resolve(_ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow) -> MemberSettings {
     MemberSettings(
-      chatLevel: Level(rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, defaultChat.rawValue))!,
-      callLevel: Level(rawValue: LevelRow.resolve(cp.call, sp.call, up.call, defaultCall.rawValue))!,
+      chatLevel: Level(
+        rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, defaultChat.rawValue))!,
+      callLevel: Level(
+        rawValue: LevelRow.resolve(cp.call, sp.call, up.call, defaultCall.rawValue))!,
       mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
       pinnedNotifications: LevelRow.resolve(cp.pinned, sp.pinned, up.pinned, 1) == 1,
       showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
@@ -182,6 +200,8 @@ extension Load {
 struct SnoozeGroupKey: Hashable {
   var windows: [Int64] = []
   init(user: LevelRow, scope: LevelRow, channel: LevelRow) {
-    for level in [user, scope, channel] where level.hasSnooze { windows += [level.snoozeStart, level.snoozeUntil] }
+    for level in [user, scope, channel] where level.hasSnooze {
+      windows += [level.snoozeStart, level.snoozeUntil]
+    }
   }
 }

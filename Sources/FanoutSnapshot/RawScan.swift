@@ -23,7 +23,11 @@ public enum RawScan {
         let statement = try connection.prepare("SELECT \(columns) FROM \"\(table.name)\"\(order)")
         while try statement.step() {
           for c in 0..<Int32(table.columns.count) {
-            if statement.type(c) == SQLITE_TEXT { bytes &+= statement.textBytes(c).count } else { bytes &+= Int(statement.int64(c)) }
+            if statement.type(c) == SQLITE_TEXT {
+              bytes &+= statement.textBytes(c).count
+            } else {
+              bytes &+= Int(statement.int64(c))
+            }
             values += 1
           }
         }

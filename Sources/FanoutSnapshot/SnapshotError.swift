@@ -20,6 +20,7 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     if let table { parts.append("table \(table)") }
     if let key { parts.append("row \(key)") }
     if let column { parts.append("column \(column)") }
-    return "snapshot refused: " + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ") + reason
+    return "snapshot refused: " + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ")
+      + reason
   }
 }

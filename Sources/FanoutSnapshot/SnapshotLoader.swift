@@ -23,7 +23,8 @@ public struct Snapshot: Sendable {
 
 /// Loads and validates a snapshot file; see `SnapshotSchema` for the tables.
 public enum SnapshotLoader {
-  public static func load(path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase()) throws(SnapshotError)
+  public static func load(path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase())
+    throws(SnapshotError)
     -> Snapshot
   {
     let connection: Connection
@@ -117,7 +118,8 @@ struct Load {
   mutating func checkSchema() throws(SnapshotError) {
     var names: [String: String] = [:]  // lower-cased -> as declared
     do {
-      let list = try connection.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+      let list = try connection.prepare(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
       while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
     } catch {
       throw SnapshotError(reason: "not a readable SQLite database: \(error.message)")
@@ -141,7 +143,9 @@ struct Load {
     }
   }
 
-  mutating func reader(_ table: String, key: [Int32], orderBy: String? = nil) throws(SnapshotError) -> TableReader {
+  mutating func reader(_ table: String, key: [Int32], orderBy: String? = nil) throws(SnapshotError)
+    -> TableReader
+  {
     try TableReader(connection, SnapshotSchema.table(table), keyColumns: key, orderBy: orderBy)
   }
 
@@ -150,13 +154,17 @@ struct Load {
   // MARK: Lookups that name the missing entity
 
   func user(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
-    guard let row = users.find(try r.textBytes(c)) else { throw r.fail(c, "unknown user '\(try r.text(c))'") }
+    guard let row = users.find(try r.textBytes(c)) else {
+      throw r.fail(c, "unknown user '\(try r.text(c))'")
+    }
     return row
   }
 
   mutating func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
     awaitChannels()
-    guard let row = channels.find(try r.textBytes(c)) else { throw r.fail(c, "unknown channel '\(try r.text(c))'") }
+    guard let row = channels.find(try r.textBytes(c)) else {
+      throw r.fail(c, "unknown channel '\(try r.text(c))'")
+    }
     return row
   }
 
@@ -172,7 +180,8 @@ struct Load {
     return gatewaysSeen.find(bytes) ?? gatewaysSeen.insert(bytes)!
   }
 
-  func required<T>(_ r: TableReader, _ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError)
+  func required<T>(_ r: TableReader, _ c: Int32, _ allowed: String, _ parse: (String) -> T?)
+    throws(SnapshotError)
     -> T
   {
     guard let v = try r.enumerated(c, allowed, parse) else { throw r.nullError(c) }
@@ -189,7 +198,9 @@ struct Load {
       switch try r.text(0) {
       case "schema_version":
         let version = try r.text(1)
-        guard version == "1" else { throw r.fail(1, "schema_version '\(version)' is not supported (expected '1')") }
+        guard version == "1" else {
+          throw r.fail(1, "schema_version '\(version)' is not supported (expected '1')")
+        }
       case "default_chat_level":
         defaultChat = try required(r, 1, "all, mentions or none", Level.init(chatLevel:))
       case "default_call_level":
@@ -210,7 +221,8 @@ struct Load {
         let previous = users.pool[last]
         if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
         guard previous.lexicographicallyPrecedes(id) else {
-          throw r.fail(0, "user ids are not in byte order; the database must use UTF-8 text encoding")
+          throw r.fail(
+            0, "user ids are not in byte order; the database must use UTF-8 text encoding")
         }
       }
       users.append(id)  // strictly after its predecessor, so new
@@ -261,7 +273,8 @@ struct Load {
         let previous = channelNames[last]
         if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
         guard previous.lexicographicallyPrecedes(id) else {
-          throw r.fail(0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
+          throw r.fail(
+            0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
         }
       }
       channelNames.append(id)
@@ -272,7 +285,8 @@ struct Load {
   }
 
   mutating func readMembers() throws(SnapshotError) {
-    let r = try reader("members", key: [0, 1], orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
+    let r = try reader(
+      "members", key: [0, 1], orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
     memberKeys.reserveCapacity(try rowCount("members"))
     var sorted = true
     // Rows arrive in channel_id order, as channels were numbered: walk
@@ -282,10 +296,14 @@ struct Load {
     var batch = MemberBatch()
     while try r.next() {
       let name = try r.textBytes(0)
-      while channelCursor < channelNames.count && channelNames.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) }) {
+      while channelCursor < channelNames.count
+        && channelNames.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) })
+      {
         channelCursor += 1
       }
-      if channelCursor < channelNames.count && channelNames.withBytes(channelCursor, { $0.elementsEqual(name) }) {
+      if channelCursor < channelNames.count
+        && channelNames.withBytes(channelCursor, { $0.elementsEqual(name) })
+      {
         batch.channels.append(Int32(channelCursor))
       } else {
         batch.channels.append(try channel(r, 0))  // out of order (an unusual collation) or unknown
@@ -297,7 +315,9 @@ struct Load {
     if !sorted {
       memberKeys.sort()
       for i in memberKeys.indices.dropFirst() where memberKeys[i] == memberKeys[i - 1] {
-        throw duplicate("members", channel: Int32(memberKeys[i] >> 32), user: Int32(truncatingIfNeeded: memberKeys[i]))
+        throw duplicate(
+          "members", channel: Int32(memberKeys[i] >> 32),
+          user: Int32(truncatingIfNeeded: memberKeys[i]))
       }
     }
     count("members", memberKeys.count)
@@ -318,7 +338,8 @@ struct Load {
       guard u >= 0 else {
         let name = batch.users.string(k)
         throw SnapshotError(
-          table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'", column: "user_id",
+          table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'",
+          column: "user_id",
           reason: "unknown user '\(name)'")
       }
       let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
@@ -345,7 +366,8 @@ struct Load {
 
   func duplicate(_ table: String, channel: Int32, user: Int32) -> SnapshotError {
     SnapshotError(
-      table: table, key: "channel_id='\(channelNames.string(Int(channel)))', user_id='\(users[Int(user)])'",
+      table: table,
+      key: "channel_id='\(channelNames.string(Int(channel)))', user_id='\(users[Int(user)])'",
       reason: "duplicate key")
   }
 
@@ -367,13 +389,16 @@ struct Load {
     while try r.next() {
       let u = try user(r, 0)
       let c = try channel(r, 1)
-      channelPrefKeys.append((UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
+      channelPrefKeys.append(
+        (UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
       channelPrefs.append(try LevelRow(r, first: 2, acceptDefault: true))
     }
     channelPrefKeys.sort { $0.key < $1.key }
-    for i in channelPrefKeys.indices.dropFirst() where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
+    for i in channelPrefKeys.indices.dropFirst()
+    where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
       let key = channelPrefKeys[i].key
-      throw duplicate("channel_prefs", channel: Int32(key >> 32), user: Int32(truncatingIfNeeded: key))
+      throw duplicate(
+        "channel_prefs", channel: Int32(key >> 32), user: Int32(truncatingIfNeeded: key))
     }
     count("channel_prefs", channelPrefs.count)
   }
@@ -410,7 +435,10 @@ struct Load {
       pair.append(0)
       pair.append(contentsOf: token)
       guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
-        throw r.fail(3, "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique")
+        throw r.fail(
+          3,
+          "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique"
+        )
       }
       tokens.appendQuoted(token)
       devices.append((id, u, g))

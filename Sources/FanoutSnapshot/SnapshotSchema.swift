@@ -88,7 +88,6 @@ public enum SnapshotSchema {
     );
     """
 
-
   struct Table {
     let name: String
     let required: Bool
@@ -104,16 +103,24 @@ public enum SnapshotSchema {
 
   static let tables: [Table] = [
     Table(name: "settings", required: false, columns: ["key", "value"]),
-    Table(name: "users", required: true, columns: ["user_id"] + levelColumns + ["timezone", "dnd_start", "dnd_end"]),
-    Table(name: "dnd_weekly", required: false, columns: ["user_id", "weekday", "start_min", "end_min"]),
+    Table(
+      name: "users", required: true,
+      columns: ["user_id"] + levelColumns + ["timezone", "dnd_start", "dnd_end"]),
+    Table(
+      name: "dnd_weekly", required: false, columns: ["user_id", "weekday", "start_min", "end_min"]),
     Table(name: "channels", required: true, columns: ["channel_id", "kind"]),
     Table(name: "members", required: true, columns: ["channel_id", "user_id"]),
     Table(name: "scope_prefs", required: false, columns: ["user_id", "scope"] + levelColumns),
-    Table(name: "channel_prefs", required: true, columns: ["user_id", "channel_id"] + levelColumns),
+    Table(
+      name: "channel_prefs", required: true, columns: ["user_id", "channel_id"] + levelColumns),
     Table(name: "devices", required: true, columns: ["device_id", "user_id", "gateway", "token"]),
-    Table(name: "categories", required: false, columns: ["category", "default_preference", "mandatory"]),
-    Table(name: "category_gateways", required: false, columns: ["category", "gateway", "mandatory"]),
-    Table(name: "category_prefs", required: false, columns: ["user_id", "category", "gateway", "preference"]),
+    Table(
+      name: "categories", required: false, columns: ["category", "default_preference", "mandatory"]),
+    Table(
+      name: "category_gateways", required: false, columns: ["category", "gateway", "mandatory"]),
+    Table(
+      name: "category_prefs", required: false,
+      columns: ["user_id", "category", "gateway", "preference"]),
     Table(name: "gateway_prefs", required: false, columns: ["user_id", "gateway", "restricted"]),
   ]
 
@@ -124,7 +131,10 @@ public enum SnapshotSchema {
   static func isValidGatewayName(_ bytes: UnsafeRawBufferPointer) -> Bool {
     guard let first = bytes.first, isLowerAlnum(first) else { return false }
     for c in bytes.dropFirst()
-    where !(isLowerAlnum(c) || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")) {
+    where
+      !(isLowerAlnum(c) || c == UInt8(ascii: ".") || c == UInt8(ascii: "_")
+      || c == UInt8(ascii: "-"))
+    {
       return false
     }
     let reserved = ["decisions", "summary", "rejected"]
@@ -132,6 +142,7 @@ public enum SnapshotSchema {
   }
 
   private static func isLowerAlnum(_ c: UInt8) -> Bool {
-    (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
+    (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z"))
+      || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
   }
 }

@@ -10,7 +10,10 @@ struct TableReader {
   /// Positions (in `table.columns`) of the columns that identify a row.
   private let keyColumns: [Int32]
 
-  init(_ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32], orderBy: String? = nil)
+  init(
+    _ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32],
+    orderBy: String? = nil
+  )
     throws(SnapshotError)
   {
     self.table = table
@@ -86,7 +89,9 @@ struct TableReader {
   }
 
   /// An enumerated text column: one of `allowed`, exactly.
-  func enumerated<T>(_ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError) -> T? {
+  func enumerated<T>(_ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError)
+    -> T?
+  {
     guard let s = try optionalText(c) else { return nil }
     guard let value = parse(s) else { throw fail(c, "unknown value '\(s)' (expected \(allowed))") }
     return value
@@ -107,7 +112,8 @@ struct TableReader {
   /// An error about column `c` of the current row.
   @inline(never)
   func fail(_ c: Int32?, _ reason: String) -> SnapshotError {
-    SnapshotError(table: table.name, key: rowKey, column: c.map { table.columns[Int($0)] }, reason: reason)
+    SnapshotError(
+      table: table.name, key: rowKey, column: c.map { table.columns[Int($0)] }, reason: reason)
   }
 
   /// `name='value', …` for the key columns of the current row.

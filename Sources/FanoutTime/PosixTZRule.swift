@@ -40,11 +40,16 @@ struct PosixTZRule {
   }
 
   /// The offset changes after `afterSeconds`, in order, through the end of `throughYear`.
-  func transitions(afterSeconds: Int64, throughYear lastYear: Int64, initialOffset: Int32) -> [(Int64, Int32)] {
+  func transitions(afterSeconds: Int64, throughYear lastYear: Int64, initialOffset: Int32) -> [(
+    Int64, Int32
+  )] {
     guard let dst else {
-      return stdOffset == initialOffset ? [] : [(afterSeconds == .min ? .min + 1 : afterSeconds + 1, stdOffset)]
+      return stdOffset == initialOffset
+        ? [] : [(afterSeconds == .min ? .min + 1 : afterSeconds + 1, stdOffset)]
     }
-    let firstYear = afterSeconds == .min ? 1900 : LocalTime.civilFromDays(LocalTime.floorDiv(afterSeconds, 86_400)).year
+    let firstYear =
+      afterSeconds == .min
+      ? 1900 : LocalTime.civilFromDays(LocalTime.floorDiv(afterSeconds, 86_400)).year
     var result: [(Int64, Int32)] = []
     for year in firstYear...max(firstYear, lastYear) {
       // DST starts at a standard-time wall clock and ends at a DST wall clock.
@@ -103,7 +108,9 @@ private struct Scanner {
       try expect(UInt8(ascii: ">"))
     } else {
       let start = i
-      while let c = peek, (c | 0x20) >= UInt8(ascii: "a") && (c | 0x20) <= UInt8(ascii: "z") { i += 1 }
+      while let c = peek, (c | 0x20) >= UInt8(ascii: "a") && (c | 0x20) <= UInt8(ascii: "z") {
+        i += 1
+      }
       guard i - start >= 3 else { throw fail() }
     }
   }

@@ -34,7 +34,8 @@ enum TZifParser {
     guard !typeOffsets.isEmpty, transitionTypes.allSatisfy({ $0 < typeOffsets.count }) else {
       throw Failure(reason: "bad local time types")
     }
-    try reader.skip(header.charcnt + header.leapcnt * (timeSize + 4) + header.isstdcnt + header.isutcnt)
+    try reader.skip(
+      header.charcnt + header.leapcnt * (timeSize + 4) + header.isstdcnt + header.isutcnt)
 
     var starts: [Int64] = [.min]
     var offsets: [Int32] = [typeOffsets[0]]
@@ -70,10 +71,13 @@ private struct ByteReader {
   var position = 0
   init(_ data: [UInt8]) { self.data = data }
 
-  struct Header { var isutcnt = 0, isstdcnt = 0, leapcnt = 0, timecnt = 0, typecnt = 0, charcnt = 0 }
+  struct Header {
+    var isutcnt = 0, isstdcnt = 0, leapcnt = 0, timecnt = 0, typecnt = 0, charcnt = 0
+  }
 
   mutating func header() throws(TZifParser.Failure) -> Header {
-    guard position + 44 <= data.count, data[position..<position + 4].elementsEqual("TZif".utf8) else {
+    guard position + 44 <= data.count, data[position..<position + 4].elementsEqual("TZif".utf8)
+    else {
       throw TZifParser.Failure(reason: "truncated header")
     }
     position += 20
@@ -84,7 +88,8 @@ private struct ByteReader {
     h.timecnt = Int(try int32())
     h.typecnt = Int(try int32())
     h.charcnt = Int(try int32())
-    guard [h.isutcnt, h.isstdcnt, h.leapcnt, h.timecnt, h.typecnt, h.charcnt].allSatisfy({ $0 >= 0 })
+    guard
+      [h.isutcnt, h.isstdcnt, h.leapcnt, h.timecnt, h.typecnt, h.charcnt].allSatisfy({ $0 >= 0 })
     else { throw TZifParser.Failure(reason: "negative count") }
     return h
   }

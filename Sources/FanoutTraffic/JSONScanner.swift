@@ -14,7 +14,9 @@ struct JSONScanner {
   var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
 
   mutating func skipWhitespace() {
-    while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D { i += 1 }
+    while i < bytes.count,
+      bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
+    { i += 1 }
   }
 
   func fail(_ what: String) -> Failure { Failure(reason: "invalid JSON: \(what) at byte \(i + 1)") }
@@ -121,14 +123,19 @@ struct JSONScanner {
   }
 
   /// The shape of a number: whether it had a fraction or an exponent.
-  struct NumberShape { let range: Range<Int>; let isInteger: Bool }
+  struct NumberShape {
+    let range: Range<Int>
+    let isInteger: Bool
+  }
 
   mutating func number() throws(Failure) -> NumberShape {
     let start = i
     if peek == UInt8(ascii: "-") { i += 1 }
     guard let first = peek, first >= 0x30 && first <= 0x39 else { throw fail("bad number") }
     i += 1
-    if first == 0x30, let next = peek, next >= 0x30 && next <= 0x39 { throw fail("leading zero in number") }
+    if first == 0x30, let next = peek, next >= 0x30 && next <= 0x39 {
+      throw fail("leading zero in number")
+    }
     while let c = peek, c >= 0x30 && c <= 0x39 { i += 1 }
     var isInteger = true
     if peek == UInt8(ascii: ".") {
@@ -170,7 +177,8 @@ struct JSONScanner {
         case UInt8(ascii: "u"):
           var scalar = try hex4()
           if scalar >= 0xD800 && scalar < 0xDC00 {
-            guard peek == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u") else {
+            guard peek == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u")
+            else {
               throw fail("lone surrogate")
             }
             i += 2

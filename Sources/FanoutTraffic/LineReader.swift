@@ -37,7 +37,9 @@ public final class LineReader {
       fd = STDIN_FILENO
     } else {
       fd = open(path, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { throw TrafficInputError(path: path, reason: String(cString: strerror(errno))) }
+      guard fd >= 0 else {
+        throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
+      }
       var st = stat()
       if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
         close(fd)

@@ -25,11 +25,14 @@ enum RFC3339 {
       i += 1
       return true
     }
-    guard let year = digits(4), take(UInt8(ascii: "-")), let month = digits(2), take(UInt8(ascii: "-")),
+    guard let year = digits(4), take(UInt8(ascii: "-")), let month = digits(2),
+      take(UInt8(ascii: "-")),
       let day = digits(2), take(UInt8(ascii: "T"), UInt8(ascii: "t")), let hour = digits(2),
-      take(UInt8(ascii: ":")), let minute = digits(2), take(UInt8(ascii: ":")), let second = digits(2)
+      take(UInt8(ascii: ":")), let minute = digits(2), take(UInt8(ascii: ":")),
+      let second = digits(2)
     else { return nil }
-    guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60,
+    guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24,
+      minute < 60,
       second < 60
     else { return nil }
     var millis: Int64 = 0
@@ -49,7 +52,9 @@ enum RFC3339 {
     } else if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
       let sign: Int64 = b[i] == UInt8(ascii: "-") ? -1 : 1
       i += 1
-      guard let oh = digits(2), take(UInt8(ascii: ":")), let om = digits(2), oh < 24, om < 60 else { return nil }
+      guard let oh = digits(2), take(UInt8(ascii: ":")), let om = digits(2), oh < 24, om < 60 else {
+        return nil
+      }
       offsetMinutes = sign * (oh * 60 + om)
     } else {
       return nil

@@ -48,7 +48,9 @@ public struct TrafficParser {
     }
   }
 
-  private func parseMessage(_ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch)
+  private func parseMessage(
+    _ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch
+  )
     throws(Rejected)
   {
     // Pass 1: syntax, and where each known field's value is (the last one wins).
@@ -67,7 +69,9 @@ public struct TrafficParser {
     // Pass 2: types and meaning. JSON null in an optional field means absent.
     let values = Values(bytes: bytes, ranges: ranges)
     guard let id = try values.string(.id) else { throw Rejected(reason: "missing field 'id'") }
-    guard let channelName = try values.string(.channel) else { throw Rejected(reason: "missing field 'channel'") }
+    guard let channelName = try values.string(.channel) else {
+      throw Rejected(reason: "missing field 'channel'")
+    }
     guard let ts = try values.timestamp() else { throw Rejected(reason: "missing field 'ts'") }
     let sender = try values.string(.sender)
     let kind: MessageKind
@@ -91,7 +95,8 @@ public struct TrafficParser {
     var category: Int32 = -1
     if let categoryName {
       guard let c = find(index.categories, categoryName) else {
-        throw Rejected(reason: "unknown category '\(String(decoding: categoryName, as: UTF8.self))'")
+        throw Rejected(
+          reason: "unknown category '\(String(decoding: categoryName, as: UTF8.self))'")
       }
       category = c
     }
@@ -113,7 +118,8 @@ public struct TrafficParser {
     batch.mentions[first...].sort()
     // Drop repeated mentions of one user.
     var kept = first
-    for i in first..<batch.mentions.count where i == first || batch.mentions[i] != batch.mentions[kept - 1] {
+    for i in first..<batch.mentions.count
+    where i == first || batch.mentions[i] != batch.mentions[kept - 1] {
       batch.mentions[kept] = batch.mentions[i]
       kept += 1
     }
@@ -188,7 +194,10 @@ public struct TrafficParser {
         var out: [UInt8] = []
         do { try s.string(into: &out) } catch { throw Rejected(reason: error.reason) }
         guard let millis = RFC3339.parse(out) else {
-          throw Rejected(reason: "field 'ts' is not an RFC 3339 date-time with a zone offset: '\(String(decoding: out, as: UTF8.self))'")
+          throw Rejected(
+            reason:
+              "field 'ts' is not an RFC 3339 date-time with a zone offset: '\(String(decoding: out, as: UTF8.self))'"
+          )
         }
         return millis
       }
@@ -197,7 +206,9 @@ public struct TrafficParser {
       }
       let shape: JSONScanner.NumberShape
       do { shape = try s.number() } catch { throw Rejected(reason: error.reason) }
-      guard shape.isInteger else { throw wrongType(.ts, "an integer (Unix ms), without fraction or exponent") }
+      guard shape.isInteger else {
+        throw wrongType(.ts, "an integer (Unix ms), without fraction or exponent")
+      }
       guard let value = Int64(String(decoding: bytes[shape.range], as: UTF8.self)) else {
         throw Rejected(reason: "field 'ts' is out of range")
       }

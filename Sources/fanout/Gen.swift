@@ -17,7 +17,9 @@ extension Fanout {
     @Option(help: "Random seed: the same options give the same files.")
     var seed: UInt64 = 1
 
-    @Option(help: "chat (mostly direct and group traffic) or broadcast (mostly 10k–100k member channels).")
+    @Option(
+      help: "chat (mostly direct and group traffic) or broadcast (mostly 10k–100k member channels)."
+    )
     var profile: Profile = .chat
 
     @Option(help: "Output folder for snapshot.sqlite and traffic.ndjson.")
@@ -34,7 +36,8 @@ extension Fanout {
       let report: GeneratorReport
       do {
         report = try Generator.run(
-          GeneratorOptions(users: users, messages: messages, seed: seed, profile: profile, out: out))
+          GeneratorOptions(users: users, messages: messages, seed: seed, profile: profile, out: out)
+        )
       } catch {
         var stderr = StandardError()
         print("fanout: error: \(error)", to: &stderr)

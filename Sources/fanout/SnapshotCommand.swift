@@ -5,7 +5,8 @@ import FanoutSnapshot
 extension Fanout {
   struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-      commandName: "snapshot", abstract: "Inspect preference snapshots.", subcommands: [Check.self, Schema.self])
+      commandName: "snapshot", abstract: "Inspect preference snapshots.",
+      subcommands: [Check.self, Schema.self])
 
     struct Schema: ParsableCommand {
       static let configuration = CommandConfiguration(
@@ -32,7 +33,9 @@ extension Fanout {
         print("time zones (\(info.timeZones.count)): \(info.timeZones.joined(separator: ", "))")
         print("devices per gateway:")
         for (gateway, devices) in info.devicesPerGateway { print("  \(gateway): \(devices)") }
-        print("distinct DND schedules: \(info.dndPatterns); distinct snooze groups: \(info.snoozeGroups)")
+        print(
+          "distinct DND schedules: \(info.dndPatterns); distinct snooze groups: \(info.snoozeGroups)"
+        )
       }
     }
   }

@@ -10,13 +10,19 @@ private let sampleTraffic = datasetURL("sample/traffic.ndjson").path
 private func summaryCounts(_ dir: String) -> NSDictionary {
   let data = FileManager.default.contents(atPath: dir + "/summary.json")!
   let object = try! JSONSerialization.jsonObject(with: data) as! [String: Any]
-  return object.filter { !["seconds", "pairs_per_second", "timings"].contains($0.key) } as NSDictionary
+  return object.filter { !["seconds", "pairs_per_second", "timings"].contains($0.key) }
+    as NSDictionary
 }
 
-private func eval(_ extra: [String], out: String, messages: String = sampleTraffic, input: [UInt8]? = nil)
+private func eval(
+  _ extra: [String], out: String, messages: String = sampleTraffic, input: [UInt8]? = nil
+)
   -> ProcessResult
 {
-  runProcess(fanoutExecutable, ["eval", "--snapshot", sampleSnapshot, "--messages", messages, "--out", out] + extra, input: input)
+  runProcess(
+    fanoutExecutable,
+    ["eval", "--snapshot", sampleSnapshot, "--messages", messages, "--out", out] + extra,
+    input: input)
 }
 
 @Suite("fanout eval, end to end")
@@ -28,13 +34,20 @@ struct EvalCommandTests {
     #expect(result.status == 0, "\(result.stderr)")
     let expected = datasetURL("sample/expected").path
     let lz4Files = listDirectory(out).filter { $0.hasSuffix(".lz4") }
-    #expect(lz4Files == ["apns.ndjson.lz4", "decisions.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4", "webpush.ndjson.lz4"])
+    #expect(
+      lz4Files == [
+        "apns.ndjson.lz4", "decisions.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4",
+        "webpush.ndjson.lz4",
+      ])
     for file in lz4Files {
       let decoded = lz4CommandLineDecode(out + "/" + file)
-      #expect(decoded == readText(expected + "/" + file.replacingOccurrences(of: ".lz4", with: "")), "\(file)")
+      #expect(
+        decoded == readText(expected + "/" + file.replacingOccurrences(of: ".lz4", with: "")),
+        "\(file)")
     }
     #expect(readText(out + "/rejected.ndjson") == readText(expected + "/rejected.ndjson"))
-    let golden = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: expected + "/summary-counts.json")))
+    let golden = try JSONSerialization.jsonObject(
+      with: Data(contentsOf: URL(fileURLWithPath: expected + "/summary-counts.json")))
     #expect(summaryCounts(out) == golden as! NSDictionary)
   }
 
@@ -43,7 +56,11 @@ struct EvalCommandTests {
     // Enough traffic for several parse and evaluation chunks.
     let lines = readText(sampleTraffic).split(separator: "\n", omittingEmptySubsequences: false)
     var big: [String] = []
-    for i in 0..<3_000 { big.append(String(lines[i % lines.count]).replacingOccurrences(of: "\"id\":\"m", with: "\"id\":\"r\(i)-m")) }
+    for i in 0..<3_000 {
+      big.append(
+        String(lines[i % lines.count]).replacingOccurrences(
+          of: "\"id\":\"m", with: "\"id\":\"r\(i)-m"))
+    }
     let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
     try big.joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
     var outputs: [[String: Data]] = []
@@ -55,7 +72,8 @@ struct EvalCommandTests {
       for name in listDirectory(out) where name != "summary.json" {
         files[name] = FileManager.default.contents(atPath: out + "/" + name)
       }
-      files["summary-counts"] = try JSONSerialization.data(withJSONObject: summaryCounts(out), options: .sortedKeys)
+      files["summary-counts"] = try JSONSerialization.data(
+        withJSONObject: summaryCounts(out), options: .sortedKeys)
       outputs.append(files)
     }
     #expect(outputs[0].count == 7)
@@ -74,16 +92,21 @@ struct EvalCommandTests {
 
   @Test("a refused snapshot exits 65 and leaves nothing in the output folder")
   func refusedSnapshot() {
-    let bad = SQLiteFixture.make("INSERT INTO users (user_id, timezone) VALUES ('u', 'Nowhere/Land');")
+    let bad = SQLiteFixture.make(
+      "INSERT INTO users (user_id, timezone) VALUES ('u', 'Nowhere/Land');")
     let parent = makeTemporaryDirectory()
-    let result = runProcess(fanoutExecutable, ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", parent + "/out"])
+    let result = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", parent + "/out"])
     #expect(result.status == 65)
     #expect(result.stderr.contains("table users, row user_id='u', column timezone"))
     #expect(listDirectory(parent).isEmpty)
     // With --overwrite, a previous run's files are gone too: no stale result looks current.
     let previous = makeTemporaryDirectory()
     #expect(eval([], out: previous).status == 0)
-    let again = runProcess(fanoutExecutable, ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", previous, "--overwrite"])
+    let again = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", bad, "--messages", sampleTraffic, "--out", previous, "--overwrite"])
     #expect(again.status == 65)
     #expect(listDirectory(previous).isEmpty)
   }
@@ -98,13 +121,19 @@ struct EvalCommandTests {
     #expect(listDirectory(out) == ["notes.txt", "sms.ndjson.lz4"])
     let replaced = eval(["--overwrite"], out: out)
     #expect(replaced.status == 0)
-    #expect(listDirectory(out) == ["apns.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4", "notes.txt", "rejected.ndjson", "summary.json", "webpush.ndjson.lz4"])
+    #expect(
+      listDirectory(out) == [
+        "apns.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4", "notes.txt", "rejected.ndjson",
+        "summary.json", "webpush.ndjson.lz4",
+      ])
   }
 
   @Test("bad command lines and unreadable input have their own exit codes")
   func exitCodes() {
     let out = makeTemporaryDirectory() + "/out"
-    #expect(runProcess(fanoutExecutable, ["eval", "--snapshot", sampleSnapshot, "--out", out]).status == 64)
+    #expect(
+      runProcess(fanoutExecutable, ["eval", "--snapshot", sampleSnapshot, "--out", out]).status
+        == 64)
     #expect(eval(["--threads", "0"], out: out).status == 64)
     #expect(eval([], out: out, messages: "/nonexistent/traffic.ndjson").status == 66)
     #expect(!FileManager.default.fileExists(atPath: out))
@@ -120,7 +149,12 @@ struct EvalCommandTests {
     #expect(ok.text.contains("users: 16"))
     #expect(ok.text.contains("America/New_York"))
     #expect(ok.text.contains("apns: 8"))
-    let bad = runProcess(fanoutExecutable, ["snapshot", "check", SQLiteFixture.make("INSERT INTO settings VALUES ('schema_version', '2');")])
+    let bad = runProcess(
+      fanoutExecutable,
+      [
+        "snapshot", "check",
+        SQLiteFixture.make("INSERT INTO settings VALUES ('schema_version', '2');"),
+      ])
     #expect(bad.status == 65)
     #expect(bad.stderr.contains("table settings"))
   }

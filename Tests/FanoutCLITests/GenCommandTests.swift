@@ -10,20 +10,30 @@ struct GenCommandTests {
     var dirs: [String] = []
     for _ in 0..<2 {
       let dir = makeTemporaryDirectory()
-      let result = runProcess(fanoutExecutable, ["gen", "--users", "3000", "--messages", "4000", "--seed", "7", "--out", dir])
+      let result = runProcess(
+        fanoutExecutable,
+        ["gen", "--users", "3000", "--messages", "4000", "--seed", "7", "--out", dir])
       #expect(result.status == 0, "\(result.stderr)")
       traffic.append(FileManager.default.contents(atPath: dir + "/traffic.ndjson")!)
       dirs.append(dir)
     }
     #expect(traffic[0] == traffic[1])
-    let dump = { (dir: String) in runProcess("/usr/bin/sqlite3", [dir + "/snapshot.sqlite", ".dump"]).stdout }
+    let dump = { (dir: String) in
+      runProcess("/usr/bin/sqlite3", [dir + "/snapshot.sqlite", ".dump"]).stdout
+    }
     #expect(dump(dirs[0]) == dump(dirs[1]))
 
     let out = dirs[0] + "/out"
     let eval = runProcess(
-      fanoutExecutable, ["eval", "--snapshot", dirs[0] + "/snapshot.sqlite", "--messages", dirs[0] + "/traffic.ndjson", "--out", out])
+      fanoutExecutable,
+      [
+        "eval", "--snapshot", dirs[0] + "/snapshot.sqlite", "--messages",
+        dirs[0] + "/traffic.ndjson", "--out", out,
+      ])
     #expect(eval.status == 0, "\(eval.stderr)")
-    let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))) as! [String: Any]
+    let summary =
+      try JSONSerialization.jsonObject(
+        with: Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))) as! [String: Any]
     #expect(summary["messages"] as? Int == 4000)
     #expect(summary["rejected"] as? Int == 0)
     // Every rule is exercised by the generated data.
@@ -31,7 +41,9 @@ struct GenCommandTests {
     for reason in ["snoozed", "dnd", "muted", "not_mentioned", "opted_out"] {
       #expect((suppressed[reason] ?? 0) > 0, "no \(reason)")
     }
-    let other = runProcess(fanoutExecutable, ["gen", "--users", "3000", "--messages", "4000", "--seed", "8", "--out", dirs[1]])
+    let other = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "3000", "--messages", "4000", "--seed", "8", "--out", dirs[1]])
     #expect(other.status == 0)
     #expect(FileManager.default.contents(atPath: dirs[1] + "/traffic.ndjson")! != traffic[0])
   }

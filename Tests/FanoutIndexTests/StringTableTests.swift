@@ -3,13 +3,17 @@ import Testing
 
 @Suite("String table")
 struct StringTableTests {
-  @Test("ids in insertion order; lookups by bytes, one at a time and in batches", arguments: [0, 1, 7, 16, 1_000, 50_000])
+  @Test(
+    "ids in insertion order; lookups by bytes, one at a time and in batches",
+    arguments: [0, 1, 7, 16, 1_000, 50_000])
   func lookups(_ n: Int) {
     var table = StringTable()
     for i in 0..<n { #expect(table.insert("id-\(i * 7919 % 100_003)") == Int32(i)) }
     #expect(table.insert("id-0") == (n > 0 ? nil : 0))
     let count = table.count
-    for i in Swift.stride(from: 0, to: n, by: max(1, n / 100)) { #expect(table.find("id-\(i * 7919 % 100_003)") == Int32(i)) }
+    for i in Swift.stride(from: 0, to: n, by: max(1, n / 100)) {
+      #expect(table.find("id-\(i * 7919 % 100_003)") == Int32(i))
+    }
     #expect(table.find("missing") == nil)
     var batch = BytePool()
     for i in 0..<min(n, 600) { batch.append("id-\(i * 7919 % 100_003)".utf8) }

@@ -13,12 +13,16 @@ struct DifferentialTests {
     let actual = scenario.decisions
     #expect(actual.count == expected.count)
     let differing = expected.keys.sorted().filter { actual[$0] != expected[$0] }
-    #expect(differing.isEmpty, "seed \(seed): \(differing.prefix(5).map { "\($0): \(actual[$0] ?? "nil") vs \(expected[$0]!)" })")
+    #expect(
+      differing.isEmpty,
+      "seed \(seed): \(differing.prefix(5).map { "\($0): \(actual[$0] ?? "nil") vs \(expected[$0]!)" })"
+    )
 
     var deliveries: [String: [String]] = [:]
     for gateway in ["apns", "fcm", "email", "webpush"] {
       for line in scenario.deliveries(gateway) {
-        deliveries["\(line["message"]!)/\(gateway)"] = (line["recipients"] as! [[String: Any]]).map {
+        deliveries["\(line["message"]!)/\(gateway)"] = (line["recipients"] as! [[String: Any]]).map
+        {
           "\($0["user"]!):\($0["device"]!)"
         }
       }

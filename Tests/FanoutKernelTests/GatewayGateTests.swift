@@ -20,7 +20,9 @@ struct GatewayGateTests {
 
   @Test("no device, then a device per gateway ordered by device_id")
   func noDevice() throws {
-    let s = try run(setup + "INSERT INTO users (user_id) VALUES ('x'); INSERT INTO members VALUES ('g', 'x');", msg())
+    let s = try run(
+      setup + "INSERT INTO users (user_id) VALUES ('x'); INSERT INTO members VALUES ('g', 'x');",
+      msg())
     #expect(s.outcome("m", "x") == "-no_device")
     #expect(devices(s, "m") == [2, 19, 20])
     let apns = s.deliveries("apns").first!["recipients"] as! [[String: Any]]
@@ -29,10 +31,11 @@ struct GatewayGateTests {
 
   @Test("category default opt_out blocks; a category opt-in lifts it; a gateway opt-in does not")
   func categoryDefaults() throws {
-    let sql = setup + """
-      INSERT INTO category_prefs VALUES ('c', 'news', NULL, 'opt_in'), ('b', 'news', 'fcm', 'opt_in'),
-        ('b', 'news', 'apns', 'opt_in');
-      """
+    let sql =
+      setup + """
+        INSERT INTO category_prefs VALUES ('c', 'news', NULL, 'opt_in'), ('b', 'news', 'fcm', 'opt_in'),
+          ('b', 'news', 'apns', 'opt_in');
+        """
     let s = try run(sql, msg("m", #""category":"news""#))
     #expect(s.outcome("m", "b") == "-opted_out")
     #expect(s.outcome("m", "c") == "message")
@@ -40,10 +43,12 @@ struct GatewayGateTests {
 
   @Test("a category opt-out blocks, unless the category is mandatory")
   func mandatoryCategory() throws {
-    let sql = setup + """
-      INSERT INTO category_prefs VALUES ('b', 'promo', NULL, 'opt_out'), ('b', 'security', NULL, 'opt_out');
-      """
-    let s = try run(sql, msg("p", #""category":"promo""#), msg("s", #""category":"security""#), msg("plain"))
+    let sql =
+      setup + """
+        INSERT INTO category_prefs VALUES ('b', 'promo', NULL, 'opt_out'), ('b', 'security', NULL, 'opt_out');
+        """
+    let s = try run(
+      sql, msg("p", #""category":"promo""#), msg("s", #""category":"security""#), msg("plain"))
     #expect(s.outcome("p", "b") == "-opted_out")
     #expect(s.outcome("s", "b") == "message")
     #expect(devices(s, "s") == [2, 19, 20])
@@ -52,9 +57,10 @@ struct GatewayGateTests {
 
   @Test("a per-gateway opt-out blocks that gateway, even in a mandatory category")
   func gatewayOptOut() throws {
-    let sql = setup + """
-      INSERT INTO category_prefs VALUES ('b', 'security', 'apns', 'opt_out'), ('b', 'promo', 'fcm', 'opt_out');
-      """
+    let sql =
+      setup + """
+        INSERT INTO category_prefs VALUES ('b', 'security', 'apns', 'opt_out'), ('b', 'promo', 'fcm', 'opt_out');
+        """
     let s = try run(sql, msg("s", #""category":"security""#), msg("p", #""category":"promo""#))
     #expect(devices(s, "s") == [2, 20])
     #expect(devices(s, "p") == [19, 20])
@@ -62,10 +68,11 @@ struct GatewayGateTests {
 
   @Test("a mandatory gateway passes even when restricted or opted out; restricted blocks otherwise")
   func restrictedAndMandatoryGateway() throws {
-    let sql = setup + """
-      INSERT INTO gateway_prefs VALUES ('b', 'email', 1), ('b', 'fcm', 0);
-      INSERT INTO category_prefs VALUES ('b', 'security', 'email', 'opt_out'), ('b', 'promo', NULL, 'opt_out');
-      """
+    let sql =
+      setup + """
+        INSERT INTO gateway_prefs VALUES ('b', 'email', 1), ('b', 'fcm', 0);
+        INSERT INTO category_prefs VALUES ('b', 'security', 'email', 'opt_out'), ('b', 'promo', NULL, 'opt_out');
+        """
     let s = try run(
       sql, msg("s", #""category":"security""#), msg("p", #""category":"promo""#), msg("plain"),
       msg("call", #""kind":"call""#))

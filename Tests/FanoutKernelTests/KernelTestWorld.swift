@@ -15,7 +15,10 @@ let world = """
 let noon: Int64 = 1_772_452_800_000
 
 /// One message in `g` from `a` at `noon` unless fields say otherwise.
-func msg(_ id: String = "m", channel: String = "g", sender: String? = "a", ts: Int64 = noon, _ extra: String = "")
+func msg(
+  _ id: String = "m", channel: String = "g", sender: String? = "a", ts: Int64 = noon,
+  _ extra: String = ""
+)
   -> String
 {
   var fields = "\"id\":\"\(id)\",\"channel\":\"\(channel)\",\"ts\":\(ts)"

@@ -8,17 +8,23 @@ struct LevelTests {
     // No setting anywhere: 'all'.
     #expect(try run("", msg()).outcome("m", "b") == "message")
     // settings.default_chat_level.
-    #expect(try run("INSERT INTO settings VALUES ('default_chat_level', 'none');", msg()).outcome("m", "b") == "-muted")
+    #expect(
+      try run("INSERT INTO settings VALUES ('default_chat_level', 'none');", msg()).outcome(
+        "m", "b") == "-muted")
     // users over settings.
-    let user = "INSERT INTO settings VALUES ('default_chat_level', 'none'); UPDATE users SET chat_level = 'all' WHERE user_id = 'b';"
+    let user =
+      "INSERT INTO settings VALUES ('default_chat_level', 'none'); UPDATE users SET chat_level = 'all' WHERE user_id = 'b';"
     #expect(try run(user, msg()).outcome("m", "b") == "message")
     // scope over users, only for that kind of channel.
-    let scope = "UPDATE users SET chat_level = 'all'; INSERT INTO scope_prefs (user_id, scope, chat_level) VALUES ('b', 'group', 'mentions');"
+    let scope =
+      "UPDATE users SET chat_level = 'all'; INSERT INTO scope_prefs (user_id, scope, chat_level) VALUES ('b', 'group', 'mentions');"
     let s = try run(scope, msg(), msg("md", channel: "d"))
     #expect(s.outcome("m", "b") == "-not_mentioned")
     #expect(s.outcome("md", "b") == "message")
     // channel over scope.
-    let channel = scope + "INSERT INTO channel_prefs (user_id, channel_id, chat_level) VALUES ('b', 'g', 'none');"
+    let channel =
+      scope
+      + "INSERT INTO channel_prefs (user_id, channel_id, chat_level) VALUES ('b', 'g', 'none');"
     #expect(try run(channel, msg()).outcome("m", "b") == "-muted")
   }
 
@@ -56,7 +62,8 @@ struct LevelTests {
   func mentions() throws {
     let sql = "UPDATE users SET chat_level = 'mentions';"
     let s = try run(
-      sql, msg("m1", #""mentions":["b","nobody"]"#), msg("m2", #""mention_all":true"#), msg("m3", #""reply_to":"c""#),
+      sql, msg("m1", #""mentions":["b","nobody"]"#), msg("m2", #""mention_all":true"#),
+      msg("m3", #""reply_to":"c""#),
       msg("m4"))
     #expect(s.outcome("m1", "b") == "mention")
     #expect(s.outcome("m1", "c") == "-not_mentioned")
@@ -76,7 +83,9 @@ struct LevelTests {
       UPDATE users SET chat_level = 'mentions' WHERE user_id = 'c';
       INSERT INTO scope_prefs (user_id, scope, mention_notifications) VALUES ('a', 'group', 1);
       """
-    let s = try run(sql, msg("m", sender: "c", #""mentions":["a","b","c"],"reply_to":"b""#), msg("m2", sender: "b", #""mention_all":true"#))
+    let s = try run(
+      sql, msg("m", sender: "c", #""mentions":["a","b","c"],"reply_to":"b""#),
+      msg("m2", sender: "b", #""mention_all":true"#))
     #expect(s.outcome("m", "a") == "mention")  // scope level turns it back on
     #expect(s.outcome("m", "b") == "message")
     #expect(s.outcome("m2", "c") == "-not_mentioned")
@@ -91,9 +100,12 @@ struct LevelTests {
     let s = try run(sql, msg("m", #""kind":"pinned""#))
     #expect(s.outcome("m", "b") == "pinned")
     #expect(s.outcome("m", "c") == "-muted")
-    let off = sql + "UPDATE users SET pinned_notifications = 0; INSERT INTO users (user_id, pinned_notifications) VALUES ('e', 0);"
+    let off =
+      sql
+      + "UPDATE users SET pinned_notifications = 0; INSERT INTO users (user_id, pinned_notifications) VALUES ('e', 0);"
       + "INSERT INTO members VALUES ('g', 'e'); INSERT INTO devices VALUES (5, 'e', 'apns', 'te');"
-    let t = try run(off, msg("m", #""kind":"pinned""#), msg("m2", #""kind":"pinned","mentions":["b"]"#))
+    let t = try run(
+      off, msg("m", #""kind":"pinned""#), msg("m2", #""kind":"pinned","mentions":["b"]"#))
     #expect(t.outcome("m", "b") == "-not_mentioned")
     #expect(t.outcome("m2", "b") == "mention")
     #expect(t.outcome("m", "c") == "-muted")
@@ -102,7 +114,8 @@ struct LevelTests {
 
   @Test("the sender and non-members form no pair")
   func senderAndNonMembers() throws {
-    let s = try run("INSERT INTO users (user_id) VALUES ('z');", msg("m", channel: "d", #""mentions":["z"]"#))
+    let s = try run(
+      "INSERT INTO users (user_id) VALUES ('z');", msg("m", channel: "d", #""mentions":["z"]"#))
     #expect(s.outcome("m", "a") == nil)
     #expect(s.outcome("m", "z") == nil)
     #expect(s.outcome("m", "b") == "message")
@@ -119,8 +132,10 @@ struct LevelTests {
       INSERT INTO channel_prefs (user_id, channel_id, show_preview) VALUES ('a', 'g', 0);
       """
     let s = try run(sql, msg(sender: nil))
-    let previews = (s.deliveries("apns") + s.deliveries("fcm")).flatMap { $0["recipients"] as! [[String: Any]] }
-      .reduce(into: [String: Bool]()) { $0[$1["user"] as! String] = $1["preview"] as? Bool }
+    let previews = (s.deliveries("apns") + s.deliveries("fcm")).flatMap {
+      $0["recipients"] as! [[String: Any]]
+    }
+    .reduce(into: [String: Bool]()) { $0[$1["user"] as! String] = $1["preview"] as? Bool }
     #expect(previews == ["a": false, "b": false, "c": true])
   }
 }

@@ -5,9 +5,11 @@ import Testing
 struct TimeRuleTests {
   @Test("snooze window [start, until) to the millisecond")
   func snoozeEdges() throws {
-    let sql = "UPDATE users SET snooze_start = \(noon), snooze_until = \(noon + 60_000) WHERE user_id = 'b';"
+    let sql =
+      "UPDATE users SET snooze_start = \(noon), snooze_until = \(noon + 60_000) WHERE user_id = 'b';"
     let s = try run(
-      sql, msg("before", ts: noon - 1), msg("start", ts: noon), msg("last", ts: noon + 59_999), msg("until", ts: noon + 60_000))
+      sql, msg("before", ts: noon - 1), msg("start", ts: noon), msg("last", ts: noon + 59_999),
+      msg("until", ts: noon + 60_000))
     #expect(s.outcome("before", "b") == "message")
     #expect(s.outcome("start", "b") == "-snoozed")
     #expect(s.outcome("last", "b") == "-snoozed")
@@ -21,7 +23,8 @@ struct TimeRuleTests {
       UPDATE users SET snooze_start = \(noon - 1000), snooze_until = NULL WHERE user_id = 'b';
       UPDATE users SET snooze_start = \(noon), snooze_until = \(noon) WHERE user_id = 'c';
       """
-    let s = try run(sql, msg(sender: nil, ts: -5_000_000_000_000), msg("later", sender: nil, ts: noon))
+    let s = try run(
+      sql, msg(sender: nil, ts: -5_000_000_000_000), msg("later", sender: nil, ts: noon))
     #expect(s.outcome("m", "a") == "-snoozed")
     #expect(s.outcome("later", "a") == "message")
     #expect(s.outcome("later", "b") == "message")
@@ -38,14 +41,17 @@ struct TimeRuleTests {
       UPDATE users SET snooze_start = 1000, snooze_until = 2000 WHERE user_id = 'c';
       """
     let s = try run(
-      sql, msg("t0", ts: 0), msg("t1", ts: 1500), msg("t2", ts: 2500), msg("t3", ts: 3500), msg("t4", ts: 4500),
+      sql, msg("t0", ts: 0), msg("t1", ts: 1500), msg("t2", ts: 2500), msg("t3", ts: 3500),
+      msg("t4", ts: 4500),
       msg("d3", channel: "d", ts: 3500))
     #expect(s.outcome("t0", "b") == "-snoozed")  // channel window, NULL start
     #expect(s.outcome("t1", "b") == "-snoozed")  // user window
-    #expect(s.outcome("t2", "b") == "message")  // between windows: NULL channel start did not inherit
+    // between windows: NULL channel start did not inherit
+    #expect(s.outcome("t2", "b") == "message")
     #expect(s.outcome("t3", "b") == "-snoozed")  // scope window
     #expect(s.outcome("t4", "b") == "message")
-    #expect(s.outcome("d3", "b") == "message")  // the group scope does not apply to a direct channel
+    // the group scope does not apply to a direct channel
+    #expect(s.outcome("d3", "b") == "message")
     #expect(s.outcome("t1", "c") == "-snoozed")  // a channel row without a window keeps the user's
   }
 
@@ -64,7 +70,8 @@ struct TimeRuleTests {
 
   @Test("snooze is checked before DND, DND before levels")
   func ruleOrder() throws {
-    let sql = "UPDATE users SET snooze_until = \(noon + 1), dnd_start = 0, dnd_end = 0, chat_level = 'none' WHERE user_id = 'b';"
+    let sql =
+      "UPDATE users SET snooze_until = \(noon + 1), dnd_start = 0, dnd_end = 0, chat_level = 'none' WHERE user_id = 'b';"
       + "UPDATE users SET dnd_start = 0, dnd_end = 0, chat_level = 'none' WHERE user_id = 'c';"
     let s = try run(sql, msg())
     #expect(s.outcome("m", "b") == "-snoozed")
@@ -87,18 +94,24 @@ struct TimeRuleTests {
       ("08:59", at(8, 59)), ("09:00", at(9, 0)), ("09:59", at(9, 59)), ("10:00", at(10, 0)),
       ("21:59", at(21, 59)), ("22:00", at(22, 0)), ("06:59", at(6, 59)), ("07:00", at(7, 0)),
     ]
-    let scenario = try Scenario(world + sql, messages: times.map { msg($0.0, sender: "nobody", ts: $0.1) })
+    let scenario = try Scenario(
+      world + sql, messages: times.map { msg($0.0, sender: "nobody", ts: $0.1) })
     let a = times.map { scenario.outcome($0.0, "a")! }
-    #expect(a == ["message", "-dnd", "-dnd", "message", "message", "message", "message", "message"])
+    #expect(
+      a == ["message", "-dnd", "-dnd", "message", "message", "message", "message", "message"])
     let b = times.map { scenario.outcome($0.0, "b")! }
-    #expect(b == ["message", "message", "message", "message", "message", "-dnd", "-dnd", "message"])
+    #expect(
+      b == ["message", "message", "message", "message", "message", "-dnd", "-dnd", "message"])
     #expect(times.allSatisfy { scenario.outcome($0.0, "c") == "-dnd" })
 
     let late = "UPDATE users SET dnd_start = 1380, dnd_end = 1439 WHERE user_id = 'a';"
-    let t = try Scenario(world + late, messages: [
-      msg("23:58", sender: nil, ts: at(23, 58)), msg("23:59", sender: nil, ts: at(23, 59, days: 0) + 59_999),
-      msg("00:00", sender: nil, ts: at(0, 0, days: 1)), msg("22:59", sender: nil, ts: at(22, 59)),
-    ])
+    let t = try Scenario(
+      world + late,
+      messages: [
+        msg("23:58", sender: nil, ts: at(23, 58)),
+        msg("23:59", sender: nil, ts: at(23, 59, days: 0) + 59_999),
+        msg("00:00", sender: nil, ts: at(0, 0, days: 1)), msg("22:59", sender: nil, ts: at(22, 59)),
+      ])
     #expect(t.outcome("23:58", "a") == "-dnd")
     #expect(t.outcome("23:59", "a") == "-dnd")
     #expect(t.outcome("00:00", "a") == "message")
@@ -112,11 +125,14 @@ struct TimeRuleTests {
       INSERT INTO dnd_weekly VALUES ('a', 1, 540, 600), ('a', 7, 1200, 1439);
       """
     // 2026-03-02 is a Monday; 2026-03-08 a Sunday.
-    let s = try Scenario(world + sql, messages: [
-      msg("mon0930", sender: nil, ts: at(9, 30)), msg("mon1030", sender: nil, ts: at(10, 30)),
-      msg("tue0930", sender: nil, ts: at(9, 30, days: 1)), msg("sun2359", sender: nil, ts: at(23, 59, days: 6)),
-      msg("sun1959", sender: nil, ts: at(19, 59, days: 6)),
-    ])
+    let s = try Scenario(
+      world + sql,
+      messages: [
+        msg("mon0930", sender: nil, ts: at(9, 30)), msg("mon1030", sender: nil, ts: at(10, 30)),
+        msg("tue0930", sender: nil, ts: at(9, 30, days: 1)),
+        msg("sun2359", sender: nil, ts: at(23, 59, days: 6)),
+        msg("sun1959", sender: nil, ts: at(19, 59, days: 6)),
+      ])
     #expect(s.outcome("mon0930", "a") == "-dnd")
     #expect(s.outcome("mon1030", "a") == "message")  // daily all-day window replaced
     #expect(s.outcome("tue0930", "a") == "message")
@@ -134,19 +150,24 @@ struct TimeRuleTests {
       INSERT INTO dnd_weekly VALUES ('n', 7, 60, 180);
       INSERT INTO members VALUES ('g', 'n'); INSERT INTO devices VALUES (9, 'n', 'fcm', 'tn');
       """
-    let s = try Scenario(world + sql, messages: [
-      // Shanghai is UTC+8 all year: 14:00Z = 22:00, 13:59Z = 21:59, 22:59Z = 06:59.
-      msg("sh1", sender: nil, ts: 1_772_978_400_000),  // 2026-03-08T14:00Z
-      msg("sh2", sender: nil, ts: 1_772_978_340_000),  // 13:59Z
-      msg("sh3", sender: nil, ts: 1_773_010_740_000),  // 22:59Z
-      // 2026-03-08: EST until 07:00Z. 06:30Z = 01:30 EST (in); 07:30Z = 03:30 EDT (out; 02:30 if EST).
-      msg("ny1", sender: nil, ts: 1_772_951_400_000), msg("ny2", sender: nil, ts: 1_772_955_000_000),
-      // 2026-11-01: EDT until 06:00Z. 05:30Z = 01:30 EDT (in); 06:30Z = 01:30 EST (in); 08:00Z = 03:00 EST (out).
-      msg("ny3", sender: nil, ts: 1_793_511_000_000), msg("ny4", sender: nil, ts: 1_793_514_600_000),
-      msg("ny5", sender: nil, ts: 1_793_520_000_000),
-      // 2026-11-01 06:59Z = 01:59 EST (in), 2026-11-01 04:59Z = 00:59 EDT (out).
-      msg("ny6", sender: nil, ts: 1_793_516_340_000), msg("ny7", sender: nil, ts: 1_793_508_740_000),
-    ])
+    let s = try Scenario(
+      world + sql,
+      messages: [
+        // Shanghai is UTC+8 all year: 14:00Z = 22:00, 13:59Z = 21:59, 22:59Z = 06:59.
+        msg("sh1", sender: nil, ts: 1_772_978_400_000),  // 2026-03-08T14:00Z
+        msg("sh2", sender: nil, ts: 1_772_978_340_000),  // 13:59Z
+        msg("sh3", sender: nil, ts: 1_773_010_740_000),  // 22:59Z
+        // 2026-03-08: EST until 07:00Z. 06:30Z = 01:30 EST (in); 07:30Z = 03:30 EDT (out; 02:30 if EST).
+        msg("ny1", sender: nil, ts: 1_772_951_400_000),
+        msg("ny2", sender: nil, ts: 1_772_955_000_000),
+        // 2026-11-01: EDT until 06:00Z. 05:30Z = 01:30 EDT (in); 06:30Z = 01:30 EST (in); 08:00Z = 03:00 EST (out).
+        msg("ny3", sender: nil, ts: 1_793_511_000_000),
+        msg("ny4", sender: nil, ts: 1_793_514_600_000),
+        msg("ny5", sender: nil, ts: 1_793_520_000_000),
+        // 2026-11-01 06:59Z = 01:59 EST (in), 2026-11-01 04:59Z = 00:59 EDT (out).
+        msg("ny6", sender: nil, ts: 1_793_516_340_000),
+        msg("ny7", sender: nil, ts: 1_793_508_740_000),
+      ])
     #expect(s.outcome("sh1", "a") == "-dnd")
     #expect(s.outcome("sh2", "a") == "message")
     #expect(s.outcome("sh3", "a") == "-dnd")

@@ -15,7 +15,9 @@ struct LZ4FrameTests {
     }
   }
 
-  @Test("a file of blocks written in pieces reads back whole, with liblz4 and the lz4 tool", arguments: [0, 1, 5_000, 9_000_000])
+  @Test(
+    "a file of blocks written in pieces reads back whole, with liblz4 and the lz4 tool",
+    arguments: [0, 1, 5_000, 9_000_000])
   func roundTrip(_ size: Int) throws {
     let data = Self.sample(size, seed: UInt64(size) + 1)
     let dir = makeTemporaryDirectory()

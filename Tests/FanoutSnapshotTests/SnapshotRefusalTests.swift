@@ -13,8 +13,12 @@ private let valid = """
 
   """
 
-private func load(_ sql: String, schema: String = SQLiteFixture.schema) -> Result<Snapshot, SnapshotError> {
-  Result { () throws(SnapshotError) in try SnapshotLoader.load(path: SQLiteFixture.make(sql, schema: schema)) }
+private func load(_ sql: String, schema: String = SQLiteFixture.schema) -> Result<
+  Snapshot, SnapshotError
+> {
+  Result { () throws(SnapshotError) in
+    try SnapshotLoader.load(path: SQLiteFixture.make(sql, schema: schema))
+  }
 }
 
 struct Refusal: CustomStringConvertible, Sendable {
@@ -31,64 +35,211 @@ struct Refusal: CustomStringConvertible, Sendable {
 @Suite("Snapshot refusals")
 struct SnapshotRefusalTests {
   static let cases: [Refusal] = [
-    Refusal(what: "wrong type: blob id", sql: "INSERT INTO users (user_id) VALUES (X'7531');", table: "users", key: "user_id=<blob>", column: "user_id"),
-    Refusal(what: "wrong type: integer in an untyped column", sql: "INSERT INTO channels VALUES (7, 'group');", table: "channels", key: "channel_id=7", column: "channel_id", definition: "CREATE TABLE channels (channel_id PRIMARY KEY, kind);\n"),
-    Refusal(what: "wrong type: text in an INTEGER column", sql: "INSERT INTO users (user_id, snooze_until) VALUES ('u3', 'soon');", table: "users", key: "user_id='u3'", column: "snooze_until"),
-    Refusal(what: "wrong type: REAL minute", sql: "INSERT INTO users (user_id, dnd_start, dnd_end) VALUES ('u3', 1.5, 20);", table: "users", key: "user_id='u3'", column: "dnd_start"),
-    Refusal(what: "NULL key", sql: "INSERT INTO users (user_id) VALUES (NULL);", table: "users", key: "user_id=NULL", column: "user_id"),
-    Refusal(what: "NULL in NOT NULL", sql: "UPDATE channels SET kind = NULL;", table: "channels", key: "channel_id='c1'", column: "kind", definition: "CREATE TABLE channels (channel_id TEXT PRIMARY KEY, kind TEXT);\n"),
-    Refusal(what: "duplicate member", sql: "INSERT INTO members VALUES ('c1', 'u1');", table: "members", key: "channel_id='c1', user_id='u1'", column: nil, definition: "CREATE TABLE members (channel_id TEXT, user_id TEXT);\n"),
-    Refusal(what: "duplicate (gateway, token)", sql: "INSERT INTO devices VALUES (2, 'u2', 'apns', 't1');", table: "devices", key: "device_id=2", column: "token", definition: "CREATE TABLE devices (device_id INTEGER PRIMARY KEY, user_id TEXT, gateway TEXT, token TEXT);\n"),
-    Refusal(what: "unknown chat level", sql: "UPDATE users SET chat_level = 'loud' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "chat_level"),
-    Refusal(what: "upper-case enum", sql: "UPDATE users SET chat_level = 'All' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "chat_level"),
-    Refusal(what: "'default' outside channel_prefs", sql: "UPDATE users SET chat_level = 'default' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "chat_level"),
-    Refusal(what: "'default' in scope_prefs", sql: "INSERT INTO scope_prefs (user_id, scope, chat_level) VALUES ('u1', 'group', 'default');", table: "scope_prefs", key: "user_id='u1', scope='group'", column: "chat_level"),
-    Refusal(what: "call level 'mentions'", sql: "UPDATE users SET call_level = 'mentions' WHERE user_id = 'u2';", table: "users", key: "user_id='u2'", column: "call_level"),
-    Refusal(what: "unknown scope", sql: "INSERT INTO scope_prefs (user_id, scope) VALUES ('u1', 'team');", table: "scope_prefs", key: "user_id='u1', scope='team'", column: "scope"),
-    Refusal(what: "unknown channel kind", sql: "INSERT INTO channels VALUES ('c2', 'forum');", table: "channels", key: "channel_id='c2'", column: "kind"),
-    Refusal(what: "0/1 column holding 2", sql: "UPDATE users SET show_preview = 2 WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "show_preview"),
-    Refusal(what: "0/1 column in channel_prefs", sql: "INSERT INTO channel_prefs (user_id, channel_id, mention_notifications) VALUES ('u1', 'c1', -1);", table: "channel_prefs", key: "user_id='u1', channel_id='c1'", column: "mention_notifications"),
-    Refusal(what: "minute 1440", sql: "UPDATE users SET dnd_start = 10, dnd_end = 1440 WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "dnd_end"),
-    Refusal(what: "negative minute", sql: "UPDATE users SET dnd_start = -1, dnd_end = 10 WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "dnd_start"),
-    Refusal(what: "only dnd_start", sql: "UPDATE users SET dnd_start = 10 WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "dnd_end"),
-    Refusal(what: "only dnd_end", sql: "UPDATE users SET dnd_end = 10 WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "dnd_start"),
-    Refusal(what: "weekly start = end", sql: "INSERT INTO dnd_weekly VALUES ('u1', 1, 600, 600);", table: "dnd_weekly", key: "user_id='u1', weekday=1, start_min=600", column: "end_min"),
-    Refusal(what: "weekly start > end", sql: "INSERT INTO dnd_weekly VALUES ('u1', 1, 700, 600);", table: "dnd_weekly", key: "user_id='u1', weekday=1, start_min=700", column: "end_min"),
-    Refusal(what: "weekday 0", sql: "INSERT INTO dnd_weekly VALUES ('u1', 0, 10, 20);", table: "dnd_weekly", key: "user_id='u1', weekday=0, start_min=10", column: "weekday"),
-    Refusal(what: "weekday 8", sql: "INSERT INTO dnd_weekly VALUES ('u1', 8, 10, 20);", table: "dnd_weekly", key: "user_id='u1', weekday=8, start_min=10", column: "weekday"),
-    Refusal(what: "weekly minute out of range", sql: "INSERT INTO dnd_weekly VALUES ('u1', 2, 10, 1500);", table: "dnd_weekly", key: "user_id='u1', weekday=2, start_min=10", column: "end_min"),
-    Refusal(what: "unknown time zone", sql: "UPDATE users SET timezone = 'Mars/Olympus' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "timezone"),
-    Refusal(what: "time zone names are case-sensitive", sql: "UPDATE users SET timezone = 'asia/shanghai' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "timezone"),
-    Refusal(what: "time zone path escape", sql: "UPDATE users SET timezone = '../zoneinfo/UTC' WHERE user_id = 'u1';", table: "users", key: "user_id='u1'", column: "timezone"),
-    Refusal(what: "member names an unknown user", sql: "INSERT INTO members VALUES ('c1', 'ghost');", table: "members", key: "channel_id='c1', user_id='ghost'", column: "user_id"),
-    Refusal(what: "member names an unknown channel", sql: "INSERT INTO members VALUES ('c9', 'u1');", table: "members", key: "channel_id='c9', user_id='u1'", column: "channel_id"),
-    Refusal(what: "channel_prefs names an unknown channel", sql: "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'c9');", table: "channel_prefs", key: "user_id='u1', channel_id='c9'", column: "channel_id"),
-    Refusal(what: "device of an unknown user", sql: "INSERT INTO devices VALUES (2, 'ghost', 'fcm', 't2');", table: "devices", key: "device_id=2", column: "user_id"),
-    Refusal(what: "scope_prefs of an unknown user", sql: "INSERT INTO scope_prefs (user_id, scope) VALUES ('ghost', 'group');", table: "scope_prefs", key: "user_id='ghost', scope='group'", column: "user_id"),
-    Refusal(what: "dnd_weekly of an unknown user", sql: "INSERT INTO dnd_weekly VALUES ('ghost', 1, 1, 2);", table: "dnd_weekly", key: "user_id='ghost', weekday=1, start_min=1", column: "user_id"),
-    Refusal(what: "category_prefs with an unknown category", sql: "INSERT INTO category_prefs VALUES ('u1', 'promo', NULL, 'opt_in');", table: "category_prefs", key: "user_id='u1', category='promo', gateway=NULL", column: "category"),
-    Refusal(what: "category_gateways with an unknown category", sql: "INSERT INTO category_gateways VALUES ('promo', 'apns', 1);", table: "category_gateways", key: "category='promo', gateway='apns'", column: "category"),
-    Refusal(what: "gateway_prefs of an unknown user", sql: "INSERT INTO gateway_prefs VALUES ('ghost', 'apns', 1);", table: "gateway_prefs", key: "user_id='ghost', gateway='apns'", column: "user_id"),
-    Refusal(what: "two category_prefs rows for one (user, category, NULL)", sql: "INSERT INTO category_prefs VALUES ('u1', 'news', NULL, 'opt_in'), ('u1', 'news', NULL, 'opt_out');", table: "category_prefs", key: "user_id='u1', category='news', gateway=NULL", column: nil),
-    Refusal(what: "two category_prefs rows for one (user, category, gateway)", sql: "INSERT INTO category_prefs VALUES ('u1', 'news', 'apns', 'opt_in'), ('u1', 'news', 'apns', 'opt_in');", table: "category_prefs", key: "user_id='u1', category='news', gateway='apns'", column: nil),
-    Refusal(what: "unknown preference", sql: "INSERT INTO category_prefs VALUES ('u1', 'news', NULL, 'maybe');", table: "category_prefs", key: "user_id='u1', category='news', gateway=NULL", column: "preference"),
-    Refusal(what: "unknown default preference", sql: "INSERT INTO categories VALUES ('promo', 'opt-in', 0);", table: "categories", key: "category='promo'", column: "default_preference"),
-    Refusal(what: "mandatory not 0/1", sql: "INSERT INTO categories VALUES ('promo', 'opt_in', 3);", table: "categories", key: "category='promo'", column: "mandatory"),
-    Refusal(what: "restricted not 0/1", sql: "INSERT INTO gateway_prefs VALUES ('u1', 'apns', 2);", table: "gateway_prefs", key: "user_id='u1', gateway='apns'", column: "restricted"),
-    Refusal(what: "schema_version 2", sql: "UPDATE settings SET value = '2' WHERE key = 'schema_version';", table: "settings", key: "key='schema_version'", column: "value"),
-    Refusal(what: "bad default_chat_level", sql: "INSERT INTO settings VALUES ('default_chat_level', 'loud');", table: "settings", key: "key='default_chat_level'", column: "value"),
-    Refusal(what: "default_call_level 'mentions'", sql: "INSERT INTO settings VALUES ('default_call_level', 'mentions');", table: "settings", key: "key='default_call_level'", column: "value"),
-    Refusal(what: "upper-case gateway", sql: "INSERT INTO devices VALUES (2, 'u1', 'APNS', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
-    Refusal(what: "gateway with a slash", sql: "INSERT INTO devices VALUES (2, 'u1', 'a/b', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
-    Refusal(what: "gateway starting with a dot", sql: "INSERT INTO devices VALUES (2, 'u1', '.hidden', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
-    Refusal(what: "gateway 'decisions'", sql: "INSERT INTO devices VALUES (2, 'u1', 'decisions', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
-    Refusal(what: "gateway 'summary'", sql: "INSERT INTO devices VALUES (2, 'u1', 'summary', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
-    Refusal(what: "gateway 'rejected'", sql: "INSERT INTO devices VALUES (2, 'u1', 'rejected', 't2');", table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "wrong type: blob id", sql: "INSERT INTO users (user_id) VALUES (X'7531');",
+      table: "users", key: "user_id=<blob>", column: "user_id"),
+    Refusal(
+      what: "wrong type: integer in an untyped column",
+      sql: "INSERT INTO channels VALUES (7, 'group');", table: "channels", key: "channel_id=7",
+      column: "channel_id", definition: "CREATE TABLE channels (channel_id PRIMARY KEY, kind);\n"),
+    Refusal(
+      what: "wrong type: text in an INTEGER column",
+      sql: "INSERT INTO users (user_id, snooze_until) VALUES ('u3', 'soon');", table: "users",
+      key: "user_id='u3'", column: "snooze_until"),
+    Refusal(
+      what: "wrong type: REAL minute",
+      sql: "INSERT INTO users (user_id, dnd_start, dnd_end) VALUES ('u3', 1.5, 20);",
+      table: "users", key: "user_id='u3'", column: "dnd_start"),
+    Refusal(
+      what: "NULL key", sql: "INSERT INTO users (user_id) VALUES (NULL);", table: "users",
+      key: "user_id=NULL", column: "user_id"),
+    Refusal(
+      what: "NULL in NOT NULL", sql: "UPDATE channels SET kind = NULL;", table: "channels",
+      key: "channel_id='c1'", column: "kind",
+      definition: "CREATE TABLE channels (channel_id TEXT PRIMARY KEY, kind TEXT);\n"),
+    Refusal(
+      what: "duplicate member", sql: "INSERT INTO members VALUES ('c1', 'u1');", table: "members",
+      key: "channel_id='c1', user_id='u1'", column: nil,
+      definition: "CREATE TABLE members (channel_id TEXT, user_id TEXT);\n"),
+    Refusal(
+      what: "duplicate (gateway, token)",
+      sql: "INSERT INTO devices VALUES (2, 'u2', 'apns', 't1');", table: "devices",
+      key: "device_id=2", column: "token",
+      definition:
+        "CREATE TABLE devices (device_id INTEGER PRIMARY KEY, user_id TEXT, gateway TEXT, token TEXT);\n"
+    ),
+    Refusal(
+      what: "unknown chat level", sql: "UPDATE users SET chat_level = 'loud' WHERE user_id = 'u1';",
+      table: "users", key: "user_id='u1'", column: "chat_level"),
+    Refusal(
+      what: "upper-case enum", sql: "UPDATE users SET chat_level = 'All' WHERE user_id = 'u1';",
+      table: "users", key: "user_id='u1'", column: "chat_level"),
+    Refusal(
+      what: "'default' outside channel_prefs",
+      sql: "UPDATE users SET chat_level = 'default' WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "chat_level"),
+    Refusal(
+      what: "'default' in scope_prefs",
+      sql:
+        "INSERT INTO scope_prefs (user_id, scope, chat_level) VALUES ('u1', 'group', 'default');",
+      table: "scope_prefs", key: "user_id='u1', scope='group'", column: "chat_level"),
+    Refusal(
+      what: "call level 'mentions'",
+      sql: "UPDATE users SET call_level = 'mentions' WHERE user_id = 'u2';", table: "users",
+      key: "user_id='u2'", column: "call_level"),
+    Refusal(
+      what: "unknown scope", sql: "INSERT INTO scope_prefs (user_id, scope) VALUES ('u1', 'team');",
+      table: "scope_prefs", key: "user_id='u1', scope='team'", column: "scope"),
+    Refusal(
+      what: "unknown channel kind", sql: "INSERT INTO channels VALUES ('c2', 'forum');",
+      table: "channels", key: "channel_id='c2'", column: "kind"),
+    Refusal(
+      what: "0/1 column holding 2", sql: "UPDATE users SET show_preview = 2 WHERE user_id = 'u1';",
+      table: "users", key: "user_id='u1'", column: "show_preview"),
+    Refusal(
+      what: "0/1 column in channel_prefs",
+      sql:
+        "INSERT INTO channel_prefs (user_id, channel_id, mention_notifications) VALUES ('u1', 'c1', -1);",
+      table: "channel_prefs", key: "user_id='u1', channel_id='c1'", column: "mention_notifications"),
+    Refusal(
+      what: "minute 1440",
+      sql: "UPDATE users SET dnd_start = 10, dnd_end = 1440 WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "dnd_end"),
+    Refusal(
+      what: "negative minute",
+      sql: "UPDATE users SET dnd_start = -1, dnd_end = 10 WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "dnd_start"),
+    Refusal(
+      what: "only dnd_start", sql: "UPDATE users SET dnd_start = 10 WHERE user_id = 'u1';",
+      table: "users", key: "user_id='u1'", column: "dnd_end"),
+    Refusal(
+      what: "only dnd_end", sql: "UPDATE users SET dnd_end = 10 WHERE user_id = 'u1';",
+      table: "users", key: "user_id='u1'", column: "dnd_start"),
+    Refusal(
+      what: "weekly start = end", sql: "INSERT INTO dnd_weekly VALUES ('u1', 1, 600, 600);",
+      table: "dnd_weekly", key: "user_id='u1', weekday=1, start_min=600", column: "end_min"),
+    Refusal(
+      what: "weekly start > end", sql: "INSERT INTO dnd_weekly VALUES ('u1', 1, 700, 600);",
+      table: "dnd_weekly", key: "user_id='u1', weekday=1, start_min=700", column: "end_min"),
+    Refusal(
+      what: "weekday 0", sql: "INSERT INTO dnd_weekly VALUES ('u1', 0, 10, 20);",
+      table: "dnd_weekly", key: "user_id='u1', weekday=0, start_min=10", column: "weekday"),
+    Refusal(
+      what: "weekday 8", sql: "INSERT INTO dnd_weekly VALUES ('u1', 8, 10, 20);",
+      table: "dnd_weekly", key: "user_id='u1', weekday=8, start_min=10", column: "weekday"),
+    Refusal(
+      what: "weekly minute out of range", sql: "INSERT INTO dnd_weekly VALUES ('u1', 2, 10, 1500);",
+      table: "dnd_weekly", key: "user_id='u1', weekday=2, start_min=10", column: "end_min"),
+    Refusal(
+      what: "unknown time zone",
+      sql: "UPDATE users SET timezone = 'Mars/Olympus' WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "timezone"),
+    Refusal(
+      what: "time zone names are case-sensitive",
+      sql: "UPDATE users SET timezone = 'asia/shanghai' WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "timezone"),
+    Refusal(
+      what: "time zone path escape",
+      sql: "UPDATE users SET timezone = '../zoneinfo/UTC' WHERE user_id = 'u1';", table: "users",
+      key: "user_id='u1'", column: "timezone"),
+    Refusal(
+      what: "member names an unknown user", sql: "INSERT INTO members VALUES ('c1', 'ghost');",
+      table: "members", key: "channel_id='c1', user_id='ghost'", column: "user_id"),
+    Refusal(
+      what: "member names an unknown channel", sql: "INSERT INTO members VALUES ('c9', 'u1');",
+      table: "members", key: "channel_id='c9', user_id='u1'", column: "channel_id"),
+    Refusal(
+      what: "channel_prefs names an unknown channel",
+      sql: "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'c9');",
+      table: "channel_prefs", key: "user_id='u1', channel_id='c9'", column: "channel_id"),
+    Refusal(
+      what: "device of an unknown user",
+      sql: "INSERT INTO devices VALUES (2, 'ghost', 'fcm', 't2');", table: "devices",
+      key: "device_id=2", column: "user_id"),
+    Refusal(
+      what: "scope_prefs of an unknown user",
+      sql: "INSERT INTO scope_prefs (user_id, scope) VALUES ('ghost', 'group');",
+      table: "scope_prefs", key: "user_id='ghost', scope='group'", column: "user_id"),
+    Refusal(
+      what: "dnd_weekly of an unknown user",
+      sql: "INSERT INTO dnd_weekly VALUES ('ghost', 1, 1, 2);", table: "dnd_weekly",
+      key: "user_id='ghost', weekday=1, start_min=1", column: "user_id"),
+    Refusal(
+      what: "category_prefs with an unknown category",
+      sql: "INSERT INTO category_prefs VALUES ('u1', 'promo', NULL, 'opt_in');",
+      table: "category_prefs", key: "user_id='u1', category='promo', gateway=NULL",
+      column: "category"),
+    Refusal(
+      what: "category_gateways with an unknown category",
+      sql: "INSERT INTO category_gateways VALUES ('promo', 'apns', 1);", table: "category_gateways",
+      key: "category='promo', gateway='apns'", column: "category"),
+    Refusal(
+      what: "gateway_prefs of an unknown user",
+      sql: "INSERT INTO gateway_prefs VALUES ('ghost', 'apns', 1);", table: "gateway_prefs",
+      key: "user_id='ghost', gateway='apns'", column: "user_id"),
+    Refusal(
+      what: "two category_prefs rows for one (user, category, NULL)",
+      sql:
+        "INSERT INTO category_prefs VALUES ('u1', 'news', NULL, 'opt_in'), ('u1', 'news', NULL, 'opt_out');",
+      table: "category_prefs", key: "user_id='u1', category='news', gateway=NULL", column: nil),
+    Refusal(
+      what: "two category_prefs rows for one (user, category, gateway)",
+      sql:
+        "INSERT INTO category_prefs VALUES ('u1', 'news', 'apns', 'opt_in'), ('u1', 'news', 'apns', 'opt_in');",
+      table: "category_prefs", key: "user_id='u1', category='news', gateway='apns'", column: nil),
+    Refusal(
+      what: "unknown preference",
+      sql: "INSERT INTO category_prefs VALUES ('u1', 'news', NULL, 'maybe');",
+      table: "category_prefs", key: "user_id='u1', category='news', gateway=NULL",
+      column: "preference"),
+    Refusal(
+      what: "unknown default preference",
+      sql: "INSERT INTO categories VALUES ('promo', 'opt-in', 0);", table: "categories",
+      key: "category='promo'", column: "default_preference"),
+    Refusal(
+      what: "mandatory not 0/1", sql: "INSERT INTO categories VALUES ('promo', 'opt_in', 3);",
+      table: "categories", key: "category='promo'", column: "mandatory"),
+    Refusal(
+      what: "restricted not 0/1", sql: "INSERT INTO gateway_prefs VALUES ('u1', 'apns', 2);",
+      table: "gateway_prefs", key: "user_id='u1', gateway='apns'", column: "restricted"),
+    Refusal(
+      what: "schema_version 2",
+      sql: "UPDATE settings SET value = '2' WHERE key = 'schema_version';", table: "settings",
+      key: "key='schema_version'", column: "value"),
+    Refusal(
+      what: "bad default_chat_level",
+      sql: "INSERT INTO settings VALUES ('default_chat_level', 'loud');", table: "settings",
+      key: "key='default_chat_level'", column: "value"),
+    Refusal(
+      what: "default_call_level 'mentions'",
+      sql: "INSERT INTO settings VALUES ('default_call_level', 'mentions');", table: "settings",
+      key: "key='default_call_level'", column: "value"),
+    Refusal(
+      what: "upper-case gateway", sql: "INSERT INTO devices VALUES (2, 'u1', 'APNS', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "gateway with a slash", sql: "INSERT INTO devices VALUES (2, 'u1', 'a/b', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "gateway starting with a dot",
+      sql: "INSERT INTO devices VALUES (2, 'u1', '.hidden', 't2');", table: "devices",
+      key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "gateway 'decisions'", sql: "INSERT INTO devices VALUES (2, 'u1', 'decisions', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "gateway 'summary'", sql: "INSERT INTO devices VALUES (2, 'u1', 'summary', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
+      what: "gateway 'rejected'", sql: "INSERT INTO devices VALUES (2, 'u1', 'rejected', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
   ]
 
   @Test("refused with table, key and column named", arguments: cases)
   func refused(_ refusal: Refusal) throws {
-    let schema = refusal.definition.map { Self.schema(replacing: refusal.table, with: $0) } ?? SQLiteFixture.schema
+    let schema =
+      refusal.definition.map { Self.schema(replacing: refusal.table, with: $0) }
+      ?? SQLiteFixture.schema
     let result = load(valid + refusal.sql, schema: schema)
     guard case .failure(let error) = result else {
       Issue.record("accepted a snapshot with \(refusal.what)")
@@ -101,17 +252,24 @@ struct SnapshotRefusalTests {
   }
 
   /// The schema with one table's definition replaced (or dropped).
-  static func schema(replacing table: String, with definition: String, in schema: String = SQLiteFixture.schema)
+  static func schema(
+    replacing table: String, with definition: String, in schema: String = SQLiteFixture.schema
+  )
     -> String
   {
     let parts = schema.components(separatedBy: "CREATE TABLE ")
-    return parts[0] + parts.dropFirst().map { $0.hasPrefix(table + " (") ? definition : "CREATE TABLE " + $0 }.joined()
+    return parts[0]
+      + parts.dropFirst().map { $0.hasPrefix(table + " (") ? definition : "CREATE TABLE " + $0 }
+      .joined()
   }
 
-  @Test("a missing required table is refused", arguments: ["users", "channels", "members", "channel_prefs", "devices"])
+  @Test(
+    "a missing required table is refused",
+    arguments: ["users", "channels", "members", "channel_prefs", "devices"])
   func missingTable(_ table: String) {
     let sql = "INSERT INTO settings VALUES ('schema_version', '1');"
-    guard case .failure(let error) = load(sql, schema: Self.schema(replacing: table, with: "")) else {
+    guard case .failure(let error) = load(sql, schema: Self.schema(replacing: table, with: ""))
+    else {
       Issue.record("accepted a snapshot without \(table)")
       return
     }
@@ -122,18 +280,25 @@ struct SnapshotRefusalTests {
   @Test("optional tables may be absent")
   func optionalTables() throws {
     var reduced = SQLiteFixture.schema
-    for table in ["settings", "scope_prefs", "dnd_weekly", "categories", "category_gateways", "category_prefs", "gateway_prefs"] {
+    for table in [
+      "settings", "scope_prefs", "dnd_weekly", "categories", "category_gateways", "category_prefs",
+      "gateway_prefs",
+    ] {
       reduced = Self.schema(replacing: table, with: "", in: reduced)
     }
     let snapshot = try load("INSERT INTO users (user_id) VALUES ('u');", schema: reduced).get()
     #expect(snapshot.index.users.count == 1)
-    #expect(snapshot.info.rowCounts.map(\.table) == ["users", "channels", "members", "channel_prefs", "devices"])
+    #expect(
+      snapshot.info.rowCounts.map(\.table) == [
+        "users", "channels", "members", "channel_prefs", "devices",
+      ])
   }
 
   @Test("a missing column is refused, naming it")
   func missingColumn() {
     let schema = Self.schema(
-      replacing: "devices", with: "CREATE TABLE devices (device_id INTEGER PRIMARY KEY, user_id TEXT, gateway TEXT);\n")
+      replacing: "devices",
+      with: "CREATE TABLE devices (device_id INTEGER PRIMARY KEY, user_id TEXT, gateway TEXT);\n")
     guard case .failure(let error) = load("", schema: schema) else {
       Issue.record("accepted devices without token")
       return
@@ -144,11 +309,12 @@ struct SnapshotRefusalTests {
 
   @Test("extra tables, columns and settings keys are ignored; an empty snooze window is accepted")
   func lenient() throws {
-    let sql = valid + """
-      CREATE TABLE audit (x); ALTER TABLE users ADD COLUMN nickname TEXT;
-      UPDATE users SET nickname = 'x', snooze_start = 50, snooze_until = 10;
-      INSERT INTO settings VALUES ('theme', 'dark');
-      """
+    let sql =
+      valid + """
+        CREATE TABLE audit (x); ALTER TABLE users ADD COLUMN nickname TEXT;
+        UPDATE users SET nickname = 'x', snooze_start = 50, snooze_until = 10;
+        INSERT INTO settings VALUES ('theme', 'dark');
+        """
     let snapshot = try load(sql).get()
     #expect(snapshot.index.users.count == 2)
     #expect(snapshot.info.snoozeGroups == 0)

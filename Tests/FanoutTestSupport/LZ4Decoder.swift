@@ -4,7 +4,9 @@ import CLZ4
 /// frame decoder; nil if the bytes are not valid frames.
 public func decodeLZ4Frames(_ input: [UInt8]) -> [UInt8]? {
   var context: OpaquePointer?
-  guard clz4_is_error(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0 else { return nil }
+  guard clz4_is_error(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0 else {
+    return nil
+  }
   defer { LZ4F_freeDecompressionContext(context) }
   var output: [UInt8] = []
   var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -15,7 +17,8 @@ public func decodeLZ4Frames(_ input: [UInt8]) -> [UInt8]? {
     var dstSize = chunk.count
     hint = input.withUnsafeBytes { src in
       chunk.withUnsafeMutableBytes { dst in
-        LZ4F_decompress(context, dst.baseAddress, &dstSize, src.baseAddress! + position, &srcSize, nil)
+        LZ4F_decompress(
+          context, dst.baseAddress, &dstSize, src.baseAddress! + position, &srcSize, nil)
       }
     }
     if clz4_is_error(hint) != 0 { return nil }

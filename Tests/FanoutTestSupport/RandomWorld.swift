@@ -61,11 +61,15 @@ public struct RandomWorld {
       let t = base + Int64.random(in: 0..<(7 * 86_400_000), using: &rng)
       guard Double.random(in: 0..<1, using: &rng) < 0.5 else { return t }
       // On a local edge minute of some zone: where window bounds bite.
-      let edges: [Int64] = [0, 1, 29, 30, 419, 420, 599, 600, 1319, 1320, 1379, 1380, 1437, 1438, 1439]
+      let edges: [Int64] = [
+        0, 1, 29, 30, 419, 420, 599, 600, 1319, 1320, 1379, 1380, 1437, 1438, 1439,
+      ]
       let zone = TimeZone(identifier: Self.zones.randomElement(using: &rng)!)!
-      let offset = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(t) / 1000))) * 1000
+      let offset =
+        Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(t) / 1000))) * 1000
       let localDay = (t + offset) / 86_400_000 * 86_400_000
-      return localDay - offset + edges.randomElement(using: &rng)! * 60_000 + Int64.random(in: 0..<60_000, using: &rng)
+      return localDay - offset + edges.randomElement(using: &rng)! * 60_000
+        + Int64.random(in: 0..<60_000, using: &rng)
     }
     func prefs(chatValues: [String]) -> Prefs {
       var p = Prefs()
@@ -96,17 +100,22 @@ public struct RandomWorld {
       if Double.random(in: 0..<1, using: &rng) < 0.2 {
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
           let start = Int.random(in: 0..<1439, using: &rng)
-          let end = Bool.random(using: &rng) ? 1439 : Int.random(in: (start + 1)...1439, using: &rng)
+          let end =
+            Bool.random(using: &rng) ? 1439 : Int.random(in: (start + 1)...1439, using: &rng)
           user.weekly.append((Int.random(in: 1...7, using: &rng), start, end))
         }
       }
       users.append(user)
       for k in 0..<Int.random(in: 0...3, using: &rng) {
         let gateway = Self.gateways.randomElement(using: &rng)!
-        devices.append(Device(id: Int64(1000 - i * 4 - k), user: id, gateway: gateway, token: "t-\(i)-\(k)"))
+        devices.append(
+          Device(id: Int64(1000 - i * 4 - k), user: id, gateway: gateway, token: "t-\(i)-\(k)"))
       }
-      for g in Self.gateways where Double.random(in: 0..<1, using: &rng) < 0.08 { restricted.insert(id + "|" + g) }
-      for scope in ["direct", "group", "broadcast"] where Double.random(in: 0..<1, using: &rng) < 0.15 {
+      for g in Self.gateways where Double.random(in: 0..<1, using: &rng) < 0.08 {
+        restricted.insert(id + "|" + g)
+      }
+      for scope in ["direct", "group", "broadcast"]
+      where Double.random(in: 0..<1, using: &rng) < 0.15 {
         scopePrefs[id + "|" + scope] = prefs(chatValues: ["all", "mentions", "none"])
       }
     }
@@ -122,8 +131,12 @@ public struct RandomWorld {
     }
     for (i, name) in ["alerts", "news", "promo"].enumerated() {
       categories.append(
-        Category(name: name, defaultPref: Bool.random(using: &rng) ? "opt_in" : "opt_out", mandatory: i == 0 || Bool.random(using: &rng) && i == 2))
-      for g in Self.gateways where Double.random(in: 0..<1, using: &rng) < 0.25 { mandatoryGateways.insert(name + "|" + g) }
+        Category(
+          name: name, defaultPref: Bool.random(using: &rng) ? "opt_in" : "opt_out",
+          mandatory: i == 0 || Bool.random(using: &rng) && i == 2))
+      for g in Self.gateways where Double.random(in: 0..<1, using: &rng) < 0.25 {
+        mandatoryGateways.insert(name + "|" + g)
+      }
     }
     for u in users.map(\.id) {
       for c in categories.map(\.name) {
@@ -136,19 +149,28 @@ public struct RandomWorld {
       let channel = channels.randomElement(using: &rng)!.id
       let pool = members[channel]!
       var fields = ["\"id\":\"m\(i)\"", "\"channel\":\"\(channel)\"", "\"ts\":\(time())"]
-      if let sender = maybe(0.8, Bool.random(using: &rng) ? pool.randomElement(using: &rng)! : "ghost") {
+      if let sender = maybe(
+        0.8, Bool.random(using: &rng) ? pool.randomElement(using: &rng)! : "ghost")
+      {
         fields.append("\"sender\":\"\(sender)\"")
       }
-      if let kind = maybe(0.5, ["message", "call", "pinned"].randomElement(using: &rng)!) { fields.append("\"kind\":\"\(kind)\"") }
+      if let kind = maybe(0.5, ["message", "call", "pinned"].randomElement(using: &rng)!) {
+        fields.append("\"kind\":\"\(kind)\"")
+      }
       if Double.random(in: 0..<1, using: &rng) < 0.4 {
         let mentioned = (0..<Int.random(in: 1...4, using: &rng)).map { _ in
-          Bool.random(using: &rng) ? pool.randomElement(using: &rng)! : users.randomElement(using: &rng)!.id
+          Bool.random(using: &rng)
+            ? pool.randomElement(using: &rng)! : users.randomElement(using: &rng)!.id
         }
         fields.append("\"mentions\":[" + mentioned.map { "\"\($0)\"" }.joined(separator: ",") + "]")
       }
       if Double.random(in: 0..<1, using: &rng) < 0.1 { fields.append("\"mention_all\":true") }
-      if let r = maybe(0.2, pool.randomElement(using: &rng)!) { fields.append("\"reply_to\":\"\(r)\"") }
-      if let c = maybe(0.3, categories.randomElement(using: &rng)!.name) { fields.append("\"category\":\"\(c)\"") }
+      if let r = maybe(0.2, pool.randomElement(using: &rng)!) {
+        fields.append("\"reply_to\":\"\(r)\"")
+      }
+      if let c = maybe(0.3, categories.randomElement(using: &rng)!.name) {
+        fields.append("\"category\":\"\(c)\"")
+      }
       if Double.random(in: 0..<1, using: &rng) < 0.1 { fields.append("\"force\":true") }
       messages.append("{" + fields.joined(separator: ",") + "}")
     }
@@ -156,34 +178,52 @@ public struct RandomWorld {
 
   /// The world as SQL against the contract's schema.
   public var sql: String {
-    func q(_ s: String?) -> String { s.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL" }
+    func q(_ s: String?) -> String {
+      s.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
+    }
     func n<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "NULL" }
     func p(_ p: Prefs) -> String {
-      [q(p.chat), q(p.call), n(p.snoozeStart), n(p.snoozeUntil), n(p.mention), n(p.pinned), n(p.preview)].joined(separator: ", ")
+      [
+        q(p.chat), q(p.call), n(p.snoozeStart), n(p.snoozeUntil), n(p.mention), n(p.pinned),
+        n(p.preview),
+      ].joined(separator: ", ")
     }
     var out = ""
-    if let defaultChat { out += "INSERT INTO settings VALUES ('default_chat_level', \(q(defaultChat)));\n" }
-    if let defaultCall { out += "INSERT INTO settings VALUES ('default_call_level', \(q(defaultCall)));\n" }
+    if let defaultChat {
+      out += "INSERT INTO settings VALUES ('default_chat_level', \(q(defaultChat)));\n"
+    }
+    if let defaultCall {
+      out += "INSERT INTO settings VALUES ('default_call_level', \(q(defaultCall)));\n"
+    }
     for u in users {
-      out += "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview, dnd_start, dnd_end) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1)));\n"
-      for w in u.weekly { out += "INSERT INTO dnd_weekly VALUES (\(q(u.id)), \(w.day), \(w.start), \(w.end));\n" }
+      out +=
+        "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview, dnd_start, dnd_end) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1)));\n"
+      for w in u.weekly {
+        out += "INSERT INTO dnd_weekly VALUES (\(q(u.id)), \(w.day), \(w.start), \(w.end));\n"
+      }
     }
     for c in channels {
       out += "INSERT INTO channels VALUES (\(q(c.id)), \(q(c.kind)));\n"
       for u in members[c.id]! { out += "INSERT INTO members VALUES (\(q(c.id)), \(q(u)));\n" }
     }
-    let columns = "chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview"
+    let columns =
+      "chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview"
     for (key, prefs) in scopePrefs.sorted(by: { $0.key < $1.key }) {
       let parts = key.split(separator: "|").map(String.init)
-      out += "INSERT INTO scope_prefs (user_id, scope, \(columns)) VALUES (\(q(parts[0])), \(q(parts[1])), \(p(prefs)));\n"
+      out +=
+        "INSERT INTO scope_prefs (user_id, scope, \(columns)) VALUES (\(q(parts[0])), \(q(parts[1])), \(p(prefs)));\n"
     }
     for (key, prefs) in channelPrefs.sorted(by: { $0.key < $1.key }) {
       let parts = key.split(separator: "|").map(String.init)
-      out += "INSERT INTO channel_prefs (user_id, channel_id, \(columns)) VALUES (\(q(parts[0])), \(q(parts[1])), \(p(prefs)));\n"
+      out +=
+        "INSERT INTO channel_prefs (user_id, channel_id, \(columns)) VALUES (\(q(parts[0])), \(q(parts[1])), \(p(prefs)));\n"
     }
-    for d in devices { out += "INSERT INTO devices VALUES (\(d.id), \(q(d.user)), \(q(d.gateway)), \(q(d.token)));\n" }
+    for d in devices {
+      out += "INSERT INTO devices VALUES (\(d.id), \(q(d.user)), \(q(d.gateway)), \(q(d.token)));\n"
+    }
     for c in categories {
-      out += "INSERT INTO categories VALUES (\(q(c.name)), \(q(c.defaultPref)), \(c.mandatory ? 1 : 0));\n"
+      out +=
+        "INSERT INTO categories VALUES (\(q(c.name)), \(q(c.defaultPref)), \(c.mandatory ? 1 : 0));\n"
     }
     for key in mandatoryGateways.sorted() {
       let parts = key.split(separator: "|").map(String.init)
@@ -191,7 +231,8 @@ public struct RandomWorld {
     }
     for (key, pref) in categoryPrefs.sorted(by: { $0.key < $1.key }) {
       let parts = key.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-      out += "INSERT INTO category_prefs VALUES (\(q(parts[0])), \(q(parts[1])), \(parts[2].isEmpty ? "NULL" : q(parts[2])), \(q(pref)));\n"
+      out +=
+        "INSERT INTO category_prefs VALUES (\(q(parts[0])), \(q(parts[1])), \(parts[2].isEmpty ? "NULL" : q(parts[2])), \(q(pref)));\n"
     }
     for key in restricted.sorted() {
       let parts = key.split(separator: "|").map(String.init)

@@ -38,10 +38,14 @@ public struct ReferenceEvaluator {
     return out
   }
 
-  func decide(_ m: [String: Any], channel: String, user: String) -> (outcome: String, devices: [RandomWorld.Device]) {
+  func decide(_ m: [String: Any], channel: String, user: String) -> (
+    outcome: String, devices: [RandomWorld.Device]
+  ) {
     let u = world.users.first { $0.id == user }!
     let kind = world.channels.first { $0.id == channel }!.kind
-    let levels = [world.channelPrefs[user + "|" + channel], world.scopePrefs[user + "|" + kind], u.prefs]
+    let levels = [
+      world.channelPrefs[user + "|" + channel], world.scopePrefs[user + "|" + kind], u.prefs,
+    ]
     func resolve(_ field: (RandomWorld.Prefs) -> String?, _ fallback: String) -> String {
       for level in levels { if let p = level, let v = field(p), v != "default" { return v } }
       return fallback
@@ -75,7 +79,9 @@ public struct ReferenceEvaluator {
         return minute >= start || minute < stop
       }
       if !u.weekly.isEmpty {
-        if u.weekly.contains(where: { $0.day == weekday && minute >= $0.start && minute < ($0.end == 1439 ? 1440 : $0.end) }) {
+        if u.weekly.contains(where: {
+          $0.day == weekday && minute >= $0.start && minute < ($0.end == 1439 ? 1440 : $0.end)
+        }) {
           return ("-dnd", [])
         }
       } else if let dnd = u.dnd, inWindow(dnd.0, dnd.1) {
@@ -87,7 +93,8 @@ public struct ReferenceEvaluator {
     let call = resolve(\.call, world.defaultCall ?? "all")
     let mentions = m["mentions"] as? [String] ?? []
     let mentioned =
-      (mentions.contains(user) || (m["mention_all"] as? Bool ?? false) || m["reply_to"] as? String == user)
+      (mentions.contains(user) || (m["mention_all"] as? Bool ?? false)
+        || m["reply_to"] as? String == user)
       && flag(\.mention)
     var trigger: String
     switch m["kind"] as? String ?? "message" {
@@ -115,7 +122,8 @@ public struct ReferenceEvaluator {
       if world.restricted.contains(user + "|" + d.gateway) { return false }
       guard let c = category else { return true }
       let info = world.categories.first { $0.name == c }!
-      let pref = info.mandatory ? "opt_in" : (world.categoryPrefs[user + "|" + c + "|"] ?? info.defaultPref)
+      let pref =
+        info.mandatory ? "opt_in" : (world.categoryPrefs[user + "|" + c + "|"] ?? info.defaultPref)
       if pref == "opt_out" { return false }
       return world.categoryPrefs[user + "|" + c + "|" + d.gateway] != "opt_out"
     }

@@ -19,7 +19,9 @@ public struct Scenario {
     let parser = TrafficParser(index: index)
     for (i, line) in messages.enumerated() {
       var bytes = Array(line.utf8)
-      bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch) }
+      bytes.withUnsafeMutableBytes {
+        parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
+      }
     }
     self.batch = batch
     var evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
@@ -34,13 +36,17 @@ public struct Scenario {
     for line in String(decoding: result.decisionLines, as: UTF8.self).split(separator: "\n") {
       let object = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
       let key = "\(object["message"]!)/\(object["user"]!)"
-      out[key] = (object["deliver"] as! Bool) ? object["trigger"] as! String : "-" + (object["reason"] as! String)
+      out[key] =
+        (object["deliver"] as! Bool)
+        ? object["trigger"] as! String : "-" + (object["reason"] as! String)
     }
     return out
   }
 
   /// The outcome for one pair: a trigger name, `-reason`, or nil if no pair.
-  public func outcome(_ message: String, _ user: String) -> String? { decisions["\(message)/\(user)"] }
+  public func outcome(_ message: String, _ user: String) -> String? {
+    decisions["\(message)/\(user)"]
+  }
 
   /// The delivery lines written for `gateway`, parsed.
   public func deliveries(_ gateway: String) -> [[String: Any]] {

@@ -10,7 +10,9 @@ public struct ProcessResult {
 
 /// Runs `executable` with `arguments`, feeding `input` on standard input.
 /// Streams go through files, so no pipe can fill up and stall the child.
-public func runProcess(_ executable: String, _ arguments: [String], input: [UInt8]? = nil) -> ProcessResult {
+public func runProcess(_ executable: String, _ arguments: [String], input: [UInt8]? = nil)
+  -> ProcessResult
+{
   let dir = makeTemporaryDirectory("fanout-process")
   let paths = (stdin: dir + "/stdin", stdout: dir + "/stdout", stderr: dir + "/stderr")
   FileManager.default.createFile(atPath: paths.stdin, contents: Data(input ?? []))
@@ -26,14 +28,16 @@ public func runProcess(_ executable: String, _ arguments: [String], input: [UInt
   process.waitUntilExit()
   defer { try? FileManager.default.removeItem(atPath: dir) }
   return ProcessResult(
-    status: process.terminationStatus, stdout: Array(FileManager.default.contents(atPath: paths.stdout)!),
+    status: process.terminationStatus,
+    stdout: Array(FileManager.default.contents(atPath: paths.stdout)!),
     stderr: readText(paths.stderr))
 }
 
 /// The built `fanout` executable, next to the test bundle.
 public let fanoutExecutable: String = {
   let bundleDir = Bundle.main.bundleURL.deletingLastPathComponent()
-  for dir in [bundleDir, Bundle.main.bundleURL, packageRoot.appendingPathComponent(".build/debug")] {
+  for dir in [bundleDir, Bundle.main.bundleURL, packageRoot.appendingPathComponent(".build/debug")]
+  {
     let candidate = dir.appendingPathComponent("fanout").path
     if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
   }

@@ -5,7 +5,9 @@ import Foundation
 public let packageRoot: URL = URL(fileURLWithPath: #filePath)
   .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-public func datasetURL(_ relative: String) -> URL { packageRoot.appendingPathComponent("datasets/" + relative) }
+public func datasetURL(_ relative: String) -> URL {
+  packageRoot.appendingPathComponent("datasets/" + relative)
+}
 
 /// A fresh folder under the system's temporary folder.
 public func makeTemporaryDirectory(_ label: String = "fanout-test") -> String {
@@ -14,7 +16,9 @@ public func makeTemporaryDirectory(_ label: String = "fanout-test") -> String {
   return path
 }
 
-public func readText(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+public func readText(_ path: String) -> String {
+  (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+}
 
 public func listDirectory(_ path: String) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()

@@ -24,8 +24,10 @@ private func systemLocalTimes(_ zone: String, _ seconds: [Int64]) -> [Int] {
 @Suite("Time zones")
 struct ZoneTableTests {
   static let zones = [
-    "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata", "America/Sao_Paulo",
-    "Pacific/Chatham", "Africa/Casablanca", "Australia/Lord_Howe", "America/St_Johns", "UTC", "Europe/Dublin",
+    "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata",
+    "America/Sao_Paulo",
+    "Pacific/Chatham", "Africa/Casablanca", "Australia/Lord_Howe", "America/St_Johns", "UTC",
+    "Europe/Dublin",
   ]
 
   @Test("minute of the week agrees with the system's date command", arguments: zones)
@@ -47,7 +49,10 @@ struct ZoneTableTests {
       t = change + 1
     }
     let expected = systemLocalTimes(name, seconds)
-    let actual = seconds.map { LocalTime.minuteOfWeek(utcMillis: $0 * 1000, offsetSeconds: zone.offsetSeconds(atMillis: $0 * 1000)) }
+    let actual = seconds.map {
+      LocalTime.minuteOfWeek(
+        utcMillis: $0 * 1000, offsetSeconds: zone.offsetSeconds(atMillis: $0 * 1000))
+    }
     #expect(actual == expected)
   }
 
@@ -71,7 +76,9 @@ struct ZoneTableTests {
   @Test("unknown, mis-cased and path-like names are refused")
   func refusals() {
     let db = TimeZoneDatabase()
-    for name in ["Mars/Base", "america/new_york", "../etc/passwd", "/etc/passwd", "", "America", "Asia/../UTC"] {
+    for name in [
+      "Mars/Base", "america/new_york", "../etc/passwd", "/etc/passwd", "", "America", "Asia/../UTC",
+    ] {
       #expect(throws: TimeZoneError.self) { try db.zone(named: name) }
     }
   }

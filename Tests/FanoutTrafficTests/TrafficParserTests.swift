@@ -19,7 +19,9 @@ private func parse(_ lines: [String]) -> MessageBatch {
   var batch = MessageBatch()
   for (i, line) in lines.enumerated() {
     var bytes = Array(line.utf8)
-    bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch) }
+    bytes.withUnsafeMutableBytes {
+      parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
+    }
   }
   return batch
 }
@@ -80,7 +82,9 @@ struct TrafficParserTests {
     #expect(batch.rejections.count == 1)
   }
 
-  @Test("optional fields: null means absent, unknown fields and users are ignored, last duplicate key wins")
+  @Test(
+    "optional fields: null means absent, unknown fields and users are ignored, last duplicate key wins"
+  )
   func lenient() {
     let batch = parse([
       #"{"id":"a","channel":"c","ts":5,"sender":null,"kind":null,"mentions":null,"mention_all":null,"reply_to":null,"category":null,"force":null,"extra":{"deep":[1,{"x":[]}]}}"#,
@@ -112,7 +116,10 @@ struct TrafficParserTests {
       #"{"id":"e","channel":"c","ts":"2024-02-29T00:00:00.123456789Z"}"#,
     ])
     #expect(batch.rejections.isEmpty)
-    #expect(batch.ts == [1_772_955_000_000, 1_772_955_000_000, 1_772_955_000_999, -500, 1_709_164_800_123])
+    #expect(
+      batch.ts == [
+        1_772_955_000_000, 1_772_955_000_000, 1_772_955_000_999, -500, 1_709_164_800_123,
+      ])
   }
 
   @Test("message ids are echoed as JSON, escapes normalised")

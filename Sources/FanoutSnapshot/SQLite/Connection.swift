@@ -42,7 +42,9 @@ package final class Statement {
   fileprivate init(connection: Connection, sql: String) throws(SQLiteError) {
     var stmt: OpaquePointer?
     let code = sqlite3_prepare_v2(connection.handle, sql, -1, &stmt, nil)
-    guard code == SQLITE_OK, let stmt else { throw SQLiteError.from(connection.handle, code: code, sql: sql) }
+    guard code == SQLITE_OK, let stmt else {
+      throw SQLiteError.from(connection.handle, code: code, sql: sql)
+    }
     self.connection = connection
     self.handle = stmt
     self.sql = sql
@@ -65,7 +67,9 @@ package final class Statement {
 
   /// The column's text as bytes, valid until the next step.
   @inline(__always) func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
-    guard let p = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    guard let p = sqlite3_column_text(handle, column) else {
+      return UnsafeRawBufferPointer(start: nil, count: 0)
+    }
     return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, column)))
   }
 
@@ -76,7 +80,9 @@ package final class Statement {
   /// Binds text to parameter `i` (1-based); SQLite copies it.
   package func bind(_ i: Int32, _ text: String) {
     var text = text
-    _ = text.withUTF8 { sqlite3_bind_text(handle, i, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+    _ = text.withUTF8 {
+      sqlite3_bind_text(handle, i, $0.baseAddress, Int32($0.count), csqlite_transient())
+    }
   }
 
   package func bind(_ i: Int32, _ value: Int64) { sqlite3_bind_int64(handle, i, value) }
@@ -87,7 +93,9 @@ package final class Statement {
   package func insert() throws(SQLiteError) {
     let code = sqlite3_step(handle)
     sqlite3_reset(handle)
-    guard code == SQLITE_DONE else { throw SQLiteError.from(connection.handle, code: code, sql: sql) }
+    guard code == SQLITE_DONE else {
+      throw SQLiteError.from(connection.handle, code: code, sql: sql)
+    }
   }
 }
 

@@ -14,7 +14,9 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
   @inline(never)
   static func from(_ db: OpaquePointer?, code: Int32, sql: String?) -> SQLiteError {
-    let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
+    let message =
+      db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+      ?? String(cString: sqlite3_errstr(code))
     return SQLiteError(code: code, message: message, sql: sql)
   }
 }
