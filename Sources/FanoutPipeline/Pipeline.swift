@@ -56,8 +56,9 @@ public enum Pipeline {
   static let parseChunkLines = 1_024
   /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
   static let chunkPairs = 65_536
-  /// Evaluation chunks in flight at once, bounding memory.
-  static let chunksInFlight = 32
+  /// Evaluation chunks evaluated together; with one such group being written
+  /// while the next is evaluated, this bounds memory.
+  static let chunksInFlight = 16
 
   /// Runs `fanout eval`: the whole contract, end to end.
   public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {
@@ -89,6 +90,7 @@ public enum Pipeline {
     var counters = Counters(gateways: index.gateways.count)
     var rejected = 0
     let workers = max(1, options.threads)
+    let output = BackgroundWriter(writer)
     while true {
       phase = clock.now
       let block: LineBlock
@@ -114,25 +116,21 @@ public enum Pipeline {
           return CompressedChunk(result)
         }
         timings.evaluate += lap(phase)
+        for chunk in chunks { counters.add(chunk.counters) }
         phase = clock.now
-        do {
-          for chunk in chunks {
-            try writer.write(chunk)
-            counters.add(chunk.counters)
-          }
-        } catch { throw .output(error) }
-        timings.write += lap(phase)
-      }
-      do {
-        for batch in batches {
-          try writer.write(batch.rejections)
-          rejected += batch.rejections.count
+        output.submit { writer throws(OutputError) in
+          for chunk in chunks { try writer.write(chunk) }
         }
-      } catch { throw .output(error) }
+        timings.write += lap(phase)  // time spent waiting for the previous write
+      }
+      rejected += batches.reduce(0) { $0 + $1.rejections.count }
+      output.submit { writer throws(OutputError) in
+        for batch in batches { try writer.write(batch.rejections) }
+      }
     }
 
     phase = clock.now
-    do { try writer.commitData() } catch { throw .output(error) }
+    do { try output.finish().commitData() } catch { throw .output(error) }
     timings.write += lap(phase)
     let report = RunReport(
       counters: counters, rejected: rejected,
