@@ -35,7 +35,8 @@ public struct Timings: Sendable {
   public var parse = 0.0
   /// Evaluating pairs, building output lines and compressing them.
   public var evaluate = 0.0
-  /// Writing, syncing and renaming the output files.
+  /// Waiting for the output thread (which writes while the next messages are
+  /// evaluated), then syncing and renaming the output files.
   public var write = 0.0
 }
 
