@@ -2,7 +2,7 @@
 # Both install the Debian packages they need first (as root, or with sudo).
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata
+DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata pkg-config
 FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
