@@ -145,7 +145,7 @@ public enum Pipeline {
   package static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {
     let count = (block.count + parseChunkLines - 1) / parseChunkLines
     return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
-      let parser = TrafficParser(index: index)
+      var parser = TrafficParser(index: index)
       var batch = MessageBatch()
       block.bytes.withUnsafeBytes { raw in
         for k in (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count) {

@@ -26,13 +26,15 @@ struct JSONScanner {
     i += 1
   }
 
-  /// Scans `{ "key": value, ... }`, calling `field` with each key (decoded)
-  /// and the byte range of its value.
-  mutating func object(_ field: (inout [UInt8], Range<Int>) -> Void) throws(Failure) {
+  /// Scans `{ "key": value, ... }`, decoding each key into `key` (scratch
+  /// space the caller reuses) and calling `field` with it and the byte range
+  /// of its value.
+  mutating func object(key: inout [UInt8], _ field: (inout [UInt8], Range<Int>) -> Void)
+    throws(Failure)
+  {
     skipWhitespace()
     try expect(UInt8(ascii: "{"))
     skipWhitespace()
-    var key: [UInt8] = []
     if peek == UInt8(ascii: "}") {
       i += 1
       return

@@ -4,6 +4,13 @@ import FanoutModel
 /// Turns traffic lines into a `MessageBatch`, rejecting what the contract rejects.
 public struct TrafficParser {
   let index: Index
+  // Scratch space reused from line to line, so parsing allocates only to
+  // grow the batch.
+  private var ranges = [Range<Int>?](repeating: nil, count: Field.allCases.count)
+  private var key: [UInt8] = []
+  private var text: [UInt8] = []
+  private var quotedID: [UInt8] = []
+  private var mentionRows: [Int32] = []
 
   public init(index: Index) { self.index = index }
 
@@ -39,7 +46,9 @@ public struct TrafficParser {
 
   /// Parses one line (without its line end) as line number `line`. Blank
   /// lines are skipped; anything else becomes a message or a rejection.
-  public func parse(_ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch) {
+  public mutating func parse(
+    _ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch
+  ) {
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
     do {
       try parseMessage(bytes, line: line, into: &batch)
@@ -48,16 +57,16 @@ public struct TrafficParser {
     }
   }
 
-  private func parseMessage(
+  private mutating func parseMessage(
     _ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch
   )
     throws(Rejected)
   {
     // Pass 1: syntax, and where each known field's value is (the last one wins).
-    var ranges = [Range<Int>?](repeating: nil, count: Field.allCases.count)
+    for i in ranges.indices { ranges[i] = nil }
     var scanner = JSONScanner(bytes)
     do throws(JSONScanner.Failure) {
-      try scanner.object { key, range in
+      try scanner.object(key: &key) { key, range in
         if let field = Field(key: key) { ranges[field.rawValue] = range }
       }
       scanner.skipWhitespace()
@@ -67,63 +76,68 @@ public struct TrafficParser {
     }
 
     // Pass 2: types and meaning. JSON null in an optional field means absent.
+    // Every type is checked before any name is looked up. The scratch arrays
+    // are moved out of self for the duration (no copy), so closures may use them.
     let values = Values(bytes: bytes, ranges: ranges)
-    guard let id = try values.string(.id) else { throw Rejected(reason: "missing field 'id'") }
-    guard let channelName = try values.string(.channel) else {
+    var text: [UInt8] = []
+    var mentionRows: [Int32] = []
+    swap(&text, &self.text)
+    swap(&mentionRows, &self.mentionRows)
+    defer {
+      swap(&text, &self.text)
+      swap(&mentionRows, &self.mentionRows)
+    }
+    guard try values.string(.id, into: &text) else { throw Rejected(reason: "missing field 'id'") }
+    quotedID.removeAll(keepingCapacity: true)
+    text.withUnsafeBytes { JSONText.appendQuoted($0, to: &quotedID) }
+    guard try values.string(.channel, into: &text) else {
       throw Rejected(reason: "missing field 'channel'")
     }
+    let channel = find(index.channels, text)
     guard let ts = try values.timestamp() else { throw Rejected(reason: "missing field 'ts'") }
-    let sender = try values.string(.sender)
-    let kind: MessageKind
-    if let name = try values.string(.kind) {
-      guard let k = MessageKind(name: String(decoding: name, as: UTF8.self)) else {
-        throw Rejected(reason: "unknown kind '\(String(decoding: name, as: UTF8.self))'")
+    let sender = try values.string(.sender, into: &text) ? find(index.users, text) ?? -1 : -1
+    var kind = MessageKind.message
+    if try values.string(.kind, into: &text) {
+      guard let k = MessageKind.allCases.first(where: { $0.name.utf8.elementsEqual(text) }) else {
+        throw Rejected(reason: "unknown kind '\(String(decoding: text, as: UTF8.self))'")
       }
       kind = k
-    } else {
-      kind = .message
     }
-    let mentionNames = try values.stringArray(.mentions)
+    mentionRows.removeAll(keepingCapacity: true)
+    try values.forEachString(.mentions, into: &text) { name in
+      if let row = find(index.users, name) { mentionRows.append(row) }
+    }
     let mentionAll = try values.bool(.mentionAll) ?? false
-    let replyTo = try values.string(.replyTo)
-    let categoryName = try values.string(.category)
+    let replyTo = try values.string(.replyTo, into: &text) ? find(index.users, text) ?? -1 : -1
+    var category: Int32 = -1
+    let hasCategory = try values.string(.category, into: &text)
+    if hasCategory { category = find(index.categories, text) ?? -2 }
     let force = try values.bool(.force) ?? false
 
-    guard let channel = find(index.channels, channelName) else {
-      throw Rejected(reason: "unknown channel '\(String(decoding: channelName, as: UTF8.self))'")
+    guard let channel else {
+      _ = try values.string(.channel, into: &text)
+      throw Rejected(reason: "unknown channel '\(String(decoding: text, as: UTF8.self))'")
     }
-    var category: Int32 = -1
-    if let categoryName {
-      guard let c = find(index.categories, categoryName) else {
-        throw Rejected(
-          reason: "unknown category '\(String(decoding: categoryName, as: UTF8.self))'")
-      }
-      category = c
+    guard category != -2 else {
+      _ = try values.string(.category, into: &text)
+      throw Rejected(reason: "unknown category '\(String(decoding: text, as: UTF8.self))'")
     }
 
     batch.lines.append(line)
-    id.withUnsafeBytes { batch.idJSON.appendQuoted($0) }
+    batch.idJSON.append(quotedID)
     batch.channel.append(channel)
-    batch.sender.append(sender.flatMap { find(index.users, $0) } ?? -1)
+    batch.sender.append(sender)
     batch.ts.append(ts)
     batch.kind.append(kind)
     batch.mentionAll.append(mentionAll)
     batch.force.append(force)
-    batch.replyTo.append(replyTo.flatMap { find(index.users, $0) } ?? -1)
+    batch.replyTo.append(replyTo)
     batch.category.append(category)
-    let first = batch.mentions.count
-    for name in mentionNames ?? [] {
-      if let row = find(index.users, name) { batch.mentions.append(row) }
+    // Mentioned rows sorted, each user once.
+    mentionRows.sort()
+    for (i, row) in mentionRows.enumerated() where i == 0 || row != mentionRows[i - 1] {
+      batch.mentions.append(row)
     }
-    batch.mentions[first...].sort()
-    // Drop repeated mentions of one user.
-    var kept = first
-    for i in first..<batch.mentions.count
-    where i == first || batch.mentions[i] != batch.mentions[kept - 1] {
-      batch.mentions[kept] = batch.mentions[i]
-      kept += 1
-    }
-    batch.mentions.removeLast(batch.mentions.count - kept)
     batch.mentionOffsets.append(Int32(batch.mentions.count))
   }
 
@@ -148,12 +162,13 @@ public struct TrafficParser {
       Rejected(reason: "field '\(field.name)' must be \(expected)")
     }
 
-    func string(_ field: Field) throws(Rejected) -> [UInt8]? {
-      guard var s = scanner(field) else { return nil }
+    /// Decodes a string field into `out`; false when absent or null.
+    func string(_ field: Field, into out: inout [UInt8]) throws(Rejected) -> Bool {
+      guard var s = scanner(field) else { return false }
       guard s.peek == UInt8(ascii: "\"") else { throw wrongType(field, "a string") }
-      var out: [UInt8] = []
+      out.removeAll(keepingCapacity: true)
       do { try s.string(into: &out) } catch { throw Rejected(reason: error.reason) }
-      return out
+      return true
     }
 
     func bool(_ field: Field) throws(Rejected) -> Bool? {
@@ -165,25 +180,28 @@ public struct TrafficParser {
       }
     }
 
-    func stringArray(_ field: Field) throws(Rejected) -> [[UInt8]]? {
-      guard var s = scanner(field) else { return nil }
+    /// Calls `body` with each string of an array field, decoded into `out`;
+    /// nothing when the field is absent or null.
+    func forEachString(_ field: Field, into out: inout [UInt8], _ body: ([UInt8]) -> Void)
+      throws(Rejected)
+    {
+      guard var s = scanner(field) else { return }
       guard s.peek == UInt8(ascii: "[") else { throw wrongType(field, "an array of strings") }
       s.i += 1
-      var result: [[UInt8]] = []
       s.skipWhitespace()
-      if s.peek == UInt8(ascii: "]") { return result }
+      if s.peek == UInt8(ascii: "]") { return }
       while true {
         s.skipWhitespace()
         guard s.peek == UInt8(ascii: "\"") else { throw wrongType(field, "an array of strings") }
-        var out: [UInt8] = []
+        out.removeAll(keepingCapacity: true)
         do { try s.string(into: &out) } catch { throw Rejected(reason: error.reason) }
-        result.append(out)
+        body(out)
         s.skipWhitespace()
         if s.peek == UInt8(ascii: ",") {
           s.i += 1
           continue
         }
-        return result
+        return
       }
     }
 

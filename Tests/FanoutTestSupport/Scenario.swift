@@ -16,7 +16,7 @@ public struct Scenario {
     let snapshot = try SnapshotLoader.load(path: SQLiteFixture.make(SQLiteFixture.header + sql))
     index = snapshot.index
     var batch = MessageBatch()
-    let parser = TrafficParser(index: index)
+    var parser = TrafficParser(index: index)
     for (i, line) in messages.enumerated() {
       var bytes = Array(line.utf8)
       bytes.withUnsafeMutableBytes {

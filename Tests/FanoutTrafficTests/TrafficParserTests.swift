@@ -15,7 +15,7 @@ private let index: Index = try! SnapshotLoader.load(
 ).index
 
 private func parse(_ lines: [String]) -> MessageBatch {
-  let parser = TrafficParser(index: index)
+  var parser = TrafficParser(index: index)
   var batch = MessageBatch()
   for (i, line) in lines.enumerated() {
     var bytes = Array(line.utf8)
@@ -74,7 +74,7 @@ struct TrafficParserTests {
 
   @Test("invalid UTF-8 is rejected")
   func invalidUTF8() {
-    let parser = TrafficParser(index: index)
+    var parser = TrafficParser(index: index)
     var batch = MessageBatch()
     var bytes = Array(#"{"id":"m","channel":"c","ts":1}"#.utf8)
     bytes[7] = 0xFF
