@@ -6,7 +6,7 @@ public struct TrafficParser {
   let index: Index
   // Scratch space reused from line to line, so parsing allocates only to
   // grow the batch.
-  private var ranges = [Range<Int>?](repeating: nil, count: Field.allCases.count)
+  private var ranges = [Range<Int>?](repeating: nil, count: Field.all.count)
   private var key: [UInt8] = []
   private var text: [UInt8] = []
   private var quotedID: [UInt8] = []
@@ -14,12 +14,17 @@ public struct TrafficParser {
 
   public init(index: Index) { self.index = index }
 
+  private static let kinds = MessageKind.allCases
+
   private enum Field: Int, CaseIterable {
     case id, channel, sender, ts, kind, mentions, mentionAll, replyTo, category, force
 
+    /// `allCases` builds a new array on every call; this one is built once.
+    static let all = Field.allCases
+
     /// The field a key names, matched on its bytes (no `String` per key).
     init?(key: [UInt8]) {
-      for field in Self.allCases where field.name.utf8.elementsEqual(key) {
+      for field in Self.all where field.name.utf8.elementsEqual(key) {
         self = field
         return
       }
@@ -98,7 +103,7 @@ public struct TrafficParser {
     let sender = try values.string(.sender, into: &text) ? find(index.users, text) ?? -1 : -1
     var kind = MessageKind.message
     if try values.string(.kind, into: &text) {
-      guard let k = MessageKind.allCases.first(where: { $0.name.utf8.elementsEqual(text) }) else {
+      guard let k = Self.kinds.first(where: { $0.name.utf8.elementsEqual(text) }) else {
         throw Rejected(reason: "unknown kind '\(String(decoding: text, as: UTF8.self))'")
       }
       kind = k
