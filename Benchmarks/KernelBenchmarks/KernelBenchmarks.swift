@@ -58,8 +58,10 @@ let benchmarks: @Sendable () -> Void = {
 
   // Ten passes an iteration, so that thread start-up does not dominate a few milliseconds.
   let rooflinePasses = 10
-  // Its few dozen mallocs are Dispatch's own and vary run to run.
-  var rooflineTolerances = tolerances
+  // A limit is a reference, not product behaviour: its times (a few
+  // milliseconds, very noisy here) never gate. Its few dozen mallocs are
+  // Dispatch's own and vary run to run.
+  var rooflineTolerances = tolerances.mapValues { _ in BenchmarkThresholds(relative: [.p90: 1000]) }
   rooflineTolerances[.mallocCountTotal] = .init(absolute: [.p90: 50])
   Benchmark("Roofline-limit", configuration: .init(thresholds: rooflineTolerances)) { benchmark in
     let start = ContinuousClock.now
