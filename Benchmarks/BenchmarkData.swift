@@ -17,12 +17,17 @@ nonisolated(unsafe) let tolerances: [BenchmarkMetric: BenchmarkThresholds] = [
 ]
 
 /// A `fanout gen` dataset in the temporary folder, generated on first use.
-/// Size it with FANOUT_BENCH_USERS / FANOUT_BENCH_MESSAGES (default 100k / 200k).
+/// Size it with FANOUT_BENCH_USERS / FANOUT_BENCH_MESSAGES (default 100k / 200k)
+/// and pick FANOUT_BENCH_PROFILE (chat, the default, or broadcast).
 enum BenchmarkData {
   static let users = Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_USERS"] ?? "") ?? 100_000
   static let messages =
     Int(ProcessInfo.processInfo.environment["FANOUT_BENCH_MESSAGES"] ?? "") ?? 200_000
-  static let directory = NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1-v2"
+  static let profile =
+    Profile(rawValue: ProcessInfo.processInfo.environment["FANOUT_BENCH_PROFILE"] ?? "") ?? .chat
+  static let directory =
+    NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1-v2"
+    + (profile == .chat ? "" : "-\(profile)")
   static var snapshot: String { directory + "/snapshot.sqlite" }
   static var traffic: String { directory + "/traffic.ndjson" }
 
@@ -30,7 +35,7 @@ enum BenchmarkData {
     let done = directory + "/.complete"
     if FileManager.default.fileExists(atPath: done) { return }
     _ = try! Generator.run(
-      GeneratorOptions(users: users, messages: messages, seed: 1, profile: .chat, out: directory))
+      GeneratorOptions(users: users, messages: messages, seed: 1, profile: profile, out: directory))
     _ = FileManager.default.createFile(atPath: done, contents: nil)
   }
 }
