@@ -33,7 +33,7 @@ public enum SnapshotLoader {
     } catch {
       throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
     }
-    var load = Load(connection: connection, tzdb: timeZones)
+    var load = Load(connection: connection, path: path, tzdb: timeZones)
     return try load.run()
   }
 }
@@ -41,6 +41,7 @@ public enum SnapshotLoader {
 /// The state of one load, table by table.
 struct Load {
   let connection: Connection
+  let path: String
   let tzdb: TimeZoneDatabase
   var info = SnapshotInfo()
   var present: Set<String> = []
@@ -82,8 +83,9 @@ struct Load {
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
 
-  init(connection: Connection, tzdb: TimeZoneDatabase) {
+  init(connection: Connection, path: String, tzdb: TimeZoneDatabase) {
     self.connection = connection
+    self.path = path
     self.tzdb = tzdb
   }
 
@@ -284,73 +286,43 @@ struct Load {
     pendingChannels = Pending { [channelNames] in StringTable(indexing: channelNames) }
   }
 
+  /// Reads members in two ranges of channel ids at once, on two connections:
+  /// the largest table, and each range comes back sorted, so the two simply
+  /// follow each other. The first range's error wins, as in one scan.
   mutating func readMembers() throws(SnapshotError) {
-    let r = try reader(
-      "members", key: [0, 1], orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
-    memberKeys.reserveCapacity(try rowCount("members"))
-    var sorted = true
-    // Rows arrive in channel_id order, as channels were numbered: walk
-    // alongside instead of hashing each channel id. User ids are looked up
-    // in batches (see `StringTable.find(batch:into:)`).
-    var channelCursor = 0
-    var batch = MemberBatch()
-    while try r.next() {
-      let name = try r.textBytes(0)
-      while channelCursor < channelNames.count
-        && channelNames.withBytes(channelCursor, { $0.lexicographicallyPrecedes(name) })
-      {
-        channelCursor += 1
-      }
-      if channelCursor < channelNames.count
-        && channelNames.withBytes(channelCursor, { $0.elementsEqual(name) })
-      {
-        batch.channels.append(Int32(channelCursor))
-      } else {
-        batch.channels.append(try channel(r, 0))  // out of order (an unusual collation) or unknown
-      }
-      batch.users.append(try r.textBytes(1))
-      if batch.channels.count == 512 { try resolve(&batch, sorted: &sorted) }
-    }
-    try resolve(&batch, sorted: &sorted)
-    if !sorted {
-      memberKeys.sort()
-      for i in memberKeys.indices.dropFirst() where memberKeys[i] == memberKeys[i - 1] {
-        throw duplicate(
-          "members", channel: Int32(memberKeys[i] >> 32),
-          user: Int32(truncatingIfNeeded: memberKeys[i]))
+    let rows = try rowCount("members")
+    var split: String? = nil
+    if rows >= 2 {  // even small tables split, so every test takes this path
+      do {
+        let median = try connection.prepare(
+          "SELECT channel_id FROM members ORDER BY channel_id COLLATE BINARY LIMIT 1 OFFSET \(rows / 2)"
+        )
+        if try median.step() { split = median.text(0) }
+      } catch {
+        throw SnapshotError(table: "members", reason: error.message)
       }
     }
+    let first = MemberRange(upper: split)
+    var keys: [UInt64]
+    if let split {
+      let second = MemberRange(lower: split)
+      let (path, users, channelNames) = (path, users, channelNames)
+      let later = Pending { () -> Result<[UInt64], SnapshotError> in
+        Result { () throws(SnapshotError) in
+          let connection: Connection
+          do throws(SQLiteError) { connection = try Connection(path: path) } catch {
+            throw SnapshotError(table: "members", reason: error.message)
+          }
+          return try second.read(connection, users: users, channelNames: channelNames)
+        }
+      }
+      keys = try first.read(connection, users: users, channelNames: channelNames)
+      keys += try later.wait().get()
+    } else {
+      keys = try first.read(connection, users: users, channelNames: channelNames)
+    }
+    memberKeys = keys
     count("members", memberKeys.count)
-  }
-
-  /// Member rows whose user ids are yet to be looked up.
-  struct MemberBatch {
-    var channels: [Int32] = []
-    var users = BytePool()
-    var userRows: [Int32] = []
-  }
-
-  mutating func resolve(_ batch: inout MemberBatch, sorted: inout Bool) throws(SnapshotError) {
-    users.find(batch: batch.users, into: &batch.userRows)
-    for k in 0..<batch.userRows.count {
-      let u = batch.userRows[k]
-      let c = batch.channels[k]
-      guard u >= 0 else {
-        let name = batch.users.string(k)
-        throw SnapshotError(
-          table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'",
-          column: "user_id",
-          reason: "unknown user '\(name)'")
-      }
-      let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
-      if let last = memberKeys.last {
-        if last == key { throw duplicate("members", channel: c, user: u) }
-        if last > key { sorted = false }
-      }
-      memberKeys.append(key)
-    }
-    batch.channels.removeAll(keepingCapacity: true)
-    batch.users = BytePool()
   }
 
   /// The number of rows in `table`, to size arrays and hash tables up front.

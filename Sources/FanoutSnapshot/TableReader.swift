@@ -10,9 +10,11 @@ struct TableReader {
   /// Positions (in `table.columns`) of the columns that identify a row.
   private let keyColumns: [Int32]
 
+  /// Reads `table`'s columns, optionally filtered by `condition` (with `?`
+  /// placeholders bound to `arguments` in order) and ordered by `orderBy`.
   init(
     _ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32],
-    orderBy: String? = nil
+    where condition: String? = nil, arguments: [String] = [], orderBy: String? = nil
   )
     throws(SnapshotError)
   {
@@ -20,12 +22,14 @@ struct TableReader {
     self.keyColumns = keyColumns
     let list = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
     var sql = "SELECT \(list) FROM \"\(table.name)\""
+    if let condition { sql += " WHERE \(condition)" }
     if let orderBy { sql += " ORDER BY \(orderBy)" }
     do {
       statement = try connection.prepare(sql)
     } catch {
       throw SnapshotError(table: table.name, reason: error.message)
     }
+    for (i, argument) in arguments.enumerated() { statement.bind(Int32(i + 1), argument) }
   }
 
   /// Moves to the next row; false at the end.

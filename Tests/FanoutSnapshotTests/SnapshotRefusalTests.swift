@@ -320,6 +320,24 @@ struct SnapshotRefusalTests {
     #expect(snapshot.info.snoozeGroups == 0)
   }
 
+  @Test("members read in two ranges report the error a single ordered scan meets first")
+  func memberRangesReportInOrder() {
+    // Both halves of the members table hold an unknown user; 'a' sorts first.
+    var sql = "INSERT INTO settings VALUES ('schema_version', '1');\n"
+    sql += "INSERT INTO users (user_id) VALUES ('u1'), ('u2');\n"
+    for c in ["a", "b", "y", "z"] {
+      sql += "INSERT INTO channels VALUES ('\(c)', 'group');\n"
+      sql += "INSERT INTO members VALUES ('\(c)', 'u1'), ('\(c)', 'u2');\n"
+    }
+    sql += "INSERT INTO members VALUES ('z', 'ghost-z'), ('a', 'ghost-a');\n"
+    guard case .failure(let error) = load(sql) else {
+      Issue.record("accepted members naming unknown users")
+      return
+    }
+    #expect(error.key == "channel_id='a', user_id='ghost-a'")
+    #expect(error.column == "user_id")
+  }
+
   @Test("a file that is not a database, or does not exist, is refused")
   func notADatabase() {
     let dir = makeTemporaryDirectory()

@@ -1,0 +1,96 @@
+import FanoutIndex
+
+/// One range of the members table by channel id, `[lower, upper)` in byte
+/// order, read on its own connection so that ranges load in parallel.
+struct MemberRange: Sendable {
+  var lower: String? = nil
+  var upper: String? = nil
+
+  /// The range's `channel << 32 | user` keys, in order.
+  ///
+  /// Rows arrive in channel_id order, as channels were numbered, so the
+  /// channel is found by walking alongside the names (an id not met on the
+  /// way does not exist); user ids are looked up in batches
+  /// (`StringTable.find(batch:into:)`).
+  func read(_ connection: Connection, users: StringTable, channelNames: BytePool)
+    throws(SnapshotError)
+    -> [UInt64]
+  {
+    var conditions: [String] = []
+    var arguments: [String] = []
+    // BINARY whatever the declared collation, so ranges agree with the order.
+    // NULL ids belong to the first range, where the scan refuses them.
+    if let lower {
+      conditions.append("channel_id COLLATE BINARY >= ?")
+      arguments.append(lower)
+    }
+    if let upper {
+      conditions.append("(channel_id IS NULL OR channel_id COLLATE BINARY < ?)")
+      arguments.append(upper)
+    }
+    let r = try TableReader(
+      connection, SnapshotSchema.table("members"), keyColumns: [0, 1],
+      where: conditions.isEmpty ? nil : conditions.joined(separator: " AND "), arguments: arguments,
+      orderBy: "channel_id COLLATE BINARY, user_id COLLATE BINARY")
+
+    var keys: [UInt64] = []
+    var sorted = true
+    var cursor = 0
+    var batchChannels: [Int32] = []
+    var batchUsers = BytePool()
+    var rows: [Int32] = []
+
+    func resolveBatch() throws(SnapshotError) {
+      users.find(batch: batchUsers, into: &rows)
+      for k in 0..<rows.count {
+        let c = batchChannels[k]
+        let u = rows[k]
+        guard u >= 0 else {
+          let name = batchUsers.string(k)
+          throw SnapshotError(
+            table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'",
+            column: "user_id", reason: "unknown user '\(name)'")
+        }
+        let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
+        if let last = keys.last {
+          if last == key { throw duplicate(key) }
+          if last > key { sorted = false }
+        }
+        keys.append(key)
+      }
+      batchChannels.removeAll(keepingCapacity: true)
+      batchUsers = BytePool()
+    }
+
+    func duplicate(_ key: UInt64) -> SnapshotError {
+      let c = Int(key >> 32)
+      let u = Int(UInt32(truncatingIfNeeded: key))
+      return SnapshotError(
+        table: "members", key: "channel_id='\(channelNames.string(c))', user_id='\(users[u])'",
+        reason: "duplicate key")
+    }
+
+    while try r.next() {
+      let name = try r.textBytes(0)
+      while cursor < channelNames.count
+        && channelNames.withBytes(cursor, { $0.lexicographicallyPrecedes(name) })
+      {
+        cursor += 1
+      }
+      guard
+        cursor < channelNames.count && channelNames.withBytes(cursor, { $0.elementsEqual(name) })
+      else {
+        throw r.fail(0, "unknown channel '\(try r.text(0))'")
+      }
+      batchChannels.append(Int32(cursor))
+      batchUsers.append(try r.textBytes(1))
+      if batchChannels.count == 512 { try resolveBatch() }
+    }
+    try resolveBatch()
+    if !sorted {
+      keys.sort()
+      for i in keys.indices.dropFirst() where keys[i] == keys[i - 1] { throw duplicate(keys[i]) }
+    }
+    return keys
+  }
+}
