@@ -2,69 +2,35 @@
 /// day of traffic shaped like a messaging app (`chat`) or like announcement
 /// channels (`broadcast`), for benchmarks and tests at any scale. The same
 /// options always give the same bytes.
-import FanoutSnapshot
-
 #if canImport(Glibc)
   import Glibc
 #endif
 
-public enum Profile: String, Sendable, CaseIterable {
-  /// Mostly direct channels, groups of 3–300 with heavy-tailed sizes, a few
-  /// broadcast channels of 10k–100k members; traffic mostly in directs and groups.
-  case chat
-  /// The same population, but most traffic goes into the broadcast channels.
-  case broadcast
-}
+public enum Generator {
+  /// 2026-03-08T00:00:00Z: the traffic's day, on which New York and the rest
+  /// of North America switch to daylight saving time (07:00Z onwards).
+  static let day: Int64 = 1_772_928_000_000
+  static let dayMillis: Int64 = 86_400_000
 
-public struct GeneratorOptions: Sendable {
-  public var users: Int
-  public var messages: Int
-  public var seed: UInt64
-  public var profile: Profile
-  public var out: String
-
-  public init(users: Int, messages: Int, seed: UInt64, profile: Profile, out: String) {
-    self.users = users
-    self.messages = messages
-    self.seed = seed
-    self.profile = profile
-    self.out = out
+  /// Writes `snapshot.sqlite` and `traffic.ndjson` into `options.out`.
+  public static func run(_ options: GeneratorOptions) throws -> GeneratorReport {
+    guard options.users >= 2 else {
+      throw GeneratorError(description: "--users must be at least 2")
+    }
+    guard options.messages >= 0 else {
+      throw GeneratorError(description: "--messages must not be negative")
+    }
+    mkdir(options.out, 0o755)
+    var random = Random(seed: options.seed)
+    let population = Population(users: options.users, random: &random)
+    var report = GeneratorReport()
+    report.snapshotPath = options.out + "/snapshot.sqlite"
+    report.trafficPath = options.out + "/traffic.ndjson"
+    try SnapshotWriter.write(population, to: report.snapshotPath, random: &random, report: &report)
+    try TrafficWriter.write(
+      population, messages: options.messages, profile: options.profile, to: report.trafficPath,
+      random: &random,
+      report: &report)
+    return report
   }
-}
-
-/// What was generated.
-public struct GeneratorReport: Sendable {
-  public var users = 0
-  public var channels = 0
-  public var memberships = 0
-  public var devices = 0
-  public var channelPrefs = 0
-  public var messages = 0
-  /// Pairs the traffic will produce (members minus senders).
-  public var pairs = 0
-  public var snapshotPath = ""
-  public var trafficPath = ""
-}
-
-public struct GeneratorError: Error, CustomStringConvertible {
-  public let description: String
-}
-
-/// A small, fast, seeded generator (SplitMix64).
-struct Random {
-  var state: UInt64
-  init(seed: UInt64) { state = seed ^ 0x5DEE_CE66_D1CE_4E5B }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-
-  /// Uniform in `0..<n`.
-  mutating func below(_ n: Int) -> Int { Int((next() >> 11) % UInt64(max(1, n))) }
-  mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-  mutating func chance(_ p: Double) -> Bool { unit() < p }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The generated people and channels, in memory, before they are written.
 struct Population {
   /// ~40 real zones, the most common first (weights fall off with the index).
@@ -103,7 +107,3 @@ struct Population {
     return picked.sorted()
   }
 }
-
-#if canImport(Glibc)
-  import Glibc
-#endif

@@ -63,11 +63,7 @@ struct MemberRange: Sendable {
     }
 
     func duplicate(_ key: UInt64) -> SnapshotError {
-      let c = Int(key >> 32)
-      let u = Int(UInt32(truncatingIfNeeded: key))
-      return SnapshotError(
-        table: "members", key: "channel_id='\(channelNames.string(c))', user_id='\(users[u])'",
-        reason: "duplicate key")
+      .duplicatePair(in: "members", key: key, channels: channelNames, users: users)
     }
 
     while try r.next() {

@@ -24,3 +24,15 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
       + reason
   }
 }
+
+extension SnapshotError {
+  /// Two rows for one (channel, user) pair; `key` packs `channel << 32 | user`.
+  static func duplicatePair(in table: String, key: UInt64, channels: BytePool, users: StringTable)
+    -> SnapshotError
+  {
+    let channel = channels.string(Int(key >> 32))
+    let user = users[Int(UInt32(truncatingIfNeeded: key))]
+    return SnapshotError(
+      table: table, key: "channel_id='\(channel)', user_id='\(user)'", reason: "duplicate key")
+  }
+}

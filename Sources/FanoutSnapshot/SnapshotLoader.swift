@@ -162,8 +162,8 @@ struct Load {
     return row
   }
 
-  mutating func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
-    awaitChannels()
+  /// Needs the channel hash: call after `awaitChannels()`.
+  func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
     guard let row = channels.find(try r.textBytes(c)) else {
       throw r.fail(c, "unknown channel '\(try r.text(c))'")
     }
@@ -336,13 +336,6 @@ struct Load {
     }
   }
 
-  func duplicate(_ table: String, channel: Int32, user: Int32) -> SnapshotError {
-    SnapshotError(
-      table: table,
-      key: "channel_id='\(channelNames.string(Int(channel)))', user_id='\(users[Int(user)])'",
-      reason: "duplicate key")
-  }
-
   mutating func readScopePrefs() throws(SnapshotError) {
     let r = try reader("scope_prefs", key: [0, 1])
     while try r.next() {
@@ -368,9 +361,8 @@ struct Load {
     channelPrefKeys.sort { $0.key < $1.key }
     for i in channelPrefKeys.indices.dropFirst()
     where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
-      let key = channelPrefKeys[i].key
-      throw duplicate(
-        "channel_prefs", channel: Int32(key >> 32), user: Int32(truncatingIfNeeded: key))
+      throw .duplicatePair(
+        in: "channel_prefs", key: channelPrefKeys[i].key, channels: channelNames, users: users)
     }
     count("channel_prefs", channelPrefs.count)
   }
