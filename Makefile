@@ -7,7 +7,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo lint test bench bench-thresholds clean
+.PHONY: deps build demo whatif-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -31,6 +31,22 @@ demo: build $(SAMPLE)/snapshot.sqlite
 	@echo; echo "== $(DEMO_OUT)/rejected.ndjson"; cat $(DEMO_OUT)/rejected.ndjson
 	@echo; echo "== first deliveries in $(DEMO_OUT)/apns.ndjson.lz4 (decoded with lz4 -dc)"; \
 	  lz4 -dc $(DEMO_OUT)/apns.ndjson.lz4 | head -n 3
+
+# What-if on the sample: everyone without quiet hours gets 22:00-08:00.
+WHATIF_OUT := out/whatif
+whatif-demo: build $(SAMPLE)/snapshot.sqlite
+	$(FANOUT) whatif --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --sql "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL" \
+	  --out $(WHATIF_OUT) --overwrite
+
+# Renders that report in headless Chromium (installed if missing) and checks
+# the screenshot, $(WHATIF_OUT)/report.png, shows the page and its charts.
+report-check: whatif-demo
+	@dpkg -s chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,3000 \
+	  --screenshot=$(CURDIR)/$(WHATIF_OUT)/report.png file://$(CURDIR)/$(WHATIF_OUT)/report.html 2>/dev/null
+	python3 .ci/check-report-screenshot.py $(WHATIF_OUT)/report.png
 
 # Benchmarks: package-benchmark suites in Benchmarks/, built in their own folder.
 BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench

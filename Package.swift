@@ -30,10 +30,11 @@ let package = Package(
     .target(
       name: "FanoutPipeline",
       dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),
+    .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
     .executableTarget(
       name: "fanout",
       dependencies: [
-        "FanoutPipeline", "FanoutGenerator",
+        "FanoutPipeline", "FanoutWhatIf", "FanoutGenerator",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 
@@ -48,6 +49,9 @@ let package = Package(
     .testTarget(name: "FanoutKernelTests", dependencies: ["FanoutKernel", "FanoutTestSupport"]),
     .testTarget(name: "FanoutOutputTests", dependencies: ["FanoutOutput", "FanoutTestSupport"]),
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutWhatIfTests",
+      dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
   ]
 )
 

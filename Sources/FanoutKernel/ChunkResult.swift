@@ -12,16 +12,25 @@ public struct Counters: Sendable, Equatable {
   public var delivered = 0
   /// Deliveries per gateway row.
   public var deliveries: [Int]
+  /// Devices per gateway row that the gateway gate blocked, for pairs that
+  /// reached it (delivered on another device, or opted_out).
+  public var blocked: [Int]
   /// Suppressed pairs per `Reason`.
   public var suppressed = [Int](repeating: 0, count: Reason.allCases.count)
 
-  public init(gateways: Int) { deliveries = [Int](repeating: 0, count: gateways) }
+  public init(gateways: Int) {
+    deliveries = [Int](repeating: 0, count: gateways)
+    blocked = deliveries
+  }
 
   public mutating func add(_ other: Counters) {
     messages += other.messages
     pairs += other.pairs
     delivered += other.delivered
-    for g in deliveries.indices { deliveries[g] += other.deliveries[g] }
+    for g in deliveries.indices {
+      deliveries[g] += other.deliveries[g]
+      blocked[g] += other.blocked[g]
+    }
     for r in suppressed.indices { suppressed[r] += other.suppressed[r] }
   }
 }
@@ -32,6 +41,11 @@ public struct Counters: Sendable, Equatable {
 public struct ChunkResult: Sendable {
   public var gatewayLines: [[UInt8]]
   public var decisionLines: [UInt8] = []
+  /// With `.outcomes`: each pair's user row and outcome, in output order,
+  /// and per message the end of its pairs (chunk-relative).
+  public var pairUsers: [Int32] = []
+  public var pairOutcomes: [Outcome] = []
+  public var messagePairEnds: [Int32] = []
   public var counters: Counters
 
   public init(gateways: Int) {

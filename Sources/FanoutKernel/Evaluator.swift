@@ -14,12 +14,15 @@ public struct Evaluator {
     case deliveries
     /// Delivery lines and one decision line per pair.
     case deliveriesAndDecisions
+    /// Counters and one `Outcome` record per pair, for comparing two snapshots.
+    case outcomes
   }
 
   public let index: Index
   public let output: Output
   private let writeLines: Bool
   private let writeDecisions: Bool
+  private let recordOutcomes: Bool
   private let columns: IndexColumns
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
@@ -30,8 +33,9 @@ public struct Evaluator {
   public init(index: Index, output: Output) {
     self.index = index
     self.output = output
-    writeLines = output != .counts
+    writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
+    recordOutcomes = output == .outcomes
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
@@ -47,7 +51,9 @@ public struct Evaluator {
     }
     for g in 0..<index.gateways.count {
       result.counters.deliveries[g] += scratch.deliveries[g]
+      result.counters.blocked[g] += scratch.blocked[g]
       scratch.deliveries[g] = 0
+      scratch.blocked[g] = 0
     }
     for r in 0..<Reason.allCases.count {
       result.counters.suppressed[r] += scratch.suppressed[r]
@@ -122,10 +128,13 @@ public struct Evaluator {
           reason = .noDevice
         } else {
           var passed = 0
-          for d in first..<end
-          where passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
-            appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
-            passed &+= 1
+          for d in first..<end {
+            if passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
+              appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
+              passed &+= 1
+            } else {
+              scratch.blocked[Int(c.deviceGateway[d])] &+= 1
+            }
           }
           if passed == 0 { reason = .optedOut }
         }
@@ -137,7 +146,12 @@ public struct Evaluator {
         delivered &+= 1
       }
       if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
+      if recordOutcomes {
+        result.pairUsers.append(u)
+        result.pairOutcomes.append(reason.map(Outcome.suppressed) ?? .delivered(trigger))
+      }
     }
+    if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered

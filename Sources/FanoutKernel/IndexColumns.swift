@@ -82,6 +82,7 @@ final class EvaluatorScratch {
   /// Per gateway: the message number whose delivery line is open.
   let gatewayStamp: UnsafeMutableBufferPointer<Int>
   let deliveries: UnsafeMutableBufferPointer<Int>
+  let blocked: UnsafeMutableBufferPointer<Int>
   let suppressed: UnsafeMutableBufferPointer<Int>
 
   init(zones: Int, gateways: Int) {
@@ -94,10 +95,13 @@ final class EvaluatorScratch {
     zoneMinute = make(zones, 0)
     gatewayStamp = make(gateways, -1)
     deliveries = make(gateways, 0)
+    blocked = make(gateways, 0)
     suppressed = make(Reason.allCases.count, 0)
   }
 
   deinit {
-    for b in [zoneStamp, zoneMinute, gatewayStamp, deliveries, suppressed] { b.deallocate() }
+    for b in [zoneStamp, zoneMinute, gatewayStamp, deliveries, blocked, suppressed] {
+      b.deallocate()
+    }
   }
 }

@@ -137,3 +137,36 @@ public enum Preference: UInt8, Sendable {
     }
   }
 }
+
+/// The decision for one pair as one byte: delivered with a trigger, or
+/// suppressed with a reason. `notMember` stands for a pair that one of two
+/// compared snapshots does not have (the user is not a member there).
+public struct Outcome: RawRepresentable, Hashable, Sendable {
+  public let rawValue: UInt8
+
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  public static func delivered(_ trigger: Trigger) -> Outcome {
+    Outcome(rawValue: trigger.rawValue)
+  }
+
+  public static func suppressed(_ reason: Reason) -> Outcome {
+    Outcome(rawValue: UInt8(Trigger.allCases.count) + reason.rawValue)
+  }
+
+  public static let notMember = Outcome(
+    rawValue: UInt8(Trigger.allCases.count + Reason.allCases.count))
+
+  /// Every outcome, triggers first, then reasons in rule order, then `notMember`.
+  public static let allCases: [Outcome] = (0...notMember.rawValue).map(Outcome.init(rawValue:))
+
+  public var isDelivered: Bool { rawValue < Trigger.allCases.count }
+
+  public var name: String {
+    if let trigger = Trigger(rawValue: rawValue) { return trigger.name }
+    if let reason = Reason(rawValue: rawValue - UInt8(Trigger.allCases.count)) {
+      return reason.name
+    }
+    return "not_member"
+  }
+}

@@ -6,10 +6,11 @@
 
 /// The rules for the output folder: created if needed; an existing one must
 /// be empty unless overwriting, which removes only what a run writes there.
-enum OutputDirectory {
+package enum OutputDirectory {
   /// Whether `name` is a file a run writes (or a partial one it left).
   static func isRunOutput(_ name: String) -> Bool {
     name.hasSuffix(".ndjson.lz4") || name == "rejected.ndjson" || name == "summary.json"
+      || name == "report.json" || name == "report.html"
       || (name.hasPrefix(".") && name.hasSuffix(".partial"))
   }
 
@@ -28,7 +29,7 @@ enum OutputDirectory {
 
   /// Checks the folder before anything is loaded; with `overwrite`, removes
   /// the previous run's files.
-  static func prepare(_ path: String, overwrite: Bool) throws(PipelineError) {
+  package static func prepare(_ path: String, overwrite: Bool) throws(PipelineError) {
     var st = stat()
     guard stat(path, &st) == 0 else {
       if errno == ENOENT { return }  // created once the snapshot is loaded
@@ -56,7 +57,7 @@ enum OutputDirectory {
   }
 
   /// Creates the folder and its missing parents.
-  static func create(_ path: String) throws(PipelineError) {
+  package static func create(_ path: String) throws(PipelineError) {
     var prefix = path.hasPrefix("/") ? "/" : ""
     for part in path.split(separator: "/") {
       prefix += part + "/"

@@ -53,13 +53,13 @@ public struct RunReport: Sendable {
 
 public enum Pipeline {
   /// Lines read and parsed per wave, and per parse chunk.
-  static let waveLines = 65_536
+  package static let waveLines = 65_536
   static let parseChunkLines = 1_024
   /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
   static let chunkPairs = 65_536
   /// Evaluation chunks evaluated together; with one such group being written
   /// while the next is evaluated, this bounds memory.
-  static let chunksInFlight = 16
+  package static let chunksInFlight = 16
 
   /// Runs `fanout eval`: the whole contract, end to end.
   public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {

@@ -25,7 +25,7 @@ struct CompressedChunk: Sendable {
 /// The files of one run, all pending until `commit`: gateway streams are
 /// opened on their first delivery; summary.json is renamed last, so its
 /// presence means the run completed.
-final class RunWriter {
+package final class RunWriter {
   let directory: String
   let index: Index
   private var gatewayFiles: [LZ4FrameFile?]
@@ -54,13 +54,18 @@ final class RunWriter {
 
   func write(_ rejections: [Rejection]) throws(OutputError) {
     guard !rejections.isEmpty else { return }
+    try rejected.write(Self.lines(rejections))
+  }
+
+  /// `{"line":12,"error":"…"}` per rejected line.
+  package static func lines(_ rejections: [Rejection]) -> [UInt8] {
     var bytes: [UInt8] = []
     for r in rejections {
       bytes += #"{"line":\#(r.line),"error":"#.utf8
       bytes += JSONText.quoted(r.reason)
       bytes += "}\n".utf8
     }
-    try rejected.write(bytes)
+    return bytes
   }
 
   /// Renames every data file to its final name.

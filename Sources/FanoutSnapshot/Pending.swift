@@ -4,11 +4,11 @@ import Dispatch
 ///
 /// `@unchecked Sendable`: `value` is written once, before the group is left,
 /// and read only after waiting on the group, which orders the two.
-final class Pending<T: Sendable>: @unchecked Sendable {
+package final class Pending<T: Sendable>: @unchecked Sendable {
   private var value: T?
   private let group = DispatchGroup()
 
-  init(_ work: @escaping @Sendable () -> T) {
+  package init(_ work: @escaping @Sendable () -> T) {
     group.enter()
     DispatchQueue.global().async {
       self.value = work()
@@ -16,7 +16,7 @@ final class Pending<T: Sendable>: @unchecked Sendable {
     }
   }
 
-  func wait() -> T {
+  package func wait() -> T {
     group.wait()
     return value!
   }

@@ -25,3 +25,20 @@ public enum SQLiteFixture {
     return path
   }
 }
+
+extension SQLiteFixture {
+  /// A copy of the snapshot at `path` with `sql` applied, made with plain
+  /// file copying and sqlite3_exec (independently of `fanout whatif`).
+  public static func copy(_ path: String, applying sql: String) -> String {
+    let copy = makeTemporaryDirectory("fanout-snapshot") + "/snapshot.sqlite"
+    try! FileManager.default.copyItem(atPath: path, toPath: copy)
+    var db: OpaquePointer?
+    precondition(sqlite3_open(copy, &db) == SQLITE_OK)
+    defer { sqlite3_close(db) }
+    var message: UnsafeMutablePointer<CChar>?
+    if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
+      fatalError("scenario SQL failed: \(message.map { String(cString: $0) } ?? "?")\n\(sql)")
+    }
+    return copy
+  }
+}

@@ -1,0 +1,126 @@
+/// A grouped bar chart, A beside B for each label, drawn as inline SVG.
+struct BarChart {
+  static let colors = (a: "#98a2b3", b: "#2563eb")
+
+  var labels: [String]
+  var a: [Int]
+  var b: [Int]
+  var width = 920
+  var height = 260
+  /// Label every `labelStep`-th group only (for dense axes such as hours).
+  var labelStep = 1
+
+  func svg(title: String) -> String {
+    let left = 64.0
+    let right = 12.0
+    let top = 28.0
+    let bottom = 36.0
+    let plotWidth = Double(width) - left - right
+    let plotHeight = Double(height) - top - bottom
+    let top1 = Self.niceCeiling(max(a.max() ?? 0, b.max() ?? 0, 1))
+    let groupWidth = plotWidth / Double(max(labels.count, 1))
+    let barWidth = max(1, groupWidth * 0.38)
+    func y(_ v: Int) -> Double { top + plotHeight - plotHeight * Double(v) / Double(top1) }
+
+    var s =
+      #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
+    s += #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
+    s += legend(x: Double(width) - right - 150, y: 8)
+    for k in 0...4 {
+      let v = top1 * k / 4
+      let ty = y(v)
+      s +=
+        #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(ty)" y2="\#(ty)" class="grid"/>"#
+      s +=
+        #"<text x="\#(left - 6)" y="\#(ty + 4)" text-anchor="end" class="tick">\#(Format.compact(v))</text>"#
+    }
+    for (i, label) in labels.enumerated() {
+      let x0 = left + groupWidth * Double(i) + groupWidth * 0.1
+      for (offset, value, color, side) in [
+        (0.0, a[i], Self.colors.a, "A"), (barWidth, b[i], Self.colors.b, "B"),
+      ] {
+        let h = max(0, y(0) - y(value))
+        s +=
+          #"<rect x="\#(x0 + offset)" y="\#(y(value))" width="\#(barWidth)" height="\#(h)" fill="\#(color)">"#
+        s += "<title>\(HTML.escape(label)) · \(side): \(Format.grouped(value))</title></rect>"
+      }
+      if i % labelStep == 0 {
+        s +=
+          #"<text x="\#(x0 + barWidth)" y="\#(Double(height) - bottom + 16)" text-anchor="middle" class="tick">\#(HTML.escape(label))</text>"#
+      }
+    }
+    s +=
+      #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(y(0))" y2="\#(y(0))" class="axis"/>"#
+    return s + "</svg>"
+  }
+
+  private func legend(x: Double, y: Double) -> String {
+    var s = ""
+    for (k, (name, color)) in [("A", Self.colors.a), ("B", Self.colors.b)].enumerated() {
+      let lx = x + Double(k) * 70
+      s += #"<rect x="\#(lx)" y="\#(y)" width="12" height="12" fill="\#(color)"/>"#
+      s += #"<text x="\#(lx + 17)" y="\#(y + 11)" class="tick">\#(name)</text>"#
+    }
+    return s
+  }
+
+  /// The smallest 1, 2 or 5 × 10ⁿ that is at least `v`, times 4 ticks' worth.
+  static func niceCeiling(_ v: Int) -> Int {
+    var step = 1
+    while true {
+      for m in [1, 2, 5] where m * step * 4 >= v { return m * step * 4 }
+      step *= 10
+    }
+  }
+}
+
+/// Text escaping for HTML and SVG.
+enum HTML {
+  static func escape(_ s: String) -> String {
+    var out = ""
+    for c in s {
+      switch c {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      default: out.append(c)
+      }
+    }
+    return out
+  }
+}
+
+/// Number formatting for people.
+enum Format {
+  /// 1234567 → "1,234,567".
+  static func grouped(_ n: Int) -> String {
+    let digits = String(n.magnitude)
+    var out = ""
+    for (i, d) in digits.enumerated() {
+      if i > 0 && (digits.count - i) % 3 == 0 { out += "," }
+      out.append(d)
+    }
+    return (n < 0 ? "−" : "") + out
+  }
+
+  /// A signed change: "+1,234", "−56", "0".
+  static func signed(_ n: Int) -> String { n > 0 ? "+" + grouped(n) : grouped(n) }
+
+  /// 1200 → "1.2k", 3400000 → "3.4M".
+  static func compact(_ n: Int) -> String {
+    for (unit, size) in [("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)] where n >= size {
+      let tenths = (n * 10 + size / 2) / size
+      return tenths % 10 == 0 ? "\(tenths / 10)\(unit)" : "\(tenths / 10).\(tenths % 10)\(unit)"
+    }
+    return String(n)
+  }
+
+  /// The change from a to b in percent, one decimal: "−12.5%", or "—" from 0.
+  static func percent(from a: Int, to b: Int) -> String {
+    guard a != 0 else { return b == 0 ? "0%" : "new" }
+    let tenths = Int((Double(b - a) / Double(a) * 1000).rounded())
+    let sign = tenths > 0 ? "+" : tenths < 0 ? "−" : ""
+    return "\(sign)\(tenths.magnitude / 10).\(tenths.magnitude % 10)%"
+  }
+}

@@ -1,0 +1,144 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+import FanoutOutput
+import FanoutTime
+import FanoutTraffic
+
+/// What comparing one chunk of messages produced; merged in chunk order.
+struct ComparedChunk: Sendable {
+  /// Per side.
+  var counters: [Counters]
+  /// `Outcome.allCases.count²` cells, row = A's outcome, column = B's.
+  var transitions: [Int]
+  var slices = SliceCounts()
+  /// Per message of the chunk: its channel row, and its delivered pairs per side.
+  var messageChannels: [Int32] = []
+  var messageDelivered: [[Int32]] = [[], []]
+  /// Per side: the user row of every delivered pair.
+  var deliveredUsers: [[Int32]] = [[], []]
+  /// `changes.ndjson.lz4` blocks for the changed pairs.
+  var changeBlocks: [UInt8] = []
+  var changedPairs = 0
+
+  init(gateways: [Int]) {
+    counters = gateways.map(Counters.init(gateways:))
+    transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
+  }
+}
+
+/// Evaluates chunks against both snapshots and compares them pair by pair.
+/// Both indexes have the same users, channels and categories (checked before),
+/// so one parsed batch and one set of rows serve both.
+struct ChunkComparer {
+  let indexes: [Index]
+
+  private static let outcomeJSON: [[UInt8]] = Outcome.allCases.map { Array("\"\($0.name)\"".utf8) }
+
+  func compare(_ batch: MessageBatch, messages: Range<Int>) -> ComparedChunk {
+    let results = indexes.map { index in
+      var evaluator = Evaluator(index: index, output: .outcomes)
+      var result = ChunkResult(gateways: index.gateways.count)
+      evaluator.evaluate(batch, messages: messages, into: &result)
+      return result
+    }
+    var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))
+    chunk.counters = results.map(\.counters)
+    var localHour = indexes.map { LocalHourCache(zones: $0.zones) }
+    var changes: [UInt8] = []
+    var start = [0, 0]
+
+    for (k, m) in messages.enumerated() {
+      let channel = Int(batch.channel[m])
+      let ts = batch.ts[m]
+      let utcHour = Int(LocalTime.floorDiv(ts, 3_600_000) % 24 + 24) % 24
+      let scopeSlice = indexes.map { Slice.kinds + Int($0.channelScope[channel].rawValue) }
+      let sizeSlice = indexes.map {
+        Slice.sizes
+          + Slice.sizeBucket(members: $0.channelMembers[channel + 1] - $0.channelMembers[channel])
+      }
+      var delivered: [Int32] = [0, 0]
+
+      func tally(_ side: Side, _ user: Int32, _ outcome: Outcome) {
+        let s = side.rawValue
+        let isDelivered = outcome.isDelivered
+        chunk.slices.count(side, scopeSlice[s], delivered: isDelivered)
+        chunk.slices.count(side, sizeSlice[s], delivered: isDelivered)
+        chunk.slices.count(side, Slice.utcHours + utcHour, delivered: isDelivered)
+        let hour = localHour[s].hour(zone: Int(indexes[s].userZone[Int(user)]), ts: ts, message: k)
+        chunk.slices.count(side, Slice.localHours + hour, delivered: isDelivered)
+        if isDelivered {
+          delivered[s] += 1
+          chunk.deliveredUsers[s].append(user)
+        }
+      }
+
+      // Walk both pair lists (each in user row order) together; a user in
+      // one list only is a membership that the other snapshot lacks.
+      let end = results.map { Int($0.messagePairEnds[k]) }
+      var i = start[0]
+      var j = start[1]
+      while i < end[0] || j < end[1] {
+        let userA = i < end[0] ? results[0].pairUsers[i] : Int32.max
+        let userB = j < end[1] ? results[1].pairUsers[j] : Int32.max
+        let user = min(userA, userB)
+        var outcomeA = Outcome.notMember
+        var outcomeB = Outcome.notMember
+        if userA == user {
+          outcomeA = results[0].pairOutcomes[i]
+          tally(.a, user, outcomeA)
+          i += 1
+        }
+        if userB == user {
+          outcomeB = results[1].pairOutcomes[j]
+          tally(.b, user, outcomeB)
+          j += 1
+        }
+        chunk.transitions[
+          Int(outcomeA.rawValue) * Outcome.allCases.count + Int(outcomeB.rawValue)] += 1
+        if outcomeA != outcomeB {
+          chunk.changedPairs += 1
+          changes += #"{"message":"#.utf8
+          changes += batch.idJSON[m]
+          changes += #","user":"#.utf8
+          changes += indexes[0].userJSON[Int(user)]
+          changes += #","a":"#.utf8
+          changes += Self.outcomeJSON[Int(outcomeA.rawValue)]
+          changes += #","b":"#.utf8
+          changes += Self.outcomeJSON[Int(outcomeB.rawValue)]
+          changes += "}\n".utf8
+        }
+      }
+      start = end
+      chunk.messageChannels.append(Int32(channel))
+      chunk.messageDelivered[0].append(delivered[0])
+      chunk.messageDelivered[1].append(delivered[1])
+    }
+    chunk.changeBlocks = LZ4Frame.blocks(changes)
+    return chunk
+  }
+}
+
+/// The recipient's local hour of a message's time, computed once per
+/// (message, time zone).
+private struct LocalHourCache {
+  let zones: [ZoneTable]
+  var stamp: [Int]
+  var hours: [Int]
+
+  init(zones: [ZoneTable]) {
+    self.zones = zones
+    stamp = [Int](repeating: -1, count: zones.count)
+    hours = [Int](repeating: 0, count: zones.count)
+  }
+
+  mutating func hour(zone: Int, ts: Int64, message: Int) -> Int {
+    if stamp[zone] != message {
+      stamp[zone] = message
+      let minute = LocalTime.minuteOfWeek(
+        utcMillis: ts, offsetSeconds: zones[zone].offsetSeconds(atMillis: ts))
+      hours[zone] = minute % 1440 / 60
+    }
+    return hours[zone]
+  }
+}

@@ -1,0 +1,213 @@
+import FanoutModel
+
+extension WhatIfReport {
+  /// `report.html`: one self-contained page (inline CSS and SVG, no scripts,
+  /// no external fonts), the same bytes for the same inputs.
+  public func html() -> [UInt8] {
+    let a = sides[0]
+    let b = sides[1]
+    let deliveriesA = byGateway[0].reduce(0) { $0 + $1.delivered }
+    let deliveriesB = byGateway[1].reduce(0) { $0 + $1.delivered }
+    let scenario =
+      if let sql = b.sql {
+        "<p><b>B</b> = A with this SQL applied:</p><pre>\(HTML.escape(sql))</pre>"
+      } else {
+        "<p><b>B</b> = <code>\(HTML.escape(b.snapshot))</code></p>"
+      }
+    var page = """
+      <!DOCTYPE html>
+      <html lang="en"><head><meta charset="utf-8">
+      <meta name="viewport" content="width=device-width, initial-scale=1">
+      <title>Fanout what-if report</title>
+      <style>\(Self.css)</style></head><body><main>
+      <h1>What if…</h1>
+      <p><b>A</b> = <code>\(HTML.escape(a.snapshot))</code></p>
+      \(scenario)
+      <p class="muted">\(Format.grouped(messages)) messages evaluated\(rejected > 0 ? ", \(Format.grouped(rejected)) lines rejected" : "") · \
+      \(Format.grouped(a.pairs)) pairs in A, \(Format.grouped(b.pairs)) in B</p>
+      <section class="cards">
+      \(Self.card("Delivered pairs", a.delivered, b.delivered))
+      \(Self.card("Deliveries (devices)", deliveriesA, deliveriesB))
+      \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered))
+      <div class="card"><div class="label">Pairs whose outcome changed</div>\
+      <div class="value">\(Format.grouped(changedPairs))</div>\
+      <div class="delta">\(Self.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
+      </section>
+
+      """
+    let hours = (0..<24).map { String($0) }
+    page += "<section><h2>Delivered pairs by hour of day</h2>"
+    page +=
+      BarChart(
+        labels: hours, a: slices.byHourUTC(.a).map(\.delivered),
+        b: slices.byHourUTC(.b).map(\.delivered), labelStep: 2
+      ).svg(title: "UTC hour of the message")
+    page +=
+      BarChart(
+        labels: hours, a: slices.byHourLocal(.a).map(\.delivered),
+        b: slices.byHourLocal(.b).map(\.delivered), labelStep: 2
+      ).svg(title: "Hour in the recipient's own time zone")
+    page += "</section>"
+
+    page += "<section><h2>Where pairs went: A outcome → B outcome</h2>"
+    page += transitionTable()
+    page += "</section>"
+
+    page += "<section><h2>Suppressed pairs by reason</h2>"
+    page += Self.table(
+      header: "Reason",
+      rows: Reason.allCases.map {
+        (
+          Outcome.suppressed($0).name, a.suppressed[Int($0.rawValue)],
+          b.suppressed[Int($0.rawValue)]
+        )
+      })
+    page += "</section>"
+
+    page += "<section><h2>Delivered pairs by channel size</h2>"
+    page +=
+      BarChart(
+        labels: Slice.sizeBuckets, a: slices.bySize(.a).map(\.delivered),
+        b: slices.bySize(.b).map(\.delivered)
+      ).svg(title: "members in the channel")
+    page += "</section>"
+    page += #"<section class="pair"><div><h2>Deliveries by gateway</h2>"#
+    page +=
+      BarChart(
+        labels: gateways, a: byGateway[0].map(\.delivered), b: byGateway[1].map(\.delivered),
+        width: 450
+      ).svg(title: "deliveries (one per device)")
+    page += "</div><div><h2>Delivered pairs by channel kind</h2>"
+    page += Self.table(
+      header: "Kind",
+      rows: Scope.allCases.map {
+        (
+          $0.name, slices.byKind(.a)[Int($0.rawValue)].delivered,
+          slices.byKind(.b)[Int($0.rawValue)].delivered
+        )
+      })
+    page += "</div></section>"
+
+    page += #"<section class="pair"><div><h2>Channels that change most</h2>"#
+    page += Self.table(header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true)
+    page += "</div><div><h2>Users who change most</h2>"
+    page += Self.table(header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true)
+    page += "</div></section>"
+    page += """
+      <footer>Counts are (message, recipient) pairs unless they say deliveries. \
+      Written by <code>fanout whatif</code>; the numbers are in report.json.</footer>
+      </main></body></html>
+
+      """
+    return Array(page.utf8)
+  }
+
+  /// The transition matrix, with only the outcomes that occur; cells are
+  /// shaded by size, changed ones in orange, unchanged in grey.
+  private func transitionTable() -> String {
+    let outcomes = Outcome.allCases
+    let used = outcomes.filter { o in
+      outcomes.contains { transitions(from: o, to: $0) > 0 || transitions(from: $0, to: o) > 0 }
+    }
+    let changedMax =
+      used.flatMap { r in used.filter { $0 != r }.map { transitions(from: r, to: $0) } }
+      .max() ?? 0
+    let sameMax = used.map { transitions(from: $0, to: $0) }.max() ?? 0
+    var s = #"<table class="matrix"><thead><tr><th class="corner">A ↓ · B →</th>"#
+    for o in used { s += "<th>\(o.name)</th>" }
+    s += "</tr></thead><tbody>"
+    for r in used {
+      s += #"<tr><th class="rowhead">\#(r.name)</th>"#
+      for c in used {
+        let v = transitions(from: r, to: c)
+        let top = r == c ? sameMax : changedMax
+        let strength = v == 0 || top == 0 ? 0 : 0.12 + 0.88 * Self.shade(v, of: top)
+        let rgb = r == c ? "100,116,139" : "234,88,12"
+        let big = r != c && v > 0 && Double(v) >= Double(changedMax) * 0.25 ? #" class="big""# : ""
+        s +=
+          #"<td\#(big) style="background:rgba(\#(rgb),\#(Self.fixed2(strength)))">\#(v == 0 ? "·" : Format.grouped(v))</td>"#
+      }
+      s += "</tr>"
+    }
+    s += "</tbody></table>"
+    s +=
+      #"<p class="muted">Rows: the pair's outcome under A; columns: under B. Orange cells changed; the darker, the more pairs. Outlined: at least a quarter of the largest change. <code>not_member</code>: the user is a member of the channel in one snapshot only.</p>"#
+    return s
+  }
+
+  /// 0...1 for 0...top; a fourth root, so that small but real changes stay
+  /// visible beside big ones.
+  private static func shade(_ v: Int, of top: Int) -> Double {
+    (Double(v) / Double(top)).squareRoot().squareRoot()
+  }
+
+  private static func fixed2(_ x: Double) -> String {
+    let h = Int((x * 100).rounded())
+    return "\(h / 100).\(h % 100 < 10 ? "0" : "")\(h % 100)"
+  }
+
+  private static func card(_ label: String, _ a: Int, _ b: Int) -> String {
+    let cls = b > a ? "up" : b < a ? "down" : "same"
+    return #"<div class="card"><div class="label">\#(label)</div>"#
+      + #"<div class="value">\#(Format.grouped(a)) → \#(Format.grouped(b))</div>"#
+      + #"<div class="delta \#(cls)">\#(Format.signed(b - a)) (\#(Format.percent(from: a, to: b)))</div></div>"#
+  }
+
+  private static func share(_ part: Int, of whole: Int) -> String {
+    guard whole > 0 else { return "0%" }
+    let tenths = Int((Double(part) / Double(whole) * 1000).rounded())
+    return "\(tenths / 10).\(tenths % 10)%"
+  }
+
+  /// A table of A, B and the change, with a bar for each change.
+  private static func table(header: String, rows: [(String, Int, Int)], code: Bool = false)
+    -> String
+  {
+    guard !rows.isEmpty else { return #"<p class="muted">No change.</p>"# }
+    let widest = max(rows.map { abs($0.2 - $0.1) }.max() ?? 0, 1)
+    var s =
+      #"<table class="numbers"><thead><tr><th>\#(header)</th><th>A</th><th>B</th><th>change</th><th></th></tr></thead><tbody>"#
+    for (name, a, b) in rows {
+      let change = b - a
+      let width = Int((Double(abs(change)) / Double(widest) * 120).rounded())
+      let label = code ? "<code>\(HTML.escape(name))</code>" : HTML.escape(name)
+      s += "<tr><td>\(label)</td><td>\(Format.grouped(a))</td><td>\(Format.grouped(b))</td>"
+      s +=
+        #"<td class="\#(change > 0 ? "up" : change < 0 ? "down" : "same")">\#(Format.signed(change))</td>"#
+      s +=
+        #"<td><span class="bar \#(change < 0 ? "down" : "up")" style="width:\#(width)px"></span></td></tr>"#
+    }
+    return s + "</tbody></table>"
+  }
+
+  private static let css = """
+    body{margin:0;background:#f6f7f9;color:#1f2937;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
+    main{max-width:960px;margin:0 auto;padding:24px}
+    h1{font-size:28px;margin:0 0 8px}h2{font-size:18px;margin:0 0 10px}
+    section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px 18px;margin:16px 0}
+    section.cards{display:grid;grid-template-columns:repeat(4,1fr);gap:12px;background:none;border:0;padding:0}
+    section.pair{display:grid;grid-template-columns:1fr 1fr;gap:20px}
+    section.pair svg{max-width:100%;height:auto}
+    .card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:12px 14px}
+    .card .label{color:#6b7280;font-size:13px}.card .value{font-size:20px;font-weight:600;margin:4px 0}
+    .up{color:#1d4ed8}.down{color:#c2410c}.same{color:#6b7280}
+    .muted{color:#6b7280;font-size:13px}
+    pre{background:#f3f4f6;border-radius:6px;padding:8px 10px;white-space:pre-wrap;font-size:13px}
+    code{font-size:13px}
+    table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+    .numbers td,.numbers th{padding:4px 10px;text-align:right;border-bottom:1px solid #f0f1f3}
+    .numbers td:first-child,.numbers th:first-child{text-align:left}
+    .numbers td:last-child{text-align:left}
+    .bar{display:inline-block;height:10px;border-radius:2px;vertical-align:middle}
+    .bar.up{background:#2563eb}.bar.down{background:#ea580c}
+    .matrix th,.matrix td{padding:6px 9px;text-align:right;border:1px solid #eef0f3;font-size:13px}
+    .matrix thead th{background:#f9fafb;font-weight:600}
+    .matrix .rowhead{text-align:left;background:#f9fafb}
+    .matrix .corner{color:#6b7280;font-weight:400}
+    .matrix td.big{outline:2px solid #9a3412;outline-offset:-2px;font-weight:700}
+    svg .chart-title{font-size:13px;fill:#374151;font-weight:600}
+    svg .tick{font-size:11px;fill:#6b7280}
+    svg .grid{stroke:#eef0f3}svg .axis{stroke:#9ca3af}
+    footer{color:#9ca3af;font-size:12px;margin-top:20px}
+    """
+}

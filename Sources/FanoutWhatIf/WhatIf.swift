@@ -1,0 +1,227 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+import FanoutOutput
+import FanoutPipeline
+import FanoutSnapshot
+import FanoutTraffic
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What `fanout whatif` is asked to do.
+public struct WhatIfOptions: Sendable {
+  /// What B is.
+  public enum Scenario: Sendable {
+    /// Another snapshot file.
+    case snapshot(String)
+    /// SQL statements applied to a private copy of A.
+    case sql(String)
+  }
+
+  public var snapshot: String
+  public var scenario: Scenario
+  public var messages: String
+  public var out: String
+  public var threads: Int
+  public var overwrite: Bool
+  /// Called after each wave of messages with the fraction of the input read
+  /// (nil when the input's size is unknown, as for standard input).
+  public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
+
+  public init(
+    snapshot: String, scenario: Scenario, messages: String, out: String, threads: Int = 1,
+    overwrite: Bool = false
+  ) {
+    self.snapshot = snapshot
+    self.scenario = scenario
+    self.messages = messages
+    self.out = out
+    self.threads = threads
+    self.overwrite = overwrite
+  }
+}
+
+/// Why a what-if run stopped, with its exit code.
+public enum WhatIfError: Error, CustomStringConvertible {
+  /// As for `fanout eval` (usage, snapshot A refused, input, output).
+  case run(PipelineError)
+  /// The scenario's SQL failed (64), or A could not be copied (73).
+  case scenario(ScenarioError)
+  /// Snapshot B (the file, or A with the SQL applied) was refused.
+  case refusedB(SnapshotError, fromSQL: Bool)
+  /// B does not have the same users, channels or categories as A.
+  case incompatible(String)
+
+  public var description: String {
+    switch self {
+    case .run(let e): e.description
+    case .scenario(let e): e.description
+    case .refusedB(let e, let fromSQL):
+      (fromSQL ? "snapshot A with --sql applied: " : "snapshot B: ") + e.description
+    case .incompatible(let reason): "snapshots A and B cannot be compared: \(reason)"
+    }
+  }
+
+  public var exitCode: Int32 {
+    switch self {
+    case .run(let e): e.exitCode
+    case .scenario(.sql): 64
+    case .scenario(.copy): 73
+    case .refusedB, .incompatible: 65
+    }
+  }
+}
+
+public enum WhatIf {
+  /// Runs `fanout whatif`: loads both snapshots, evaluates the traffic against
+  /// both in one pass, and writes the report files.
+  public static func run(_ options: WhatIfOptions) throws(WhatIfError) -> WhatIfReport {
+    let clock = ContinuousClock()
+    let started = clock.now
+    var phases: [(phase: String, seconds: Double)] = []
+    var phaseStart = started
+    func lap(_ phase: String) {
+      let now = clock.now
+      let d = (now - phaseStart).components
+      phases.append((phase, Double(d.seconds) + Double(d.attoseconds) * 1e-18))
+      phaseStart = now
+    }
+    do { try OutputDirectory.prepare(options.out, overwrite: options.overwrite) } catch {
+      throw .run(error)
+    }
+    let reader: LineReader
+    do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
+    let inputSize = fileSize(options.messages)
+
+    // A scenario's copy of A is made while A loads: both only read A.
+    let scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>? =
+      switch options.scenario {
+      case .snapshot: nil
+      case .sql(let sql):
+        Pending {
+          Result { () throws(ScenarioError) in try ScenarioCopy(of: options.snapshot, applying: sql)
+          }
+        }
+      }
+    let a: Index
+    do { a = try SnapshotLoader.load(path: options.snapshot).index } catch {
+      _ = scenarioCopy?.wait()  // so that the copy is removed before exiting
+      throw .run(.snapshot(error))
+    }
+    lap("load A")
+    let b = try loadB(options, copy: scenarioCopy, lap: lap)
+    try checkComparable(a, b)
+
+    do { try OutputDirectory.create(options.out) } catch { throw .run(error) }
+    var totals = ComparisonTotals(a: a, b: b)
+    do {
+      let changes = try LZ4FrameFile(directory: options.out, name: "changes.ndjson.lz4")
+      let rejected = try PendingFile(directory: options.out, name: "rejected.ndjson")
+      let workers = max(1, options.threads)
+      let comparer = ChunkComparer(indexes: [a, b])
+      var bytesRead = 0
+      while let block = try readBlock(reader) {
+        bytesRead += block.bytes.count
+        let batches = Pipeline.parse(block, index: a, workers: workers)
+        let plan = Pipeline.planChunks(batches, index: a)
+        for groupStart in stride(from: 0, to: plan.count, by: Pipeline.chunksInFlight) {
+          let group = Array(
+            plan[groupStart..<min(groupStart + Pipeline.chunksInFlight, plan.count)])
+          let chunks = runChunks(
+            count: group.count, workers: workers, empty: ComparedChunk(gateways: [0, 0])
+          ) { i in
+            comparer.compare(batches[group[i].batch], messages: group[i].messages)
+          }
+          for chunk in chunks {
+            totals.add(chunk)
+            try changes.append(blocks: chunk.changeBlocks)
+          }
+        }
+        for batch in batches {
+          totals.rejected += batch.rejections.count
+          if !batch.rejections.isEmpty { try rejected.write(RunWriter.lines(batch.rejections)) }
+        }
+        options.progress?(
+          totals.messages, inputSize.map { min(1, Double(bytesRead) / Double(max(1, $0))) })
+      }
+      lap("evaluate and compare")
+      try changes.commit()
+      try rejected.commit()
+      var report = WhatIfReport(totals, a: a, b: b, options: options)
+      try write(report.html(), to: "report.html", in: options.out)
+      try write(report.json(), to: "report.json", in: options.out)  // last: marks completion
+      lap("report")
+      report.phases = phases
+      return report
+    } catch let error as OutputError {
+      throw .run(.output(error))
+    } catch let error as TrafficInputError {
+      throw .run(.input(error))
+    } catch {
+      fatalError("unexpected error \(error)")
+    }
+  }
+
+  /// Loads B: the `--against` file, or the scenario's copy of A once it is made.
+  private static func loadB(
+    _ options: WhatIfOptions, copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
+    lap: (String) -> Void
+  ) throws(WhatIfError) -> Index {
+    var copy: ScenarioCopy? = nil
+    if let scenarioCopy {
+      do { copy = try scenarioCopy.wait().get() } catch { throw .scenario(error) }
+      lap("wait for the copy of A with the SQL applied")
+    }
+    let path: String =
+      switch options.scenario {
+      case .snapshot(let file): file
+      case .sql: copy!.path
+      }
+    defer { lap("load B") }
+    let loaded: Snapshot
+    do { loaded = try SnapshotLoader.load(path: path) } catch {
+      throw .refusedB(error, fromSQL: copy != nil)
+    }
+    withExtendedLifetime(copy) {}  // the copy's file is removed with it
+    return loaded.index
+  }
+
+  /// B must have A's users, channels and categories, row for row, so that one
+  /// parse of the traffic and one numbering of users serve both.
+  static func checkComparable(_ a: Index, _ b: Index) throws(WhatIfError) {
+    for (what, x, y) in [
+      ("users", a.users, b.users), ("channels", a.channels, b.channels),
+      ("categories", a.categories, b.categories),
+    ]
+    where x.pool.offsets != y.pool.offsets || x.pool.bytes != y.pool.bytes {
+      let first = (0..<min(x.count, y.count)).first { x.pool[$0] != y.pool[$0] }
+      let detail =
+        if let first {
+          "'\(x[first])' in A where B has '\(y[first])'"
+        } else {
+          "A has \(x.count), B has \(y.count)"
+        }
+      throw .incompatible("their \(what) differ (\(detail))")
+    }
+  }
+
+  private static func readBlock(_ reader: LineReader) throws(TrafficInputError) -> LineBlock? {
+    try reader.next(maxLines: Pipeline.waveLines)
+  }
+
+  private static func write(_ bytes: [UInt8], to name: String, in folder: String)
+    throws(OutputError)
+  {
+    let file = try PendingFile(directory: folder, name: name)
+    try file.write(bytes)
+    try file.commit()
+  }
+
+  private static func fileSize(_ path: String) -> Int? {
+    var st = stat()
+    guard path != "-", stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+    return Int(st.st_size)
+  }
+}

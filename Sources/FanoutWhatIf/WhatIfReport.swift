@@ -1,0 +1,147 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+
+/// Running totals of a comparison, merged chunk by chunk in input order.
+struct ComparisonTotals {
+  var rejected = 0
+  var counters: [Counters]
+  var transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
+  var slices = SliceCounts()
+  var changedPairs = 0
+  /// Per side: delivered pairs per channel row and per user row.
+  var channelDelivered: [[Int]]
+  var userDelivered: [[Int]]
+
+  init(a: Index, b: Index) {
+    counters = [Counters(gateways: a.gateways.count), Counters(gateways: b.gateways.count)]
+    channelDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.channels.count), count: 2)
+    userDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.users.count), count: 2)
+  }
+
+  var messages: Int { counters[0].messages }
+
+  mutating func add(_ chunk: ComparedChunk) {
+    for s in 0..<2 {
+      counters[s].add(chunk.counters[s])
+      for (k, channel) in chunk.messageChannels.enumerated() {
+        channelDelivered[s][Int(channel)] += Int(chunk.messageDelivered[s][k])
+      }
+      for user in chunk.deliveredUsers[s] { userDelivered[s][Int(user)] += 1 }
+    }
+    for i in transitions.indices { transitions[i] += chunk.transitions[i] }
+    slices.add(chunk.slices)
+    changedPairs += chunk.changedPairs
+  }
+}
+
+/// Everything `report.json`, `report.html` and the terminal table show.
+public struct WhatIfReport: Sendable {
+  /// One snapshot's totals, as `summary.json` of `fanout eval` would give them.
+  public struct Totals: Sendable {
+    /// What the side is: a snapshot path, or A's path with SQL applied.
+    public var snapshot: String
+    public var sql: String?
+    public var pairs: Int
+    public var delivered: Int
+    /// Per reason, in rule order.
+    public var suppressed: [Int]
+  }
+
+  /// A channel or user whose delivered pair count changed.
+  public struct Change: Sendable {
+    public var id: String
+    public var a: Int
+    public var b: Int
+    public var change: Int { b - a }
+  }
+
+  public static let topCount = 20
+
+  public var sides: [Totals]
+  public var messages: Int
+  public var rejected: Int
+  public var changedPairs: Int
+  /// `Outcome.allCases.count²` cells, row = A's outcome, column = B's.
+  public var transitions: [Int]
+  public var slices: SliceCounts
+  /// Every gateway of A or B, sorted by name; per side, deliveries (delivered)
+  /// and devices the gateway gate blocked (suppressed).
+  public var gateways: [String]
+  public var byGateway: [[Tally]]
+  public var topChannels: [Change]
+  public var topUsers: [Change]
+  /// Wall-clock seconds per phase of the run, in order (not written to the
+  /// report files, which depend only on the inputs).
+  public var phases: [(phase: String, seconds: Double)] = []
+  public var seconds: Double { phases.reduce(0) { $0 + $1.seconds } }
+
+  init(_ totals: ComparisonTotals, a: Index, b: Index, options: WhatIfOptions) {
+    let sql: String? =
+      switch options.scenario {
+      case .snapshot: nil
+      case .sql(let text): text
+      }
+    let bPath: String =
+      switch options.scenario {
+      case .snapshot(let path): path
+      case .sql: options.snapshot
+      }
+    sides = [(options.snapshot, nil), (bPath, sql)].enumerated().map { s, side in
+      let c = totals.counters[s]
+      return Totals(
+        snapshot: side.0, sql: side.1, pairs: c.pairs, delivered: c.delivered,
+        suppressed: c.suppressed)
+    }
+    messages = totals.messages
+    rejected = totals.rejected
+    changedPairs = totals.changedPairs
+    transitions = totals.transitions
+    slices = totals.slices
+
+    let indexes = [a, b]
+    let names = Set(
+      indexes.flatMap { index in (0..<index.gateways.count).map { index.gateways[$0] } }
+    )
+    .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    gateways = names
+    byGateway = (0..<2).map { s in
+      let rows = indexes[s].gateways
+      let row = Dictionary(uniqueKeysWithValues: (0..<rows.count).map { (rows[$0], $0) })
+      return names.map { name in
+        guard let g = row[name] else { return Tally(delivered: 0, suppressed: 0) }
+        return Tally(
+          delivered: totals.counters[s].deliveries[g], suppressed: totals.counters[s].blocked[g])
+      }
+    }
+    topChannels = Self.top(totals.channelDelivered, names: a.channels)
+    topUsers = Self.top(totals.userDelivered, names: a.users)
+  }
+
+  /// Deliveries per gateway name of one side, gateways without deliveries left out.
+  public func deliveries(_ side: Side) -> [(gateway: String, count: Int)] {
+    gateways.indices.compactMap { g in
+      let n = byGateway[side.rawValue][g].delivered
+      return n > 0 ? (gateways[g], n) : nil
+    }
+  }
+
+  public func transitions(from a: Outcome, to b: Outcome) -> Int {
+    transitions[Int(a.rawValue) * Outcome.allCases.count + Int(b.rawValue)]
+  }
+
+  /// The rows whose delivered count changed most (by size of the change,
+  /// then in id order); unchanged rows are never listed.
+  private static func top(_ delivered: [[Int]], names: StringTable) -> [Change] {
+    var changed: [(row: Int, change: Int)] = []
+    for row in delivered[0].indices where delivered[0][row] != delivered[1][row] {
+      changed.append((row, delivered[1][row] - delivered[0][row]))
+    }
+    changed.sort {
+      abs($0.change) != abs($1.change) ? abs($0.change) > abs($1.change) : $0.row < $1.row
+    }
+    return changed.prefix(topCount).map {
+      Change(id: names[$0.row], a: delivered[0][$0.row], b: delivered[1][$0.row])
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import ArgumentParser
+import FanoutModel
+import FanoutWhatIf
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension Fanout {
+  struct WhatIfCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "whatif",
+      abstract: "Replay traffic against two snapshots and report what changes.",
+      discussion: """
+        B is either another snapshot (--against) or A with SQL applied to a private copy \
+        (--sql; A itself is never modified). Writes report.json, report.html, \
+        changes.ndjson.lz4 and rejected.ndjson to the output folder.
+        """)
+
+    @Option(help: "Snapshot A, the baseline (SQLite).")
+    var snapshot: String
+
+    @Option(help: "Snapshot B, compared with A.")
+    var against: String?
+
+    @Option(help: "SQL run on a copy of A to make B (repeatable; run in order).")
+    var sql: [String] = []
+
+    @Option(help: "A file of SQL run on a copy of A to make B (repeatable; run before --sql).")
+    var sqlFile: [String] = []
+
+    @Option(help: "The traffic: NDJSON messages, or - for standard input.")
+    var messages: String
+
+    @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
+    var out: String
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Flag(help: "Remove a previous run's files from the output folder first.")
+    var overwrite = false
+
+    func validate() throws {
+      if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+      if (against == nil) == (sql.isEmpty && sqlFile.isEmpty) {
+        throw ValidationError(
+          "give exactly one of --against FILE and --sql \"SQL\" / --sql-file FILE")
+      }
+    }
+
+    /// The scenario's SQL: the files' text, then the --sql texts.
+    private func scenarioSQL() throws -> String {
+      var parts: [String] = []
+      for path in sqlFile {
+        guard let text = readTextFile(path) else {
+          throw ValidationError(
+            "cannot read --sql-file '\(path)': \(String(cString: strerror(errno)))")
+        }
+        parts.append(text)
+      }
+      return (parts + sql).joined(separator: ";\n")
+    }
+
+    func run() throws {
+      var options = WhatIfOptions(
+        snapshot: snapshot,
+        scenario: try against.map(WhatIfOptions.Scenario.snapshot) ?? .sql(scenarioSQL()),
+        messages: messages, out: out, threads: threads ?? defaultThreadCount(),
+        overwrite: overwrite)
+      let progress = ProgressBar()
+      if isatty(2) != 0 { options.progress = progress.update }
+      do {
+        let report = try WhatIf.run(options)
+        progress.clear()
+        print(headline(report), terminator: "")
+      } catch {
+        progress.clear()
+        var stderr = StandardError()
+        print("fanout: error: \(error)", to: &stderr)
+        throw ExitCode(error.exitCode)
+      }
+    }
+
+    /// The headline deltas as a small table.
+    private func headline(_ r: WhatIfReport) -> String {
+      let a = r.sides[0]
+      let b = r.sides[1]
+      var rows: [(String, Int, Int)] = [
+        ("pairs", a.pairs, b.pairs), ("delivered", a.delivered, b.delivered),
+      ]
+      let deliveriesA = Dictionary(
+        uniqueKeysWithValues: r.deliveries(.a).map { ($0.gateway, $0.count) })
+      let deliveriesB = Dictionary(
+        uniqueKeysWithValues: r.deliveries(.b).map { ($0.gateway, $0.count) })
+      for g in r.gateways where deliveriesA[g] != nil || deliveriesB[g] != nil {
+        rows.append(("  \(g) deliveries", deliveriesA[g] ?? 0, deliveriesB[g] ?? 0))
+      }
+      for reason in Reason.allCases {
+        let i = Int(reason.rawValue)
+        if a.suppressed[i] != 0 || b.suppressed[i] != 0 {
+          rows.append(("  \(reason.name)", a.suppressed[i], b.suppressed[i]))
+        }
+      }
+      func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
+        let fill = String(repeating: " ", count: max(0, n - s.count))
+        return left ? s + fill : fill + s
+      }
+      let width = max(13, rows.map(\.0.count).max() ?? 0)
+      var text = pad("", width, left: true) + pad("A", 14) + pad("B", 14) + pad("change", 14) + "\n"
+      for (name, x, y) in rows {
+        let change = y - x
+        text +=
+          pad(name, width, left: true) + pad(String(x), 14) + pad(String(y), 14)
+          + pad(change > 0 ? "+\(change)" : String(change), 14) + "\n"
+      }
+      text +=
+        "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome; "
+        + "report in \(out)/report.html\n"
+      text +=
+        "\(format3(r.seconds)) s: "
+        + r.phases.map { "\($0.phase) \(format3($0.seconds)) s" }.joined(separator: ", ") + "\n"
+      return text
+    }
+  }
+}
+
+/// The whole content of a text file, or nil (with errno set).
+func readTextFile(_ path: String) -> String? {
+  guard let file = fopen(path, "rb") else { return nil }
+  defer { fclose(file) }
+  var bytes: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 1 << 16)
+  while true {
+    let n = fread(&buffer, 1, buffer.count, file)
+    if n > 0 { bytes += buffer[0..<n] }
+    if n < buffer.count { return ferror(file) == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+  }
+}
+
+/// A one-line progress bar on standard error, shown once a run has taken a
+/// second (short runs stay quiet).
+final class ProgressBar: @unchecked Sendable {
+  private let started = ContinuousClock.now
+  private var shown = false
+
+  func update(messages: Int, fraction: Double?) {
+    guard ContinuousClock.now - started > .seconds(1) else { return }
+    shown = true
+    var line = "\r"
+    if let fraction {
+      let filled = Int(fraction * 30)
+      line +=
+        "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+      line += "] \(Int(fraction * 100))%  "
+    }
+    line += "\(messages) messages"
+    var stderr = StandardError()
+    print(line, terminator: "", to: &stderr)
+  }
+
+  func clear() {
+    guard shown else { return }
+    var stderr = StandardError()
+    print("\r\u{1B}[K", terminator: "", to: &stderr)
+  }
+}

@@ -1,0 +1,231 @@
+import FanoutGenerator
+import FanoutPipeline
+import FanoutTestSupport
+import FanoutWhatIf
+import Foundation
+import Testing
+
+/// One pair's decision as `fanout eval --decisions` writes it: a trigger or a reason.
+private struct Decision: Equatable {
+  var message: String
+  var user: String
+  var outcome: String
+}
+
+/// What two separate `fanout eval` runs say about A and B.
+private struct EvalRun {
+  var summary: [String: Any]
+  var decisions: [Decision]
+
+  init(snapshot: String, messages: String) throws {
+    let out = makeTemporaryDirectory() + "/eval"
+    _ = try Pipeline.eval(
+      EvalOptions(snapshot: snapshot, messages: messages, out: out, decisions: true, threads: 2))
+    summary = try jsonObject(out + "/summary.json")
+    let bytes = try #require(
+      decodeLZ4Frames(
+        Array(try Data(contentsOf: URL(fileURLWithPath: out + "/decisions.ndjson.lz4")))))
+    decisions = try ndjson(bytes).map {
+      Decision(
+        message: $0["message"] as! String, user: $0["user"] as! String,
+        outcome: ($0["trigger"] ?? $0["reason"]) as! String)
+    }
+  }
+}
+
+private func jsonObject(_ path: String) throws -> [String: Any] {
+  try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+    as! [String: Any]
+}
+
+private func ndjson(_ bytes: [UInt8]) throws -> [[String: Any]] {
+  try bytes.split(separator: UInt8(ascii: "\n")).map {
+    try JSONSerialization.jsonObject(with: Data($0)) as! [String: Any]
+  }
+}
+
+private func byteOrder(_ x: String, _ y: String) -> Bool {
+  Array(x.utf8).lexicographicallyPrecedes(Array(y.utf8))
+}
+
+/// Runs `fanout whatif` (the library entry point) and checks every count of
+/// report.json and every line of changes against two `fanout eval` runs.
+/// Message ids must be unique in `messages` (they key the pairs here).
+private func checkAgainstEval(
+  snapshot a: String, b: String, scenario: WhatIfOptions.Scenario, messages: String
+) throws {
+  let out = makeTemporaryDirectory() + "/whatif"
+  let result = try WhatIf.run(
+    WhatIfOptions(snapshot: a, scenario: scenario, messages: messages, out: out, threads: 2))
+  let report = try jsonObject(out + "/report.json")
+  let evals = [
+    try EvalRun(snapshot: a, messages: messages), try EvalRun(snapshot: b, messages: messages),
+  ]
+
+  // Totals per side equal summary.json's.
+  for (s, key) in ["a", "b"].enumerated() {
+    let side = report[key] as! [String: Any]
+    let summary = evals[s].summary
+    #expect(side["pairs"] as! Int == summary["pairs"] as! Int, "\(key) pairs")
+    #expect(side["delivered"] as! Int == summary["delivered"] as! Int, "\(key) delivered")
+    #expect(
+      side["deliveries"] as! NSDictionary == summary["deliveries"] as! NSDictionary,
+      "\(key) deliveries")
+    #expect(
+      side["suppressed"] as! NSDictionary == summary["suppressed"] as! NSDictionary,
+      "\(key) suppressed")
+    #expect(report["messages"] as! Int == summary["messages"] as! Int)
+    #expect(report["rejected"] as! Int == summary["rejected"] as! Int)
+  }
+
+  // Pair by pair: merge A's and B's decisions per message, users in byte order.
+  var messageOrder: [String] = []
+  var pairs: [[String: [Decision]]] = [[:], [:]]
+  for s in 0..<2 {
+    for d in evals[s].decisions {
+      if pairs[0][d.message] == nil && pairs[1][d.message] == nil { messageOrder.append(d.message) }
+      pairs[s][d.message, default: []].append(d)
+    }
+  }
+  // Messages in input order: eval writes them so on both sides.
+  let inputOrder = try ndjsonLineIDs(messages)
+  messageOrder.sort { inputOrder[$0]! < inputOrder[$1]! }
+
+  let outcomes = report["outcomes"] as! [String]
+  var matrix = [[Int]](repeating: [Int](repeating: 0, count: outcomes.count), count: outcomes.count)
+  var expectedChanges: [[String]] = []
+  var delivered: [[String: Int]] = [[:], [:]]
+  for message in messageOrder {
+    var byUser: [String: [String]] = [:]
+    for s in 0..<2 {
+      for d in pairs[s][message] ?? [] {
+        byUser[d.user, default: ["not_member", "not_member"]][s] = d.outcome
+        if ["message", "mention", "call", "pinned"].contains(d.outcome) {
+          delivered[s][d.user, default: 0] += 1
+        }
+      }
+    }
+    for user in byUser.keys.sorted(by: byteOrder) {
+      let (x, y) = (byUser[user]![0], byUser[user]![1])
+      matrix[outcomes.firstIndex(of: x)!][outcomes.firstIndex(of: y)!] += 1
+      if x != y { expectedChanges.append([message, user, x, y]) }
+    }
+  }
+  #expect(report["transitions"] as! [[Int]] == matrix)
+  #expect(report["changed_pairs"] as! Int == expectedChanges.count)
+  #expect(result.changedPairs == expectedChanges.count)
+  let changes = try ndjson(
+    try #require(
+      decodeLZ4Frames(
+        Array(try Data(contentsOf: URL(fileURLWithPath: out + "/changes.ndjson.lz4"))))))
+  #expect(
+    changes.map { [$0["message"], $0["user"], $0["a"], $0["b"]] as! [String] } == expectedChanges)
+
+  // Every breakdown adds up to the totals.
+  for (s, key) in ["a", "b"].enumerated() {
+    let side = report[key] as! [String: Any]
+    let total = (side["delivered"] as! Int, (side["pairs"] as! Int) - (side["delivered"] as! Int))
+    for breakdown in ["by_channel_kind", "by_channel_size", "by_hour_utc", "by_hour_local"] {
+      let rows = (report[breakdown] as! [[String: Any]]).map { $0[key] as! [String: Int] }
+      #expect(rows.reduce(0) { $0 + $1["delivered"]! } == total.0, "\(breakdown) \(key)")
+      #expect(rows.reduce(0) { $0 + $1["suppressed"]! } == total.1, "\(breakdown) \(key)")
+    }
+    let gateways = report["by_gateway"] as! [[String: Any]]
+    let deliveries = evals[s].summary["deliveries"] as! [String: Int]
+    for row in gateways {
+      let n = (row[key] as! [String: Int])["delivered"]!
+      #expect(n == deliveries[row["gateway"] as! String] ?? 0, "by_gateway \(key)")
+    }
+  }
+
+  // The users whose delivered count changes most.
+  var users: [(user: String, a: Int, b: Int)] = []
+  for user in Set(delivered[0].keys).union(delivered[1].keys) {
+    let (x, y) = (delivered[0][user] ?? 0, delivered[1][user] ?? 0)
+    if x != y { users.append((user, x, y)) }
+  }
+  users.sort { p, q in
+    let (dp, dq) = (abs(p.b - p.a), abs(q.b - q.a))
+    return dp != dq ? dp > dq : byteOrder(p.user, q.user)
+  }
+  let expectedTop: [[String]] = users.prefix(20).map { [$0.user, String($0.a), String($0.b)] }
+  let reported: [[String]] = (report["top_users"] as! [[String: Any]]).map { row in
+    [row["user"] as! String, String(row["a"] as! Int), String(row["b"] as! Int)]
+  }
+  #expect(reported == expectedTop)
+}
+
+/// Message id → line number, for the lines of a traffic file that have an id.
+private func ndjsonLineIDs(_ path: String) throws -> [String: Int] {
+  var ids: [String: Int] = [:]
+  for (n, line) in readText(path).split(separator: "\n").enumerated() {
+    if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+      let id = object["id"] as? String, ids[id] == nil
+    {
+      ids[id] = n
+    }
+  }
+  return ids
+}
+
+private let sampleSnapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+private let sampleTraffic = datasetURL("sample/traffic.ndjson").path
+
+/// The what-if scenarios the tests replay, as SQL on A: the README's, from
+/// `datasets/scenarios/`, and a few that touch the other tables.
+let scenarios: [(name: String, sql: String)] =
+  ["big-groups-mentions-only", "quiet-hours-22-08", "newsletter-opt-out"].map {
+    ($0, readText(datasetURL("scenarios/\($0).sql").path))
+  } + [
+    (
+      "default chat level mentions",
+      "INSERT OR REPLACE INTO settings VALUES ('default_chat_level', 'mentions')"
+    ),
+    (
+      "weekly DND, restricted email, fewer devices",
+      """
+      INSERT INTO dnd_weekly SELECT user_id, 7, 0, 1439 FROM users WHERE user_id < 'm';
+      INSERT OR REPLACE INTO gateway_prefs SELECT user_id, 'email', 1 FROM users;
+      DELETE FROM devices WHERE device_id % 3 = 0
+      """
+    ),
+    (
+      "members removed and added",
+      """
+      DELETE FROM members WHERE rowid % 4 = 1;
+      INSERT OR IGNORE INTO members SELECT c.channel_id, u.user_id FROM channels c, users u WHERE u.rowid % 5 = 0 AND c.rowid % 40 = 0
+      """
+    ),
+  ]
+
+@Suite("fanout whatif agrees with two fanout eval runs")
+struct WhatIfAgreesWithEvalTests {
+  @Test("on the sample", arguments: scenarios)
+  func sample(_ scenario: (name: String, sql: String)) throws {
+    #expect(!scenario.sql.isEmpty)
+    let b = SQLiteFixture.copy(sampleSnapshot, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: sampleSnapshot, b: b, scenario: .sql(scenario.sql), messages: sampleTraffic)
+  }
+
+  @Test("on generated data, with --sql and with --against", arguments: scenarios)
+  func generated(_ scenario: (name: String, sql: String)) throws {
+    let data = try generatedDataset
+    let b = SQLiteFixture.copy(data.snapshot, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: data.snapshot, b: b, scenario: .sql(scenario.sql), messages: data.traffic)
+    try checkAgainstEval(
+      snapshot: data.snapshot, b: b, scenario: .snapshot(b), messages: data.traffic)
+  }
+}
+
+/// A small generated dataset, made once.
+private let generatedData: Result<(snapshot: String, traffic: String), Error> = Result {
+  let dir = makeTemporaryDirectory("fanout-whatif-gen")
+  let report = try Generator.run(
+    GeneratorOptions(users: 1_500, messages: 1_200, seed: 11, profile: .chat, out: dir))
+  return (report.snapshotPath, report.trafficPath)
+}
+private var generatedDataset: (snapshot: String, traffic: String) {
+  get throws { try generatedData.get() }
+}

@@ -1,0 +1,123 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+private let sampleSnapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+private let sampleTraffic = datasetURL("sample/traffic.ndjson").path
+private let mentionsOnly =
+  "INSERT OR REPLACE INTO settings VALUES ('default_chat_level', 'mentions')"
+
+private func whatif(
+  _ extra: [String], out: String, snapshot: String = sampleSnapshot,
+  messages: String = sampleTraffic
+) -> ProcessResult {
+  runProcess(
+    fanoutExecutable,
+    ["whatif", "--snapshot", snapshot, "--messages", messages, "--out", out] + extra)
+}
+
+private func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+@Suite("fanout whatif, end to end")
+struct WhatIfCommandTests {
+  @Test("writes the four files, readable by the lz4 tool, and prints the headline deltas")
+  func files() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(["--sql", mentionsOnly], out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      listDirectory(out) == ["changes.ndjson.lz4", "rejected.ndjson", "report.html", "report.json"])
+    let changes = try #require(lz4CommandLineDecode(out + "/changes.ndjson.lz4"))
+    #expect(changes.hasPrefix(#"{"message":"m1","user":"bob","a":"message","b":"not_mentioned"}"#))
+    #expect(
+      readText(out + "/rejected.ndjson")
+        == readText(datasetURL("sample/expected/rejected.ndjson").path))
+    #expect(result.text.contains("delivered"))
+    #expect(result.text.contains("not_mentioned"))
+  }
+
+  @Test("the same bytes with 1 and 3 threads")
+  func deterministic() throws {
+    // Enough traffic for several parse and evaluation chunks.
+    let lines = readText(sampleTraffic).split(separator: "\n", omittingEmptySubsequences: false)
+    let big = (0..<3_000).map {
+      String(lines[$0 % lines.count]).replacingOccurrences(
+        of: "\"id\":\"m", with: "\"id\":\"r\($0)-m")
+    }
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try big.joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
+    var runs: [[Data?]] = []
+    for threads in ["1", "3"] {
+      let out = makeTemporaryDirectory() + "/out"
+      let result = whatif(
+        ["--sql", mentionsOnly, "--threads", threads], out: out, messages: traffic)
+      #expect(result.status == 0, "\(result.stderr)")
+      runs.append(
+        ["changes.ndjson.lz4", "report.json", "report.html"].map { contents(out + "/" + $0) })
+    }
+    #expect(runs[0].allSatisfy { $0 != nil })
+    #expect(runs[0] == runs[1])
+  }
+
+  @Test("report.html stands alone: no scripts, no external resources, charts as SVG")
+  func selfContainedHTML() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    #expect(whatif(["--sql", mentionsOnly], out: out).status == 0)
+    let html = readText(out + "/report.html")
+    #expect(html.hasPrefix("<!DOCTYPE html>"))
+    #expect(!html.contains("<script"))
+    #expect(!html.contains("<link"))
+    #expect(!html.contains("@import"))
+    #expect(!html.contains("url("))
+    let addresses = html.components(separatedBy: "http").count - 1
+    let svgNamespaces = html.components(separatedBy: "http://www.w3.org/2000/svg").count - 1
+    #expect(addresses == svgNamespaces)
+    #expect(html.components(separatedBy: "<svg ").count - 1 == 4)
+    #expect(html.contains("messaging:general"))  // the channel that changes most
+  }
+
+  /// Refusals: exit code, message, nothing written, A untouched.
+  @Test(
+    "bad scenarios are clear errors and leave A alone",
+    arguments: [
+      (["--sql", "UPDATE nosuch SET x = 1"], 64, "--sql failed: no such table: nosuch"),
+      (
+        ["--sql", "UPDATE users SET chat_level = 'loud' WHERE user_id = 'alice'"], 65,
+        "snapshot A with --sql applied: snapshot refused: table users, row user_id='alice', column chat_level"
+      ),
+      (
+        ["--sql", "INSERT INTO users (user_id) VALUES ('zed')"], 65,
+        "snapshots A and B cannot be compared: their users differ (A has 16, B has 17)"
+      ),
+      (
+        [
+          "--sql",
+          "DELETE FROM channel_prefs WHERE channel_id = 'dm:alice-bob'; DELETE FROM members WHERE channel_id = 'dm:alice-bob'; DELETE FROM channels WHERE channel_id = 'dm:alice-bob'",
+        ],
+        65,
+        "their channels differ ('dm:alice-bob' in A where B has 'messaging:general')"
+      ),
+      (["--sql", mentionsOnly, "--against", "x.sqlite"], 64, "exactly one of --against"),
+      ([], 64, "exactly one of --against"),
+    ])
+  func refused(_ arguments: [String], _ code: Int32, _ message: String) throws {
+    let before = contents(sampleSnapshot)
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(arguments, out: out)
+    #expect(result.status == code, "\(result.stderr)")
+    #expect(result.stderr.contains(message), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out))
+    #expect(contents(sampleSnapshot) == before)
+  }
+
+  @Test("--against a snapshot with other users is refused")
+  func againstOtherUsers() {
+    let other = SQLiteFixture.make(
+      SQLiteFixture.header + "INSERT INTO users (user_id) VALUES ('u1');")
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(["--against", other], out: out)
+    #expect(result.status == 65)
+    #expect(result.stderr.contains("their users differ"), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
+}
