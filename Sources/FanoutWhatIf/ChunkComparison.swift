@@ -44,7 +44,7 @@ struct ChunkComparer {
     }
     var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))
     chunk.counters = results.map(\.counters)
-    var localHour = indexes.map { LocalHourCache(zones: $0.zones) }
+    var sides = [SideTally(.a, indexes[0]), SideTally(.b, indexes[1])]
     var changes: [UInt8] = []
     var start = [0, 0]
 
@@ -52,26 +52,8 @@ struct ChunkComparer {
       let channel = Int(batch.channel[m])
       let ts = batch.ts[m]
       let utcHour = Int(LocalTime.floorDiv(ts, 3_600_000) % 24 + 24) % 24
-      let scopeSlice = indexes.map { Slice.kinds + Int($0.channelScope[channel].rawValue) }
-      let sizeSlice = indexes.map {
-        Slice.sizes
-          + Slice.sizeBucket(members: $0.channelMembers[channel + 1] - $0.channelMembers[channel])
-      }
-      var delivered: [Int32] = [0, 0]
-
-      func tally(_ side: Side, _ user: Int32, _ outcome: Outcome) {
-        let s = side.rawValue
-        let isDelivered = outcome.isDelivered
-        chunk.slices.count(side, scopeSlice[s], delivered: isDelivered)
-        chunk.slices.count(side, sizeSlice[s], delivered: isDelivered)
-        chunk.slices.count(side, Slice.utcHours + utcHour, delivered: isDelivered)
-        let hour = localHour[s].hour(zone: Int(indexes[s].userZone[Int(user)]), ts: ts, message: k)
-        chunk.slices.count(side, Slice.localHours + hour, delivered: isDelivered)
-        if isDelivered {
-          delivered[s] += 1
-          chunk.deliveredUsers[s].append(user)
-        }
-      }
+      sides[0].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
+      sides[1].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
 
       // Walk both pair lists (each in user row order) together; a user in
       // one list only is a membership that the other snapshot lacks.
@@ -86,12 +68,12 @@ struct ChunkComparer {
         var outcomeB = Outcome.notMember
         if userA == user {
           outcomeA = results[0].pairOutcomes[i]
-          tally(.a, user, outcomeA)
+          sides[0].tally(user, outcomeA, into: &chunk)
           i += 1
         }
         if userB == user {
           outcomeB = results[1].pairOutcomes[j]
-          tally(.b, user, outcomeB)
+          sides[1].tally(user, outcomeB, into: &chunk)
           j += 1
         }
         chunk.transitions[
@@ -111,11 +93,55 @@ struct ChunkComparer {
       }
       start = end
       chunk.messageChannels.append(Int32(channel))
-      chunk.messageDelivered[0].append(delivered[0])
-      chunk.messageDelivered[1].append(delivered[1])
+      chunk.messageDelivered[0].append(sides[0].delivered)
+      chunk.messageDelivered[1].append(sides[1].delivered)
     }
     chunk.changeBlocks = LZ4Frame.blocks(changes)
     return chunk
+  }
+}
+
+/// Counts one side's pairs of the current message into the slices.
+private struct SideTally {
+  let side: Side
+  let index: Index
+  var localHour: LocalHourCache
+  var kindSlice = 0
+  var sizeSlice = 0
+  var utcHour = 0
+  var ts: Int64 = 0
+  var message = 0
+  /// Delivered pairs of the current message.
+  var delivered: Int32 = 0
+
+  init(_ side: Side, _ index: Index) {
+    self.side = side
+    self.index = index
+    localHour = LocalHourCache(zones: index.zones)
+  }
+
+  mutating func begin(channel: Int, ts: Int64, message: Int, utcHour: Int) {
+    kindSlice = Slice.kinds + Int(index.channelScope[channel].rawValue)
+    let members = index.channelMembers[channel + 1] - index.channelMembers[channel]
+    sizeSlice = Slice.sizes + Slice.sizeBucket(members: members)
+    self.utcHour = Slice.utcHours + utcHour
+    self.ts = ts
+    self.message = message
+    delivered = 0
+  }
+
+  @inline(__always)
+  mutating func tally(_ user: Int32, _ outcome: Outcome, into chunk: inout ComparedChunk) {
+    let isDelivered = outcome.isDelivered
+    let hour = localHour.hour(zone: Int(index.userZone[Int(user)]), ts: ts, message: message)
+    chunk.slices.count(side, kindSlice, delivered: isDelivered)
+    chunk.slices.count(side, sizeSlice, delivered: isDelivered)
+    chunk.slices.count(side, utcHour, delivered: isDelivered)
+    chunk.slices.count(side, Slice.localHours + hour, delivered: isDelivered)
+    if isDelivered {
+      delivered += 1
+      chunk.deliveredUsers[side.rawValue].append(user)
+    }
   }
 }
 
