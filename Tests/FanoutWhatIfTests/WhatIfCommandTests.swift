@@ -59,6 +59,25 @@ struct WhatIfCommandTests {
     #expect(runs[0] == runs[1])
   }
 
+  @Test("--sql-file runs a file's SQL (comments included), before any --sql")
+  func sqlFile() {
+    let file = datasetURL("scenarios/quiet-hours-22-08.sql").path
+    var reports: [Data?] = []
+    for arguments in [
+      ["--sql-file", file, "--sql", mentionsOnly],
+      ["--sql=" + readText(file) + ";\n" + mentionsOnly],  // it starts with "--"
+      ["--sql", mentionsOnly],
+    ] {
+      let out = makeTemporaryDirectory() + "/out"
+      let result = whatif(arguments, out: out)
+      #expect(result.status == 0, "\(result.stderr)")
+      reports.append(contents(out + "/changes.ndjson.lz4"))
+    }
+    #expect(reports[0] != nil)
+    #expect(reports[0] == reports[1])
+    #expect(reports[0] != reports[2])  // the file's SQL did run
+  }
+
   @Test("report.html stands alone: no scripts, no external resources, charts as SVG")
   func selfContainedHTML() throws {
     let out = makeTemporaryDirectory() + "/out"
