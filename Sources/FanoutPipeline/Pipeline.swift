@@ -40,6 +40,14 @@ public struct Timings: Sendable {
   public var write = 0.0
 }
 
+extension Duration {
+  /// The duration in seconds, as a `Double`.
+  package var seconds: Double {
+    let (whole, attoseconds) = components
+    return Double(whole) + Double(attoseconds) * 1e-18
+  }
+}
+
 /// The outcome of a completed run.
 public struct RunReport: Sendable {
   public var counters: Counters
@@ -66,10 +74,7 @@ public enum Pipeline {
     let clock = ContinuousClock()
     let started = clock.now
     var timings = Timings()
-    func lap(_ since: ContinuousClock.Instant) -> Double {
-      let d = (clock.now - since).components
-      return Double(d.seconds) + Double(d.attoseconds) * 1e-18
-    }
+    func lap(_ since: ContinuousClock.Instant) -> Double { (clock.now - since).seconds }
 
     try OutputDirectory.prepare(options.out, overwrite: options.overwrite)
     let reader: LineReader

@@ -31,7 +31,7 @@ extension WhatIfReport {
       \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered))
       <div class="card"><div class="label">Pairs whose outcome changed</div>\
       <div class="value">\(Format.grouped(changedPairs))</div>\
-      <div class="delta">\(Self.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
+      <div class="delta">\(Format.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
       </section>
 
       """
@@ -151,12 +151,6 @@ extension WhatIfReport {
     return #"<div class="card"><div class="label">\#(label)</div>"#
       + #"<div class="value">\#(Format.grouped(a)) → \#(Format.grouped(b))</div>"#
       + #"<div class="delta \#(cls)">\#(Format.signed(b - a)) (\#(Format.percent(from: a, to: b)))</div></div>"#
-  }
-
-  private static func share(_ part: Int, of whole: Int) -> String {
-    guard whole > 0 else { return "0%" }
-    let tenths = Int((Double(part) / Double(whole) * 1000).rounded())
-    return "\(tenths / 10).\(tenths % 10)%"
   }
 
   /// A table of A, B and the change, with a bar for each change.

@@ -84,8 +84,7 @@ public enum WhatIf {
     var phaseStart = started
     func lap(_ phase: String) {
       let now = clock.now
-      let d = (now - phaseStart).components
-      phases.append((phase, Double(d.seconds) + Double(d.attoseconds) * 1e-18))
+      phases.append((phase, (now - phaseStart).seconds))
       phaseStart = now
     }
     do { try OutputDirectory.prepare(options.out, overwrite: options.overwrite) } catch {

@@ -18,20 +18,12 @@ extension Fanout {
     @Flag(help: "Also write decisions.ndjson.lz4, one line per (message, recipient) pair.")
     var decisions = false
 
-    @Option(help: "Worker threads (default: all cores).")
-    var threads: Int?
-
-    @Flag(help: "Remove a previous run's files from the output folder first.")
-    var overwrite = false
-
-    func validate() throws {
-      if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-    }
+    @OptionGroup var runOptions: RunOptions
 
     func run() throws {
       let options = EvalOptions(
         snapshot: snapshot, messages: messages, out: out, decisions: decisions,
-        threads: threads ?? defaultThreadCount(), overwrite: overwrite)
+        threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
       do {
         let report = try Pipeline.eval(options)
         let c = report.counters

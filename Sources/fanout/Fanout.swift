@@ -19,10 +19,12 @@ struct Fanout: ParsableCommand {
 }
 
 /// Prints `error` on standard error and exits with its code.
-func fail(_ error: PipelineError) -> ExitCode {
+func fail(_ error: PipelineError) -> ExitCode { fail(error, exitCode: error.exitCode) }
+
+func fail(_ error: some Error & CustomStringConvertible, exitCode: Int32) -> ExitCode {
   var stderr = StandardError()
   print("fanout: error: \(error)", to: &stderr)
-  return ExitCode(error.exitCode)
+  return ExitCode(exitCode)
 }
 
 struct StandardError: TextOutputStream {

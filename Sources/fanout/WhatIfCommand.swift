@@ -35,14 +35,9 @@ extension Fanout {
     @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
     var out: String
 
-    @Option(help: "Worker threads (default: all cores).")
-    var threads: Int?
-
-    @Flag(help: "Remove a previous run's files from the output folder first.")
-    var overwrite = false
+    @OptionGroup var runOptions: RunOptions
 
     func validate() throws {
-      if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
       if (against == nil) == (sql.isEmpty && sqlFile.isEmpty) {
         throw ValidationError(
           "give exactly one of --against FILE and --sql \"SQL\" / --sql-file FILE")
@@ -66,8 +61,8 @@ extension Fanout {
       var options = WhatIfOptions(
         snapshot: snapshot,
         scenario: try against.map(WhatIfOptions.Scenario.snapshot) ?? .sql(scenarioSQL()),
-        messages: messages, out: out, threads: threads ?? defaultThreadCount(),
-        overwrite: overwrite)
+        messages: messages, out: out, threads: runOptions.workerThreads,
+        overwrite: runOptions.overwrite)
       let progress = ProgressBar()
       if isatty(2) != 0 { options.progress = progress.update }
       do {
@@ -76,9 +71,7 @@ extension Fanout {
         print(headline(report), terminator: "")
       } catch {
         progress.clear()
-        var stderr = StandardError()
-        print("fanout: error: \(error)", to: &stderr)
-        throw ExitCode(error.exitCode)
+        throw fail(error, exitCode: error.exitCode)
       }
     }
 

@@ -1,0 +1,56 @@
+/// Text escaping for HTML and SVG.
+enum HTML {
+  static func escape(_ s: String) -> String {
+    var out = ""
+    for c in s {
+      switch c {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      default: out.append(c)
+      }
+    }
+    return out
+  }
+}
+
+/// Number formatting for people.
+enum Format {
+  /// 1234567 → "1,234,567".
+  static func grouped(_ n: Int) -> String {
+    let digits = String(n.magnitude)
+    var out = ""
+    for (i, d) in digits.enumerated() {
+      if i > 0 && (digits.count - i) % 3 == 0 { out += "," }
+      out.append(d)
+    }
+    return (n < 0 ? "−" : "") + out
+  }
+
+  /// A signed change: "+1,234", "−56", "0".
+  static func signed(_ n: Int) -> String { n > 0 ? "+" + grouped(n) : grouped(n) }
+
+  /// 1200 → "1.2k", 3400000 → "3.4M".
+  static func compact(_ n: Int) -> String {
+    for (unit, size) in [("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)] where n >= size {
+      let tenths = (n * 10 + size / 2) / size
+      return tenths % 10 == 0 ? "\(tenths / 10)\(unit)" : "\(tenths / 10).\(tenths % 10)\(unit)"
+    }
+    return String(n)
+  }
+
+  /// The change from a to b in percent, one decimal: "−12.5%"; "new" from 0.
+  static func percent(from a: Int, to b: Int) -> String {
+    guard a != 0 else { return b == 0 ? "0%" : "new" }
+    let magnitude = share(abs(b - a), of: a)
+    return (magnitude == "0.0%" ? "" : b > a ? "+" : "−") + magnitude
+  }
+
+  /// `part` as a percentage of `whole`, one decimal: "16.3%".
+  static func share(_ part: Int, of whole: Int) -> String {
+    guard whole > 0 else { return "0%" }
+    let tenths = Int((Double(part) / Double(whole) * 1000).rounded())
+    return "\(tenths / 10).\(tenths % 10)%"
+  }
+}
