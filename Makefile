@@ -7,7 +7,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo whatif-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps build demo whatif-demo stream-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -38,6 +38,13 @@ whatif-demo: build $(SAMPLE)/snapshot.sqlite
 	$(FANOUT) whatif --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
 	  --sql "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL" \
 	  --out $(WHATIF_OUT) --overwrite
+
+# The sample through `fanout stream`, to the end of input: segment files in out/stream.
+STREAM_OUT := out/stream
+stream-demo: build $(SAMPLE)/snapshot.sqlite
+	rm -rf $(STREAM_OUT)
+	$(FANOUT) stream --snapshot $(SAMPLE)/snapshot.sqlite --out $(STREAM_OUT) < $(SAMPLE)/traffic.ndjson
+	@echo; ls $(STREAM_OUT); echo; echo "== $(STREAM_OUT)/batches-000001.ndjson"; cat $(STREAM_OUT)/batches-000001.ndjson
 
 # Renders that report in headless Chromium (installed if missing) and checks
 # the screenshot, $(WHATIF_OUT)/report.png, shows the page and its charts.

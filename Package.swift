@@ -31,10 +31,11 @@ let package = Package(
       name: "FanoutPipeline",
       dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),
     .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
+    .target(name: "FanoutStream", dependencies: ["FanoutPipeline"]),
     .executableTarget(
       name: "fanout",
       dependencies: [
-        "FanoutPipeline", "FanoutWhatIf", "FanoutGenerator",
+        "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutGenerator",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 
@@ -52,6 +53,8 @@ let package = Package(
     .testTarget(
       name: "FanoutWhatIfTests",
       dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutTestSupport"]),
   ]
 )
 
@@ -63,12 +66,15 @@ if getenv("FANOUT_BENCHMARKS") != nil {
     .package(
       url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]
     ))
-  for suite in ["LoadBenchmarks", "KernelBenchmarks"] {
+  for (suite, modules) in [
+    ("LoadBenchmarks", ["FanoutPipeline"]), ("KernelBenchmarks", ["FanoutPipeline"]),
+    ("StreamBenchmarks", ["FanoutPipeline", "FanoutStream"]),
+  ] {
     package.targets.append(
       .executableTarget(
         name: suite,
-        dependencies: [
-          "FanoutPipeline", "FanoutGenerator", .product(name: "Benchmark", package: "benchmark"),
+        dependencies: modules.map { .target(name: $0) } + [
+          "FanoutGenerator", .product(name: "Benchmark", package: "benchmark"),
         ],
         path: "Benchmarks/\(suite)",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))

@@ -14,7 +14,7 @@ package enum OutputDirectory {
       || (name.hasPrefix(".") && name.hasSuffix(".partial"))
   }
 
-  static func entries(_ path: String) -> [String]? {
+  package static func entries(_ path: String) -> [String]? {
     guard let dir = opendir(path) else { return nil }
     defer { closedir(dir) }
     var names: [String] = []

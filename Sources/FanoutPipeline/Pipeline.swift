@@ -48,6 +48,16 @@ extension Duration {
   }
 }
 
+/// `value` with exactly three decimals (`1.500`), as times are printed.
+package func threeDecimals(_ value: Double) -> String {
+  let thousandths = Int((value * 1000).rounded())
+  let sign = thousandths < 0 ? "-" : ""
+  let magnitude = abs(thousandths)
+  let fraction = String(magnitude % 1000)
+  return
+    "\(sign)\(magnitude / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+}
+
 /// The outcome of a completed run.
 public struct RunReport: Sendable {
   public var counters: Counters
@@ -64,7 +74,7 @@ public enum Pipeline {
   package static let waveLines = 65_536
   static let parseChunkLines = 1_024
   /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
-  static let chunkPairs = 65_536
+  package static let chunkPairs = 65_536
   /// Evaluation chunks evaluated together; with one such group being written
   /// while the next is evaluated, this bounds memory.
   package static let chunksInFlight = 16
@@ -163,11 +173,11 @@ public enum Pipeline {
   }
 
   /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
-  /// pairs. The cut depends only on the input, so output bytes do not depend
-  /// on the number of threads.
-  package static func planChunks(_ batches: [MessageBatch], index: Index) -> [(
-    batch: Int, messages: Range<Int>
-  )] {
+  /// pairs. The cut depends only on the input (and `chunkPairs`), so output
+  /// bytes do not depend on the number of threads.
+  package static func planChunks(
+    _ batches: [MessageBatch], index: Index, chunkPairs: Int = Pipeline.chunkPairs
+  ) -> [(batch: Int, messages: Range<Int>)] {
     var plan: [(batch: Int, messages: Range<Int>)] = []
     for (b, batch) in batches.enumerated() {
       var start = 0

@@ -57,11 +57,14 @@ package final class RunWriter {
     try rejected.write(Self.lines(rejections))
   }
 
-  /// `{"line":12,"error":"…"}` per rejected line.
-  package static func lines(_ rejections: [Rejection]) -> [UInt8] {
+  /// `{"line":12,"error":"…"}` per rejected line; with a producer (`fanout
+  /// stream`'s socket connections), `{"producer":3,"line":12,"error":"…"}`.
+  package static func lines(_ rejections: [Rejection], producer: Int? = nil) -> [UInt8] {
+    let prefix = producer.map { #"{"producer":\#($0),"line":"# } ?? #"{"line":"#
     var bytes: [UInt8] = []
     for r in rejections {
-      bytes += #"{"line":\#(r.line),"error":"#.utf8
+      bytes += prefix.utf8
+      bytes += #"\#(r.line),"error":"#.utf8
       bytes += JSONText.quoted(r.reason)
       bytes += "}\n".utf8
     }

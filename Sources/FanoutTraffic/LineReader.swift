@@ -8,6 +8,12 @@
 public struct TrafficInputError: Error, CustomStringConvertible {
   public let path: String
   public let reason: String
+
+  public init(path: String, reason: String) {
+    self.path = path
+    self.reason = reason
+  }
+
   public var description: String { "cannot read messages from '\(path)': \(reason)" }
 }
 
@@ -19,17 +25,93 @@ public struct LineBlock: Sendable {
   public var ends: [Int] = []
   public var firstLine = 1
 
+  public init() {}
+
   public var count: Int { starts.count }
+
+  /// Lines `range` of the block, renumbered; the bytes are shared, not copied.
+  public func lines(_ range: Range<Int>) -> LineBlock {
+    var part = LineBlock()
+    part.bytes = bytes
+    part.starts = Array(starts[range])
+    part.ends = Array(ends[range])
+    part.firstLine = firstLine + range.lowerBound
+    return part
+  }
+}
+
+/// Cuts a byte stream into numbered lines as it arrives: LF ends a line, a CR
+/// before it is dropped. Each byte is scanned once.
+public struct LineSplitter {
+  private var pending: [UInt8] = []
+  private var starts: [Int] = []
+  private var ends: [Int] = []
+  /// Where the line being read starts, and how far it has been scanned.
+  private var lineStart = 0
+  private var nextLine = 1
+
+  public init() {}
+
+  /// Complete lines buffered.
+  public var completeLines: Int { starts.count }
+
+  /// Bytes buffered, complete lines and the unfinished one.
+  public var bufferedBytes: Int { pending.count }
+
+  /// Appends bytes read from the input.
+  public mutating func append(_ raw: UnsafeRawBufferPointer) {
+    var scanFrom = pending.count
+    pending.append(contentsOf: raw)
+    pending.withUnsafeBytes { all in
+      while scanFrom < all.count,
+        let found = memchr(all.baseAddress! + scanFrom, 0x0A, all.count - scanFrom)
+      {
+        let nl = UnsafeRawPointer(found) - all.baseAddress!
+        starts.append(lineStart)
+        ends.append(nl > lineStart && all[nl - 1] == 0x0D ? nl - 1 : nl)
+        lineStart = nl + 1
+        scanFrom = nl + 1
+      }
+    }
+  }
+
+  /// Up to `maxLines` complete lines, or nil if there are none; with
+  /// `final` (the input has ended), a last line without a line end counts.
+  public mutating func take(maxLines: Int, final: Bool = false) -> LineBlock? {
+    if final && lineStart < pending.count && starts.count < maxLines {
+      starts.append(lineStart)
+      ends.append(pending.last == 0x0D ? pending.count - 1 : pending.count)
+      lineStart = pending.count
+    }
+    let n = min(maxLines, starts.count)
+    guard n > 0 else { return nil }
+    let consumed = n == starts.count ? lineStart : starts[n]
+    var block = LineBlock()
+    block.firstLine = nextLine
+    block.bytes = Array(pending[0..<consumed])
+    block.starts = Array(starts[0..<n])
+    block.ends = Array(ends[0..<n])
+    // Keep the rest, rebased to the start of the buffer.
+    pending.removeFirst(consumed)
+    starts.removeFirst(n)
+    ends.removeFirst(n)
+    for k in starts.indices {
+      starts[k] -= consumed
+      ends[k] -= consumed
+    }
+    lineStart -= consumed
+    nextLine += n
+    return block
+  }
 }
 
 /// Reads NDJSON input in blocks of whole lines, from a file or standard input (`-`).
 public final class LineReader {
   public let path: String
   private let fd: Int32
-  private var pending: [UInt8] = []
+  private var splitter = LineSplitter()
   private var atEOF = false
-  private var nextLine = 1
-  private static let readSize = 1 << 20
+  private var buffer = [UInt8](repeating: 0, count: 1 << 20)
 
   public init(path: String) throws(TrafficInputError) {
     self.path = path
@@ -53,51 +135,27 @@ public final class LineReader {
   /// The next up to `maxLines` lines, or nil at the end of the input. A last
   /// line without a line end counts; a CR before LF is dropped.
   public func next(maxLines: Int) throws(TrafficInputError) -> LineBlock? {
-    var block = LineBlock()
-    block.firstLine = nextLine
-    var consumed = 0
-    var scanFrom = 0
-    while block.count < maxLines {
-      if let nl = pending[scanFrom...].firstIndex(of: 0x0A) {
-        addLine(&block, from: consumed, to: nl)
-        consumed = nl + 1
-        scanFrom = consumed
-        continue
+    while splitter.completeLines < maxLines && !atEOF {
+      let n = try readInput(fd, into: &buffer, path: path)
+      if n == 0 {
+        atEOF = true
+      } else {
+        buffer.withUnsafeBytes { splitter.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
       }
-      scanFrom = pending.count
-      if atEOF {
-        if consumed < pending.count { addLine(&block, from: consumed, to: pending.count) }
-        consumed = pending.count
-        break
-      }
-      try fill()
     }
-    // Hand the consumed bytes to the block; keep the rest for next time.
-    block.bytes = Array(pending[0..<consumed])
-    pending.removeFirst(consumed)
-    nextLine += block.count
-    return block.count == 0 ? nil : block
+    return splitter.take(maxLines: maxLines, final: atEOF)
   }
+}
 
-  private func addLine(_ block: inout LineBlock, from start: Int, to end: Int) {
-    let trimmed = end > start && pending[end - 1] == 0x0D ? end - 1 : end
-    block.starts.append(start)
-    block.ends.append(trimmed)
-  }
-
-  private func fill() throws(TrafficInputError) {
-    let old = pending.count
-    pending.append(contentsOf: repeatElement(0, count: Self.readSize))
-    while true {
-      let n = pending.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, Self.readSize) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 {
-        pending.removeLast(Self.readSize)
-        throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
-      }
-      pending.removeLast(Self.readSize - n)
-      if n == 0 { atEOF = true }
-      return
+/// One `read` into `buffer`, retried on EINTR: the byte count, 0 at the end.
+public func readInput(_ fd: Int32, into buffer: inout [UInt8], path: String)
+  throws(TrafficInputError) -> Int
+{
+  while true {
+    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+    if n >= 0 { return n }
+    if errno != EINTR {
+      throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
     }
   }
 }

@@ -29,17 +29,11 @@ extension Fanout {
         let c = report.counters
         print(
           "\(c.messages) messages, \(report.rejected) rejected, \(c.pairs) pairs, \(c.delivered) delivered, "
-            + "\(c.deliveries.reduce(0, +)) deliveries in \(String(format3(report.seconds))) s "
+            + "\(c.deliveries.reduce(0, +)) deliveries in \(threeDecimals(report.seconds)) s "
             + "(\(Int(report.pairsPerSecond)) pairs/s); output in \(out)")
       } catch {
         throw fail(error)
       }
     }
   }
-}
-
-func format3(_ s: Double) -> String {
-  let millis = Int((s * 1000).rounded())
-  let fraction = String(millis % 1000)
-  return "\(millis / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
 }

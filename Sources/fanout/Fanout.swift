@@ -15,7 +15,9 @@ struct Fanout: ParsableCommand {
       Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
       output folder, 65 snapshot refused, 66 messages unreadable, 73 output could not be written.
       """,
-    subcommands: [Eval.self, WhatIfCommand.self, SnapshotCommand.self, Gen.self])
+    subcommands: [
+      Eval.self, WhatIfCommand.self, StreamCommand.self, SnapshotCommand.self, Gen.self,
+    ])
 }
 
 /// Prints `error` on standard error and exits with its code.

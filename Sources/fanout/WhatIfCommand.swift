@@ -1,5 +1,6 @@
 import ArgumentParser
 import FanoutModel
+import FanoutPipeline
 import FanoutWhatIf
 
 #if canImport(Glibc)
@@ -111,8 +112,9 @@ extension Fanout {
         "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome; "
         + "report in \(out)/report.html\n"
       text +=
-        "\(format3(r.seconds)) s: "
-        + r.phases.map { "\($0.phase) \(format3($0.seconds)) s" }.joined(separator: ", ") + "\n"
+        "\(threeDecimals(r.seconds)) s: "
+        + r.phases.map { "\($0.phase) \(threeDecimals($0.seconds)) s" }.joined(separator: ", ")
+        + "\n"
       return text
     }
   }

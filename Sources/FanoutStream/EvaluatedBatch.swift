@@ -1,0 +1,122 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutOutput
+import FanoutPipeline
+import FanoutTraffic
+
+/// How a batch's delivery lines are encoded for its destination; done by
+/// the worker that evaluated them.
+enum DeliveryEncoding: Sendable {
+  /// LZ4 blocks, to be framed per gateway file.
+  case lz4Blocks
+  /// Plain lines, each starting with `"gateway":NAME` (standard output).
+  case taggedLines
+
+  func encode(_ lines: [UInt8], gatewayJSON: [UInt8]) -> [UInt8] {
+    switch self {
+    case .lz4Blocks: return LZ4Frame.blocks(lines)
+    case .taggedLines:
+      // `{"message":…}` becomes `{"gateway":"apns","message":…}`.
+      var tagged: [UInt8] = []
+      tagged.reserveCapacity(lines.count + lines.count / 8)
+      var start = 0
+      while start < lines.count {
+        let end = lines[start...].firstIndex(of: 0x0A)! + 1
+        tagged += #"{"gateway":"#.utf8
+        tagged += gatewayJSON
+        tagged.append(UInt8(ascii: ","))
+        tagged += lines[(start + 1)..<end]
+        start = end
+      }
+      return tagged
+    }
+  }
+}
+
+/// One evaluated batch, ready to be written.
+struct EvaluatedBatch {
+  /// Batches are numbered from 1 for the life of the process.
+  let number: Int
+  let snapshot: LoadedSnapshot
+  /// Per gateway row of the snapshot, the encoded delivery lines (empty: none).
+  let deliveries: [[UInt8]]
+  /// `{"line":12,"error":"…"}` per rejected line (with `"producer"` for socket input).
+  let rejectedLines: [UInt8]
+  let lines: Int
+  let rejected: Int
+  let counters: Counters
+
+  var gatewayNames: [String] {
+    (0..<snapshot.index.gateways.count).map { snapshot.index.gateways[$0] }
+  }
+
+  /// The batch's record: its number, the snapshot it was evaluated against
+  /// and its counts. One line, without a line end.
+  func record(closedAtMillis: Int64) -> [UInt8] {
+    var deliveriesJSON: [String] = []
+    for (g, name) in gatewayNames.enumerated() where counters.deliveries[g] > 0 {
+      deliveriesJSON.append(
+        String(decoding: JSONText.quoted(name), as: UTF8.self) + ":\(counters.deliveries[g])")
+    }
+    let text =
+      #"{"batch":\#(number),"snapshot":\#(snapshot.json),"lines":\#(lines)"#
+      + #","messages":\#(counters.messages),"rejected":\#(rejected),"pairs":\#(counters.pairs)"#
+      + #","delivered":\#(counters.delivered),"deliveries":{\#(deliveriesJSON.joined(separator: ","))}"#
+      + #","closed_at":"\#(WallClock.rfc3339(millis: closedAtMillis))"}"#
+    return Array(text.utf8)
+  }
+
+  /// Parses and evaluates `arrived` against `snapshot` on `workers` threads.
+  static func evaluate(
+    _ arrived: [ArrivedLines], number: Int, snapshot: LoadedSnapshot, workers: Int,
+    encoding: DeliveryEncoding
+  ) -> EvaluatedBatch {
+    let index = snapshot.index
+    // The lines arrived in blocks (one per read): parse the blocks in parallel.
+    let parsedParts = runChunks(count: arrived.count, workers: workers, empty: [MessageBatch]()) {
+      Pipeline.parse(arrived[$0].block, index: index, workers: 1)
+    }
+    var parsed: [MessageBatch] = []
+    var rejectedLines: [UInt8] = []
+    var rejected = 0
+    var lines = 0
+    for (part, batches) in zip(arrived, parsedParts) {
+      lines += part.block.count
+      for batch in batches {
+        rejected += batch.rejections.count
+        rejectedLines += RunWriter.lines(batch.rejections, producer: part.producer)
+        parsed.append(batch)
+      }
+    }
+    // Small chunks, so that both cores share even a small batch.
+    let pairs = parsed.reduce(0) { total, batch in
+      total + (0..<batch.count).reduce(0) { $0 + index.members(of: batch.channel[$1]).count }
+    }
+    let plan = Pipeline.planChunks(
+      parsed, index: index, chunkPairs: max(1_024, pairs / (4 * workers)))
+    let messages = parsed
+    let gatewayJSON = (0..<index.gateways.count).map { JSONText.quoted(index.gateways[$0]) }
+    let chunks = runChunks(
+      count: plan.count, workers: workers,
+      empty: (payloads: [[UInt8]](), counters: Counters(gateways: 0))
+    ) { i in
+      var evaluator = Evaluator(index: index, output: .deliveries)
+      var result = ChunkResult(gateways: index.gateways.count)
+      evaluator.evaluate(messages[plan[i].batch], messages: plan[i].messages, into: &result)
+      let payloads = result.gatewayLines.enumerated().map { g, lines in
+        lines.isEmpty ? [] : encoding.encode(lines, gatewayJSON: gatewayJSON[g])
+      }
+      return (payloads, result.counters)
+    }
+    var deliveries = [[UInt8]](repeating: [], count: index.gateways.count)
+    var counters = Counters(gateways: index.gateways.count)
+    for chunk in chunks {
+      counters.add(chunk.counters)
+      for g in deliveries.indices { deliveries[g] += chunk.payloads[g] }
+    }
+    return EvaluatedBatch(
+      number: number, snapshot: snapshot, deliveries: deliveries, rejectedLines: rejectedLines,
+      lines: lines, rejected: rejected, counters: counters)
+  }
+
+}

@@ -1,0 +1,165 @@
+import Dispatch
+import FanoutIndex
+import FanoutPipeline
+import FanoutSnapshot
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Which file a snapshot was loaded from: replacing it (an atomic rename)
+/// gives another inode, rewriting it another size or modification time.
+struct SnapshotIdentity: Sendable, Equatable {
+  var device: UInt64
+  var inode: UInt64
+  var size: Int64
+  var modifiedNanos: Int64
+
+  init?(path: String) {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    device = UInt64(st.st_dev)
+    inode = UInt64(st.st_ino)
+    size = Int64(st.st_size)
+    modifiedNanos = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+  }
+}
+
+/// A loaded snapshot and what the output says about it.
+struct LoadedSnapshot: Sendable {
+  let index: Index
+  /// 1 for the snapshot the stream started with, then one more per reload.
+  let generation: Int
+  let path: String
+  let identity: SnapshotIdentity
+  let loadedAtMillis: Int64
+  let loadSeconds: Double
+
+  /// `{"generation":2,"path":"…","inode":…,"size":…,"modified":"…","loaded_at":"…"}`
+  var json: String {
+    #"{"generation":\#(generation),"path":"#
+      + String(decoding: JSONText.quoted(path), as: UTF8.self)
+      + #","device":\#(identity.device),"inode":\#(identity.inode),"size":\#(identity.size)"#
+      + #","modified":"\#(WallClock.rfc3339(millis: identity.modifiedNanos / 1_000_000))""#
+      + #","loaded_at":"\#(WallClock.rfc3339(millis: loadedAtMillis))"}"#
+  }
+
+  /// Loads the snapshot at `path`; if the file is replaced while it loads,
+  /// loads again, so that the identity recorded is the one that was read.
+  static func load(path: String, generation: Int) throws(PipelineError) -> LoadedSnapshot {
+    while true {
+      let clock = ContinuousClock()
+      let started = clock.now
+      let before = SnapshotIdentity(path: path)
+      let index: Index
+      do { index = try SnapshotLoader.load(path: path).index } catch { throw .snapshot(error) }
+      guard let before, SnapshotIdentity(path: path) == before else { continue }
+      return LoadedSnapshot(
+        index: index, generation: generation, path: path, identity: before,
+        loadedAtMillis: WallClock.nowMillis(), loadSeconds: (clock.now - started).seconds)
+    }
+  }
+}
+
+/// Loads new snapshots in the background, on SIGHUP or when the file is
+/// replaced, while evaluation goes on with the one in use. The batch loop
+/// takes a loaded snapshot between batches. A refused snapshot is logged
+/// and the one in use stays.
+final class SnapshotReloader: Sendable {
+  private let path: String
+  private let log: StreamLog
+  private let queue = DispatchQueue(label: "fanout.reload")
+  // Set up once in init; DispatchSource is thread-safe.
+  private nonisolated(unsafe) let watchTimer: DispatchSourceTimer
+
+  private struct State {
+    var ready: LoadedSnapshot?
+    var loading = false
+    var loadAgain = false
+    var lastGeneration: Int
+    /// The file last loaded or refused: the watcher reloads when it changes.
+    var lastSeen: SnapshotIdentity?
+    var refused = 0
+  }
+  private let state: Mutex<State>
+
+  init(current: LoadedSnapshot, log: StreamLog, watchEvery seconds: Double) {
+    path = current.path
+    self.log = log
+    state = Mutex(State(lastGeneration: current.generation, lastSeen: current.identity))
+    watchTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "fanout.watch"))
+    watchTimer.schedule(
+      deadline: .now() + seconds, repeating: .milliseconds(Int(seconds * 1000)))
+    watchTimer.setEventHandler { [weak self] in self?.checkFile() }
+    watchTimer.resume()
+  }
+
+  deinit { watchTimer.cancel() }
+
+  /// Snapshots refused so far.
+  var refusedCount: Int { state.withLock { $0.refused } }
+
+  /// Loads the file again (SIGHUP); a request while loading loads once more after.
+  func reload(because reason: String) {
+    let start = state.withLock { s -> Bool in
+      if s.loading {
+        s.loadAgain = true
+        return false
+      }
+      s.loading = true
+      return true
+    }
+    guard start else { return }
+    log.line("reloading the snapshot (\(reason))")
+    queue.async { self.loadUntilSettled() }
+  }
+
+  /// A loaded snapshot not yet in use, if any.
+  func takeReady() -> LoadedSnapshot? {
+    state.withLock { s in
+      defer { s.ready = nil }
+      return s.ready
+    }
+  }
+
+  private func checkFile() {
+    guard let seen = SnapshotIdentity(path: path) else { return }  // mid-replacement
+    if state.withLock({ $0.lastSeen != seen && !$0.loading }) {
+      reload(because: "the file was replaced")
+    }
+  }
+
+  private func loadUntilSettled() {
+    while true {
+      let generation = state.withLock { $0.lastGeneration + 1 }
+      let seen = SnapshotIdentity(path: path)
+      do {
+        let loaded = try LoadedSnapshot.load(path: path, generation: generation)
+        state.withLock {
+          $0.ready = loaded
+          $0.lastGeneration = generation
+          $0.lastSeen = loaded.identity
+        }
+        log.line(
+          "snapshot generation \(generation) loaded in \(threeDecimals(loaded.loadSeconds)) s "
+            + "(inode \(loaded.identity.inode)); it is used from the next batch")
+      } catch {
+        state.withLock {
+          $0.lastSeen = seen
+          $0.refused += 1
+        }
+        log.line("new snapshot refused, the one in use stays: \(error)")
+      }
+      let again = state.withLock { s -> Bool in
+        if s.loadAgain {
+          s.loadAgain = false
+          return true
+        }
+        s.loading = false
+        return false
+      }
+      if !again { return }
+    }
+  }
+}

@@ -1,0 +1,125 @@
+import FanoutIndex
+import FanoutOutput
+import FanoutPipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Batch latencies on a log scale: 8 buckets per doubling of microseconds,
+/// so a percentile read from it is at most 9 % above the true value.
+struct LatencyHistogram {
+  private var buckets = [Int](repeating: 0, count: 8 * 40)
+  private(set) var count = 0
+
+  mutating func add(seconds: Double) {
+    let micros = max(0, seconds * 1e6)
+    let b = min(buckets.count - 1, Int((log2(micros + 1) * 8).rounded(.down)))
+    buckets[b] += 1
+    count += 1
+  }
+
+  /// The upper bound of the bucket holding the `p` quantile, in milliseconds.
+  func percentileMillis(_ p: Double) -> Double {
+    guard count > 0 else { return 0 }
+    let rank = max(1, Int((p * Double(count)).rounded(.up)))
+    var seen = 0
+    for (b, n) in buckets.enumerated() {
+      seen += n
+      if seen >= rank { return (exp2(Double(b + 1) / 8) - 1) / 1000 }
+    }
+    return 0
+  }
+}
+
+/// Running totals of the stream.
+struct StreamTotals {
+  var batches = 0
+  var lines = 0
+  var messages = 0
+  var rejected = 0
+  var pairs = 0
+  var delivered = 0
+
+  mutating func add(_ batch: EvaluatedBatch) {
+    batches += 1
+    lines += batch.lines
+    messages += batch.counters.messages
+    rejected += batch.rejected
+    pairs += batch.counters.pairs
+    delivered += batch.counters.delivered
+  }
+}
+
+/// What the status line and the metrics file report: totals since the
+/// start, and rates and latencies over the last interval.
+struct StreamMetrics {
+  let started = ContinuousClock.now
+  private(set) var total = StreamTotals()
+  private(set) var runLatency = LatencyHistogram()
+  private var interval = StreamTotals()
+  private var intervalLatency = LatencyHistogram()
+  private(set) var intervalStart = ContinuousClock.now
+
+  mutating func record(_ batch: EvaluatedBatch, latencySeconds: Double) {
+    total.add(batch)
+    interval.add(batch)
+    runLatency.add(seconds: latencySeconds)
+    intervalLatency.add(seconds: latencySeconds)
+  }
+
+  struct Report {
+    var line: String
+    var json: [UInt8]
+  }
+
+  /// The status line and metrics JSON for the interval just ended; starts the next.
+  mutating func closeInterval(
+    queueDepth: Int, queueCapacity: Int, snapshot: LoadedSnapshot, reloadsRefused: Int
+  ) -> Report {
+    let seconds = max(1e-9, (ContinuousClock.now - intervalStart).seconds)
+    let messagesPerSecond = Int((Double(interval.messages) / seconds).rounded())
+    let pairsPerSecond = Int((Double(interval.pairs) / seconds).rounded())
+    let p50 = intervalLatency.percentileMillis(0.5)
+    let p99 = intervalLatency.percentileMillis(0.99)
+    let line =
+      "\(messagesPerSecond) messages/s, \(pairsPerSecond) pairs/s, "
+      + "batch latency p50 \(threeDecimals(p50)) ms p99 \(threeDecimals(p99)) ms, "
+      + "queue \(queueDepth)/\(queueCapacity), snapshot generation \(snapshot.generation)"
+    let json =
+      #"{"time":"\#(WallClock.rfc3339(millis: WallClock.nowMillis()))""#
+      + #","uptime_seconds":\#(threeDecimals((ContinuousClock.now - started).seconds))"#
+      + #","interval_seconds":\#(threeDecimals(seconds)),"batches":\#(total.batches)"#
+      + #","lines":\#(total.lines),"messages":\#(total.messages),"rejected":\#(total.rejected)"#
+      + #","pairs":\#(total.pairs),"delivered":\#(total.delivered)"#
+      + #","messages_per_second":\#(messagesPerSecond),"pairs_per_second":\#(pairsPerSecond)"#
+      + #","batch_latency_ms":{"p50":\#(threeDecimals(p50)),"p99":\#(threeDecimals(p99)),"batches":\#(interval.batches)}"#
+      + #","queue_depth":\#(queueDepth),"queue_capacity":\#(queueCapacity)"#
+      + #","snapshot":\#(snapshot.json),"snapshots_refused":\#(reloadsRefused)}"# + "\n"
+    interval = StreamTotals()
+    intervalLatency = LatencyHistogram()
+    intervalStart = .now
+    return Report(line: line, json: Array(json.utf8))
+  }
+
+  /// The last line: totals and latency over the whole run.
+  func finalLine(reason: String) -> String {
+    let seconds = max(1e-9, (ContinuousClock.now - started).seconds)
+    return
+      "stopped (\(reason)): \(total.lines) lines, \(total.messages) messages, "
+      + "\(total.rejected) rejected, \(total.pairs) pairs, \(total.delivered) delivered "
+      + "in \(total.batches) batches over \(threeDecimals(seconds)) s "
+      + "(\(Int((Double(total.pairs) / seconds).rounded())) pairs/s); batch latency p50 "
+      + "\(threeDecimals(runLatency.percentileMillis(0.5))) ms p99 \(threeDecimals(runLatency.percentileMillis(0.99))) ms"
+  }
+}
+
+/// Rewrites the metrics file whole: written aside, then renamed over the old one.
+func writeMetrics(_ json: [UInt8], to path: String) throws(OutputError) {
+  let slash = path.lastIndex(of: "/")
+  let directory = slash.map { String(path[..<$0]) } ?? "."
+  let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+  let file = try PendingFile(directory: directory.isEmpty ? "/" : directory, name: name)
+  try file.write(json)
+  try file.commit()
+}

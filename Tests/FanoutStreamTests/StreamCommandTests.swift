@@ -1,0 +1,305 @@
+import FanoutTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// `fanout stream` driven as a subprocess, compared with `fanout eval` on
+/// the same lines.
+@Suite("fanout stream, end to end", .serialized)
+struct StreamCommandTests {
+  @Test("to the end of input: segments hold exactly what eval writes, malformed lines rejected")
+  func endOfInput() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let stream = StreamProcess([
+      "--snapshot", generated.snapshot, "--out", out, "--batch-messages", "37",
+      "--rotate-mb", "0.02", "--threads", "2",
+    ])
+    stream.write(bytes(trafficLines))
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    let folder = SegmentFolder(out)
+    let expected = evalDeliveries(snapshot: generated.snapshot, input: bytes(trafficLines))
+    #expect(folder.deliveries == expected)
+    #expect(folder.partialFiles.isEmpty)
+    #expect(folder.segments.count > 3, "rotation by size")
+    #expect(folder.records.map { $0["batch"] as! Int } == Array(1...folder.records.count))
+    #expect(sum(folder.records, "lines") == trafficLines.count)
+    #expect(sum(folder.records, "rejected") == trafficLines.count / 401)
+    #expect(folder.records.allSatisfy { ($0["lines"] as! Int) <= 37 })
+    // The lz4 tool reads a segment file: one frame per batch, concatenated.
+    let apns = listDirectory(out).first { $0.hasPrefix("apns-") }!
+    #expect(lz4CommandLineDecode(out + "/" + apns)?.hasSuffix("}]}\n") == true)
+    #expect(stream.stderr.contains("stopped (end of input): \(trafficLines.count) lines"))
+  }
+
+  @Test("--out -: one stream, each delivery line naming its gateway, a record per batch")
+  func standardOutput() throws {
+    let sample = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    let input = Array(readText(datasetURL("sample/traffic.ndjson").path).utf8)
+    let stream = StreamProcess(["--snapshot", sample, "--out", "-", "--batch-messages", "5"])
+    stream.write(input)
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    let (deliveries, records) = splitStandardOutput(stream.stdout)
+    #expect(deliveries == evalDeliveries(snapshot: sample, input: input))
+    #expect(records.count == 5)  // 21 lines in batches of 5
+    let last = String(decoding: stream.stdout, as: UTF8.self).split(separator: "\n").last!
+    #expect(last.hasPrefix(#"{"batch":5,"snapshot":{"generation":1,"#))
+  }
+
+  @Test("SIGHUP after replacing the snapshot: earlier lines follow the old one, later the new")
+  func reloadOnSIGHUP() throws {
+    try reload { stream in stream.send(SIGHUP) }
+  }
+
+  @Test("replacing the snapshot file alone is noticed")
+  func reloadOnReplacement() throws {
+    try reload { _ in }
+  }
+
+  /// Half the traffic, a new snapshot swapped in by `trigger`, the other half.
+  private func reload(trigger: (StreamProcess) -> Void) throws {
+    let dir = makeTemporaryDirectory()
+    let live = dir + "/live.sqlite"
+    try FileManager.default.copyItem(atPath: generated.snapshot, toPath: live)
+    // B: every other user in all-day DND, and fewer devices.
+    let b = SQLiteFixture.copy(
+      generated.snapshot,
+      applying: """
+        UPDATE users SET dnd_start = 0, dnd_end = 0 WHERE rowid % 2 = 0;
+        DELETE FROM devices WHERE device_id % 3 = 0;
+        """)
+    let (first, second) = (Array(trafficLines[..<1_500]), Array(trafficLines[1_500...]))
+    let stream = StreamProcess([
+      "--snapshot", live, "--out", "-", "--batch-messages", "100", "--threads", "2",
+    ])
+    stream.write(bytes(first))
+    #expect(stream.wait { sum(stream.batchRecords, "lines") == first.count })
+    replaceAtomically(live, with: b)
+    trigger(stream)
+    #expect(stream.wait { stream.stderr.contains("in use from batch") }, "\(stream.stderr)")
+    stream.write(bytes(second))
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+
+    let (deliveries, records) = splitStandardOutput(stream.stdout)
+    let old = evalDeliveries(snapshot: generated.snapshot, input: bytes(first))
+    let new = evalDeliveries(snapshot: b, input: bytes(second))
+    for gateway in Set(old.gateways.keys).union(new.gateways.keys) {
+      #expect(
+        deliveries.gateways[gateway] == (old.gateways[gateway] ?? "")
+          + (new.gateways[gateway] ?? ""),
+        "\(gateway)")
+    }
+    #expect(old != evalDeliveries(snapshot: b, input: bytes(first)), "B must change decisions")
+    // Each batch names the snapshot it was evaluated against.
+    let byGeneration = Dictionary(grouping: records) {
+      ($0["snapshot"] as! [String: Any])["generation"] as! Int
+    }
+    #expect(sum(byGeneration[1]!, "lines") == first.count)
+    let later = records.filter { (($0["snapshot"] as! [String: Any])["generation"] as! Int) > 1 }
+    #expect(sum(later, "lines") == second.count)
+    #expect(later.allSatisfy { ($0["snapshot"] as! [String: Any])["inode"] as! Int == inode(live) })
+  }
+
+  @Test("a refused snapshot keeps the one in use, and says why")
+  func refusedReload() throws {
+    let dir = makeTemporaryDirectory()
+    let live = dir + "/live.sqlite"
+    try FileManager.default.copyItem(atPath: generated.snapshot, toPath: live)
+    let broken = SQLiteFixture.copy(
+      generated.snapshot, applying: "UPDATE users SET chat_level = 'loud' WHERE rowid = 3")
+    let stream = StreamProcess(["--snapshot", live, "--out", "-", "--batch-messages", "100"])
+    stream.write(bytes(trafficLines[..<1_000]))
+    replaceAtomically(live, with: broken)
+    stream.send(SIGHUP)
+    #expect(stream.wait { stream.stderr.contains("refused, the one in use stays") })
+    #expect(stream.stderr.contains("column chat_level"), "\(stream.stderr)")
+    stream.write(bytes(trafficLines[1_000...]))
+    #expect(stream.waitForExit() == 0)
+    #expect(
+      splitStandardOutput(stream.stdout).deliveries
+        == evalDeliveries(snapshot: generated.snapshot, input: bytes(trafficLines)))
+  }
+
+  @Test("SIGTERM mid-stream: every line read is in the output once, files closed, exit 0")
+  func sigterm() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let metrics = makeTemporaryDirectory() + "/metrics.json"
+    let stream = StreamProcess([
+      "--snapshot", generated.snapshot, "--out", out, "--batch-messages", "50",
+      "--metrics", metrics, "--status-seconds", "0.1",
+    ])
+    let lines = Array(repeatElement(trafficLines, count: 20).joined())
+    let writer = Thread { stream.write(bytes(lines)) }
+    writer.start()
+    #expect(
+      stream.wait {
+        guard let data = FileManager.default.contents(atPath: metrics),
+          let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return false }
+        return json["lines"] as! Int >= 2_000
+      })
+    stream.send(SIGTERM)
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    let stopped = stream.stderr.split(separator: "\n").last { $0.contains("stopped (SIGTERM)") }
+    let accepted = Int(stopped!.components(separatedBy: "(SIGTERM): ")[1].prefix { $0.isNumber })!
+    #expect(accepted >= 2_000 && accepted < lines.count)
+    let folder = SegmentFolder(out)
+    #expect(folder.partialFiles.isEmpty)
+    #expect(sum(folder.records, "lines") == accepted)
+    #expect(
+      folder.deliveries
+        == evalDeliveries(snapshot: generated.snapshot, input: bytes(lines[..<accepted])))
+  }
+
+  @Test("kill -9 leaves only whole files under final names; a restart continues the numbering")
+  func killNine() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let metrics = makeTemporaryDirectory() + "/metrics.json"
+    let stream = StreamProcess([
+      "--snapshot", generated.snapshot, "--out", out, "--batch-messages", "20", "--rotate-mb",
+      "0.01",
+      "--metrics", metrics, "--status-seconds", "0.05",
+    ])
+    func evaluatedLines() -> Int {
+      guard let data = FileManager.default.contents(atPath: metrics),
+        let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+      else { return 0 }
+      return json["lines"] as! Int
+    }
+    // Segments rotate by size; then three more lines open one that cannot be full.
+    stream.write(bytes(trafficLines))
+    #expect(stream.wait { evaluatedLines() == trafficLines.count })
+    stream.write(bytes(trafficLines[..<3]))
+    #expect(stream.wait { evaluatedLines() == trafficLines.count + 3 })
+    stream.send(SIGKILL)
+    _ = stream.waitForExit()
+    let folder = SegmentFolder(out)  // decodes every final file whole (or traps)
+    #expect(!folder.partialFiles.isEmpty, "the open segment stays aside")
+    #expect(folder.partialFiles.allSatisfy { $0.hasSuffix(".partial") })
+    for file in listDirectory(out) where file.hasSuffix(".lz4") && !file.hasPrefix(".") {
+      #expect(runProcess("/usr/bin/lz4", ["-t", out + "/" + file]).status == 0, "\(file)")
+    }
+    // Segment by segment, the records account for every delivery line.
+    let recordDeliveries = folder.records.reduce(0) { total, record in
+      total + (record["deliveries"] as! [String: Int]).values.reduce(0, +)
+    }
+    let lineRecipients = folder.deliveries.gateways.values.reduce(0) {
+      $0 + $1.components(separatedBy: #""device":"#).count - 1
+    }
+    #expect(recordDeliveries == lineRecipients)
+
+    let restart = StreamProcess(["--snapshot", generated.snapshot, "--out", out])
+    restart.write(bytes(trafficLines[..<100]))
+    #expect(restart.waitForExit() == 0)
+    #expect(restart.stderr.contains("an incomplete file left by an earlier run"))
+    let after = SegmentFolder(out)
+    #expect(after.partialFiles.isEmpty)
+    #expect(after.segments == folder.segments.union([folder.segments.max()! + 1]))
+  }
+
+  @Test("backpressure: when evaluation falls behind, reading pauses")
+  func backpressure() throws {
+    // One channel of 2,000 members: each message is 2,000 pairs.
+    let snapshot = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+        INSERT INTO users (user_id) SELECT printf('u%05d', i) FROM n;
+        INSERT INTO channels VALUES ('broadcast:all', 'broadcast');
+        INSERT INTO members SELECT 'broadcast:all', user_id FROM users;
+        INSERT INTO devices SELECT rowid, user_id, 'fcm', 'token-' || user_id FROM users;
+        """)
+    let metrics = makeTemporaryDirectory() + "/metrics.json"
+    let stream = StreamProcess([
+      "--snapshot", snapshot, "--out", makeTemporaryDirectory() + "/out", "--batch-messages", "10",
+      "--threads", "1", "--metrics", metrics, "--status-seconds", "0.1",
+    ])
+    let line = #"{"id":"m","channel":"broadcast:all","ts":1763719200000}"#
+    let total = 200_000
+    let written = Mutex(0)
+    let writer = Thread {
+      for _ in 0..<(total / 1_000) {
+        guard stream.write(bytes(repeatElement(line, count: 1_000))) else { return }
+        written.withLock { $0 += 1_000 }
+      }
+    }
+    writer.start()
+    Thread.sleep(forTimeInterval: 2)
+    // 200,000 lines (11 MB) would be read in well under a second if nothing held them back.
+    let sent = written.withLock { $0 }
+    #expect(sent < 20_000, "the writer got \(sent) lines in")
+    let json =
+      try JSONSerialization.jsonObject(
+        with: FileManager.default.contents(atPath: metrics)!) as! [String: Any]
+    let (depth, capacity) = (json["queue_depth"] as! Int, json["queue_capacity"] as! Int)
+    #expect(depth <= capacity && capacity == 40)
+    stream.send(SIGTERM)
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    #expect(stream.stderr.contains("stopped (SIGTERM)"))
+  }
+
+  @Test("--listen: several producers at once, each line once, rejections name the producer")
+  func socketProducers() throws {
+    let socket = makeTemporaryDirectory() + "/in.sock"
+    let stream = StreamProcess([
+      "--snapshot", generated.snapshot, "--out", "-", "--listen", socket, "--batch-messages", "64",
+    ])
+    #expect(stream.wait { FileManager.default.fileExists(atPath: socket) })
+    let parts = (0..<3).map { p in Array(trafficLines[(p * 1_000)..<((p + 1) * 1_000)]) }
+    DispatchQueue.concurrentPerform(iterations: 3) { p in
+      let fd = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+      var address = sockaddr_un()
+      address.sun_family = sa_family_t(AF_UNIX)
+      withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, byte) in socket.utf8.enumerated() { raw[i] = byte }
+      }
+      let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+      }
+      precondition(connected == 0)
+      let data = bytes(parts[p])
+      var done = 0
+      while done < data.count {
+        let n = data.withUnsafeBytes {
+          Foundation.write(fd, $0.baseAddress! + done, $0.count - done)
+        }
+        precondition(n > 0)
+        done += n
+      }
+      close(fd)
+    }
+    #expect(stream.wait { stream.stderr.components(separatedBy: "disconnected").count == 4 })
+    stream.send(SIGTERM)
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: socket), "the socket file is removed")
+    let (deliveries, records) = splitStandardOutput(stream.stdout)
+    #expect(sum(records, "lines") == 3_000)
+    // Producers interleave: compare the sets of lines.
+    var expected: [String] = []
+    for part in parts {
+      expected += evalDeliveries(snapshot: generated.snapshot, input: bytes(part)).gateways.flatMap
+      {
+        gateway, text in text.split(separator: "\n").map { gateway + " " + $0 }
+      }
+    }
+    let got = deliveries.gateways.flatMap { gateway, text in
+      text.split(separator: "\n").map { gateway + " " + $0 }
+    }
+    #expect(got.sorted() == expected.sorted())
+    // Connections are numbered in the order accepted: group the rejected
+    // lines by producer, and compare with where each part has its broken lines.
+    var rejectedLines: [Int: [Int]] = [:]
+    for line in deliveries.rejected.split(separator: "\n") {
+      let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      #expect((json["error"] as! String).hasPrefix("invalid JSON"))
+      rejectedLines[json["producer"] as! Int, default: []].append(json["line"] as! Int)
+    }
+    let brokenLines = parts.map { part in
+      part.indices.filter { part[$0].hasPrefix(#"{"id":"broken-"#) }.map { $0 + 1 }
+    }
+    #expect(Set(rejectedLines.keys) == [1, 2, 3])
+    #expect(
+      rejectedLines.values.map { $0 }.sorted { $0[0] < $1[0] }
+        == brokenLines.sorted { $0[0] < $1[0] })
+  }
+}

@@ -1,0 +1,126 @@
+import FanoutGenerator
+import FanoutTestSupport
+import Foundation
+
+/// Generated data: 1,500 users, 3,000 messages, every rule exercised.
+let generated: (snapshot: String, traffic: String) = {
+  let dir = makeTemporaryDirectory("fanout-stream-data")
+  let report = try! Generator.run(
+    GeneratorOptions(users: 1_500, messages: 3_000, seed: 5, profile: .chat, out: dir))
+  return (report.snapshotPath, report.trafficPath)
+}()
+
+/// The generated traffic with a malformed line after every 400th line.
+let trafficLines: [String] = {
+  var lines: [String] = []
+  for (k, line) in readText(generated.traffic).split(separator: "\n").enumerated() {
+    lines.append(String(line))
+    if k % 400 == 399 { lines.append(#"{"id":"broken-\#(k)","channel":"#) }
+  }
+  return lines
+}()
+
+func bytes(_ lines: some Sequence<String>) -> [UInt8] {
+  Array(lines.map { $0 + "\n" }.joined().utf8)
+}
+
+/// What a run produced: decoded delivery lines per gateway, in order, and
+/// the rejected lines.
+struct Deliveries: Equatable, CustomStringConvertible {
+  var gateways: [String: String] = [:]
+  var rejected = ""
+
+  var description: String {
+    gateways.keys.sorted().map { "\($0): \(gateways[$0]!.count) bytes" }.joined(separator: ", ")
+      + ", rejected: \(rejected.count) bytes"
+  }
+}
+
+/// `fanout eval` on `input`: the reference the stream must agree with.
+func evalDeliveries(snapshot: String, input: [UInt8]) -> Deliveries {
+  let out = makeTemporaryDirectory("fanout-stream-eval") + "/out"
+  let result = runProcess(
+    fanoutExecutable, ["eval", "--snapshot", snapshot, "--messages", "-", "--out", out],
+    input: input)
+  precondition(result.status == 0, result.stderr)
+  var deliveries = Deliveries(rejected: readText(out + "/rejected.ndjson"))
+  for file in listDirectory(out) where file.hasSuffix(".ndjson.lz4") {
+    let data = Array(FileManager.default.contents(atPath: out + "/" + file)!)
+    deliveries.gateways[String(file.dropLast(".ndjson.lz4".count))] = String(
+      decoding: decodeLZ4Frames(data)!, as: UTF8.self)
+  }
+  return deliveries
+}
+
+/// A stream's segment folder: every file under a final name, decoded, per
+/// stream name in segment order.
+struct SegmentFolder {
+  var deliveries = Deliveries()
+  var records: [[String: Any]] = []
+  var segments: Set<Int> = []
+  var partialFiles: [String] = []
+
+  init(_ dir: String) {
+    for file in listDirectory(dir) {
+      if file.hasPrefix(".") {
+        partialFiles.append(file)
+        continue
+      }
+      let name = file.replacingOccurrences(of: ".lz4", with: "")
+        .replacingOccurrences(of: ".ndjson", with: "")
+      let dash = name.lastIndex(of: "-")!
+      let stream = String(name[..<dash])
+      segments.insert(Int(name[name.index(after: dash)...])!)
+      let data = Array(FileManager.default.contents(atPath: dir + "/" + file)!)
+      // listDirectory is sorted, so segments come in order.
+      switch stream {
+      case "batches":
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+          records.append(try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any])
+        }
+      case "rejected":
+        deliveries.rejected += String(decoding: data, as: UTF8.self)
+      default:
+        deliveries.gateways[stream, default: ""] += String(
+          decoding: decodeLZ4Frames(data)!, as: UTF8.self)
+      }
+    }
+  }
+}
+
+/// Standard output of `--out -`, split by kind of line; delivery lines
+/// lose their `"gateway"` tag, rejected lines their wrapper.
+func splitStandardOutput(_ bytes: [UInt8]) -> (deliveries: Deliveries, records: [[String: Any]]) {
+  var deliveries = Deliveries()
+  var records: [[String: Any]] = []
+  for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+    if line.hasPrefix(#"{"gateway":""#) {
+      let afterName = line.dropFirst(#"{"gateway":""#.count)
+      let quote = afterName.firstIndex(of: "\"")!
+      let gateway = String(afterName[..<quote])
+      deliveries.gateways[gateway, default: ""] +=
+        "{" + afterName[afterName.index(quote, offsetBy: 2)...] + "\n"
+    } else if line.hasPrefix(#"{"rejected":"#) {
+      deliveries.rejected += line.dropFirst(#"{"rejected":"#.count).dropLast() + "\n"
+    } else {
+      records.append(try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any])
+    }
+  }
+  return (deliveries, records)
+}
+
+func sum(_ records: [[String: Any]], _ key: String) -> Int {
+  records.reduce(0) { $0 + ($1[key] as! Int) }
+}
+
+/// Copies `path` to `target` and renames it over it, as a producer replaces a snapshot.
+func replaceAtomically(_ target: String, with path: String) {
+  let aside = target + ".incoming"
+  try? FileManager.default.removeItem(atPath: aside)
+  try! FileManager.default.copyItem(atPath: path, toPath: aside)
+  precondition(rename(aside, target) == 0)
+}
+
+func inode(_ path: String) -> Int {
+  (try! FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as! NSNumber).intValue
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A running `fanout stream`, driven as a pipeline would drive it: lines
+/// written to its standard input, signals sent, its standard output and
+/// standard error read from files as they grow. (`@unchecked Sendable`: a
+/// test writes from one thread while it reads the output files from another;
+/// nothing else is shared.)
+public final class StreamProcess: @unchecked Sendable {
+  public let directory: String
+  private let process = Process()
+  private let input = Pipe()
+  private var inputOpen = true
+
+  public init(_ arguments: [String]) {
+    // Writing to a stage that has stopped reading must fail, not kill the test.
+    signal(SIGPIPE, SIG_IGN)
+    directory = makeTemporaryDirectory("fanout-stream")
+    FileManager.default.createFile(atPath: directory + "/stdout", contents: nil)
+    FileManager.default.createFile(atPath: directory + "/stderr", contents: nil)
+    process.executableURL = URL(fileURLWithPath: fanoutExecutable)
+    process.arguments = ["stream"] + arguments
+    process.standardInput = input
+    process.standardOutput = FileHandle(forWritingAtPath: directory + "/stdout")
+    process.standardError = FileHandle(forWritingAtPath: directory + "/stderr")
+    try! process.run()
+  }
+
+  public var pid: Int32 { process.processIdentifier }
+
+  /// Writes bytes to the stage's standard input; false once it no longer reads.
+  @discardableResult
+  public func write(_ bytes: [UInt8]) -> Bool {
+    var done = 0
+    let fd = input.fileHandleForWriting.fileDescriptor
+    while done < bytes.count {
+      let n = bytes.withUnsafeBytes {
+        Foundation.write(fd, $0.baseAddress! + done, $0.count - done)
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        return false
+      }
+      done += n
+    }
+    return true
+  }
+
+  public func write(lines: some Sequence<String>) {
+    write(Array(lines.map { $0 + "\n" }.joined().utf8))
+  }
+
+  public func closeInput() {
+    guard inputOpen else { return }
+    inputOpen = false
+    try? input.fileHandleForWriting.close()
+  }
+
+  public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+  public var stdout: [UInt8] { Array(FileManager.default.contents(atPath: directory + "/stdout")!) }
+  public var stderr: String { readText(directory + "/stderr") }
+
+  /// Waits until `condition` holds, polling; false after `seconds`.
+  @discardableResult
+  public func wait(seconds: Double = 60, until condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if condition() { return true }
+      usleep(20_000)
+    }
+    return condition()
+  }
+
+  /// Waits for the process to exit; its status.
+  public func waitForExit() -> Int32 {
+    closeInput()
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+
+  /// The `{"batch":…}` lines of standard output (with `--out -`), decoded.
+  public var batchRecords: [[String: Any]] {
+    String(decoding: stdout, as: UTF8.self).split(separator: "\n").compactMap { line in
+      guard line.hasPrefix(#"{"batch":"#) else { return nil }
+      return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    }
+  }
+
+  deinit {
+    if process.isRunning {
+      process.terminate()
+      process.waitUntilExit()
+    }
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+}
