@@ -165,11 +165,16 @@ struct StreamCommandTests {
       else { return 0 }
       return json["lines"] as! Int
     }
-    // Segments rotate by size; then three more lines open one that cannot be full.
+    // Segments rotate by size; then a few lines at a time until a segment is
+    // left open (a batch can itself fill one up and close it).
     stream.write(bytes(trafficLines))
-    #expect(stream.wait { evaluatedLines() == trafficLines.count })
-    stream.write(bytes(trafficLines[..<3]))
-    #expect(stream.wait { evaluatedLines() == trafficLines.count + 3 })
+    var sent = trafficLines.count
+    #expect(stream.wait { evaluatedLines() == sent })
+    for k in 0..<50 where !listDirectory(out).contains(where: { $0.hasSuffix(".partial") }) {
+      stream.write(bytes(trafficLines[(3 * k)..<(3 * k + 3)]))
+      sent += 3
+      #expect(stream.wait { evaluatedLines() == sent })
+    }
     stream.send(SIGKILL)
     _ = stream.waitForExit()
     let folder = SegmentFolder(out)  // decodes every final file whole (or traps)
