@@ -48,7 +48,7 @@ enum TrafficWriter {
       var text = "{\"id\":\"g\(i)\",\"channel\":\"\(channel.id)\""
       if let sender { text += ",\"sender\":\"\(Population.userID(Int(sender)))\"" }
       if random.chance(0.1) {
-        text += ",\"ts\":\"" + rfc3339(ts) + "\""
+        text += ",\"ts\":\"" + LocalTime.rfc3339UTC(millis: ts) + "\""
       } else {
         text += ",\"ts\":\(ts)"
       }
@@ -79,17 +79,5 @@ enum TrafficWriter {
         throw GeneratorError(description: "cannot write \(path)")
       }
     }
-  }
-
-  /// `ts` as an RFC 3339 string in UTC with milliseconds.
-  static func rfc3339(_ ts: Int64) -> String {
-    func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-    let days = ts / 86_400_000
-    let ms = ts % 86_400_000
-    let (y, m, d) = LocalTime.civilFromDays(days)
-    let millis = String(ms % 1000)
-    return
-      "\(y)-\(two(m))-\(two(d))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
-      + String(repeating: "0", count: 3 - millis.count) + millis + "Z"
   }
 }

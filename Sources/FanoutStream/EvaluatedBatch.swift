@@ -2,6 +2,7 @@ import FanoutIndex
 import FanoutKernel
 import FanoutOutput
 import FanoutPipeline
+import FanoutTime
 import FanoutTraffic
 
 /// How a batch's delivery lines are encoded for its destination; done by
@@ -62,7 +63,7 @@ struct EvaluatedBatch {
       #"{"batch":\#(number),"snapshot":\#(snapshot.json),"lines":\#(lines)"#
       + #","messages":\#(counters.messages),"rejected":\#(rejected),"pairs":\#(counters.pairs)"#
       + #","delivered":\#(counters.delivered),"deliveries":{\#(deliveriesJSON.joined(separator: ","))}"#
-      + #","closed_at":"\#(WallClock.rfc3339(millis: closedAtMillis))"}"#
+      + #","closed_at":"\#(LocalTime.rfc3339UTC(millis: closedAtMillis))"}"#
     return Array(text.utf8)
   }
 

@@ -2,6 +2,7 @@ import Dispatch
 import FanoutIndex
 import FanoutPipeline
 import FanoutSnapshot
+import FanoutTime
 import Synchronization
 
 #if canImport(Glibc)
@@ -41,8 +42,8 @@ struct LoadedSnapshot: Sendable {
     #"{"generation":\#(generation),"path":"#
       + String(decoding: JSONText.quoted(path), as: UTF8.self)
       + #","device":\#(identity.device),"inode":\#(identity.inode),"size":\#(identity.size)"#
-      + #","modified":"\#(WallClock.rfc3339(millis: identity.modifiedNanos / 1_000_000))""#
-      + #","loaded_at":"\#(WallClock.rfc3339(millis: loadedAtMillis))"}"#
+      + #","modified":"\#(LocalTime.rfc3339UTC(millis: identity.modifiedNanos / 1_000_000))""#
+      + #","loaded_at":"\#(LocalTime.rfc3339UTC(millis: loadedAtMillis))"}"#
   }
 
   /// Loads the snapshot at `path`; if the file is replaced while it loads,

@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutOutput
 import FanoutPipeline
+import FanoutTime
 
 #if canImport(Glibc)
   import Glibc
@@ -87,7 +88,7 @@ struct StreamMetrics {
       + "batch latency p50 \(threeDecimals(p50)) ms p99 \(threeDecimals(p99)) ms, "
       + "queue \(queueDepth)/\(queueCapacity), snapshot generation \(snapshot.generation)"
     let json =
-      #"{"time":"\#(WallClock.rfc3339(millis: WallClock.nowMillis()))""#
+      #"{"time":"\#(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))""#
       + #","uptime_seconds":\#(threeDecimals((ContinuousClock.now - started).seconds))"#
       + #","interval_seconds":\#(threeDecimals(seconds)),"batches":\#(total.batches)"#
       + #","lines":\#(total.lines),"messages":\#(total.messages),"rejected":\#(total.rejected)"#

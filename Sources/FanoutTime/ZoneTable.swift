@@ -104,5 +104,18 @@ public enum LocalTime {
     return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
   }
 
+  /// `2026-11-21T10:00:00.123Z`: Unix milliseconds as an RFC 3339 time in UTC.
+  public static func rfc3339UTC(millis: Int64) -> String {
+    func pad(_ v: Int64, _ width: Int) -> String {
+      let s = String(v)
+      return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+    let days = floorDiv(millis, 86_400_000)
+    let ms = millis - days * 86_400_000
+    let (y, m, d) = civilFromDays(days)
+    return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(ms / 3_600_000, 2)):"
+      + "\(pad(ms / 60_000 % 60, 2)):\(pad(ms / 1000 % 60, 2)).\(pad(ms % 1000, 3))Z"
+  }
+
   public static func isLeapYear(_ y: Int64) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
 }

@@ -90,4 +90,12 @@ struct ZoneTableTests {
     #expect(LocalTime.daysFromCivil(year: 1969, month: 12, day: 31) == -1)
     #expect(LocalTime.civilFromDays(-1) == (1969, 12, 31))
   }
+
+  @Test("Unix milliseconds as RFC 3339 in UTC")
+  func rfc3339() {
+    #expect(LocalTime.rfc3339UTC(millis: 1_763_719_200_123) == "2025-11-21T10:00:00.123Z")
+    #expect(LocalTime.rfc3339UTC(millis: 1_709_164_799_999) == "2024-02-28T23:59:59.999Z")
+    #expect(LocalTime.rfc3339UTC(millis: 0) == "1970-01-01T00:00:00.000Z")
+    #expect(LocalTime.rfc3339UTC(millis: -1) == "1969-12-31T23:59:59.999Z")
+  }
 }
