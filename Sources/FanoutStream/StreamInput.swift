@@ -23,6 +23,7 @@ final class StreamInput: @unchecked Sendable {
   private let wakeRead: Int32
   private let wakeWrite: Int32
   private let finished = DispatchSemaphore(value: 0)
+  private var started = false
 
   private struct Producer {
     var fd: Int32
@@ -54,6 +55,11 @@ final class StreamInput: @unchecked Sendable {
   deinit {
     close(wakeRead)
     close(wakeWrite)
+    // Set up but never started (the stage failed after): the reading thread did not close it.
+    if !started && listener >= 0 {
+      close(listener)
+      if case .socket(let path) = source { unlink(path) }
+    }
   }
 
   /// Binds and listens; a socket file left by a process that is gone is
@@ -110,6 +116,7 @@ final class StreamInput: @unchecked Sendable {
   }
 
   func start() {
+    started = true
     DispatchQueue(label: "fanout.input").async {
       self.run()
       self.finished.signal()

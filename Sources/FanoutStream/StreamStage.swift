@@ -21,6 +21,9 @@ public final class StreamStage: Sendable {
   public init(_ options: StreamOptions) throws(PipelineError) {
     self.options = options
     first = try LoadedSnapshot.load(path: options.snapshot, generation: 1)
+    queue = LineQueue(capacity: options.queueLines)
+    input = try StreamInput(options.input, queue: queue, log: log)
+    // The output folder last: a refused snapshot or socket leaves nothing behind.
     switch options.destination {
     case .directory(let path):
       sink = try SegmentWriter(
@@ -29,8 +32,6 @@ public final class StreamStage: Sendable {
     case .standardOutput:
       sink = StandardOutputSink()
     }
-    queue = LineQueue(capacity: options.queueLines)
-    input = try StreamInput(options.input, queue: queue, log: log)
     reloader = SnapshotReloader(current: first, log: log, watchEvery: options.watchSeconds)
   }
 

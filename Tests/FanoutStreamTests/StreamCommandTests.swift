@@ -31,6 +31,30 @@ struct StreamCommandTests {
     #expect(stream.stderr.contains("stopped (end of input): \(trafficLines.count) lines"))
   }
 
+  @Test("refusals: exit code and message, and no output folder")
+  func refusals() throws {
+    let dir = makeTemporaryDirectory()
+    let broken = SQLiteFixture.copy(
+      generated.snapshot, applying: "UPDATE users SET chat_level = 'loud' WHERE rowid = 3")
+    let notASocket = dir + "/plain-file"
+    FileManager.default.createFile(atPath: notASocket, contents: Data("x".utf8))
+    let cases: [(arguments: [String], code: Int32, message: String)] = [
+      (["--snapshot", broken], 65, "column chat_level"),
+      (["--snapshot", dir + "/missing.sqlite"], 65, "snapshot refused"),
+      (["--snapshot", generated.snapshot, "--batch-messages", "0"], 64, "--batch-messages"),
+      (["--snapshot", generated.snapshot, "--batch-ms", "-1"], 64, "--batch-ms"),
+      (["--snapshot", generated.snapshot, "--listen", notASocket], 66, "not a socket"),
+    ]
+    for (k, c) in cases.enumerated() {
+      let out = dir + "/out-\(k)"
+      let result = runProcess(fanoutExecutable, ["stream", "--out", out] + c.arguments, input: [])
+      #expect(result.status == c.code, "\(c.arguments): \(result.stderr)")
+      #expect(result.stderr.contains(c.message), "\(c.arguments): \(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: out), "\(c.arguments)")
+    }
+    #expect(readText(notASocket) == "x", "the file at --listen is left alone")
+  }
+
   @Test("--out -: one stream, each delivery line naming its gateway, a record per batch")
   func standardOutput() throws {
     let sample = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
