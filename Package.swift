@@ -32,10 +32,11 @@ let package = Package(
       dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),
     .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
     .target(name: "FanoutStream", dependencies: ["FanoutPipeline"]),
+    .target(name: "FanoutExplain", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
     .executableTarget(
       name: "fanout",
       dependencies: [
-        "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutGenerator",
+        "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutGenerator",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 
@@ -53,6 +54,9 @@ let package = Package(
     .testTarget(
       name: "FanoutWhatIfTests",
       dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutExplainTests",
+      dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutTestSupport"]),
   ]

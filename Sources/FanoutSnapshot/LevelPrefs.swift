@@ -22,19 +22,14 @@ struct LevelRow {
 
   /// Reads `SnapshotSchema.levelColumns` from the row, starting at column `first`.
   init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
-    let allowed = acceptDefault ? "all, mentions, none or default" : "all, mentions or none"
-    chat =
-      try row.enumerated(first, allowed) { s -> UInt8? in
-        if acceptDefault && s == "default" { return Self.unset }
-        return Level(chatLevel: s)?.rawValue
-      } ?? Self.unset
-    call =
-      try row.enumerated(first + 1, "all or none", Level.init(callLevel:))?.rawValue ?? Self.unset
-    snoozeStart = try row.optionalInt(first + 2) ?? .min
-    snoozeUntil = try row.optionalInt(first + 3) ?? .min
-    mention = Self.flag(try row.optionalFlag(first + 4))
-    pinned = Self.flag(try row.optionalFlag(first + 5))
-    preview = Self.flag(try row.optionalFlag(first + 6))
+    let s = try LevelSettings(row, first: first, acceptDefault: acceptDefault)
+    chat = s.chatLevel?.rawValue ?? Self.unset
+    call = s.callLevel?.rawValue ?? Self.unset
+    snoozeStart = s.snoozeStart ?? .min
+    snoozeUntil = s.snoozeUntil ?? .min
+    mention = Self.flag(s.mentionNotifications)
+    pinned = Self.flag(s.pinnedNotifications)
+    preview = Self.flag(s.showPreview)
   }
 
   private init(

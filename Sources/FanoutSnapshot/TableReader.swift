@@ -45,6 +45,11 @@ struct TableReader {
 
   func isNull(_ c: Int32) -> Bool { statement.type(c) == SQLITE_NULL }
 
+  /// Whether column `c` holds the text 'default' (channel_prefs.chat_level).
+  func isDefault(_ c: Int32) -> Bool {
+    statement.type(c) == SQLITE_TEXT && statement.textBytes(c).elementsEqual("default".utf8)
+  }
+
   /// A NOT NULL text column's bytes, valid until the next row.
   func textBytes(_ c: Int32) throws(SnapshotError) -> UnsafeRawBufferPointer {
     try expect(c, SQLITE_TEXT, "TEXT")

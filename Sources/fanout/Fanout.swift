@@ -16,7 +16,8 @@ struct Fanout: ParsableCommand {
       output folder, 65 snapshot refused, 66 messages unreadable, 73 output could not be written.
       """,
     subcommands: [
-      Eval.self, WhatIfCommand.self, StreamCommand.self, SnapshotCommand.self, Gen.self,
+      Eval.self, WhatIfCommand.self, StreamCommand.self, ExplainCommand.self, PrefsCommand.self,
+      SnapshotCommand.self, Gen.self,
     ])
 }
 

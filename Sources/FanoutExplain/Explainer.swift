@@ -1,0 +1,294 @@
+import FanoutIndex
+import FanoutModel
+import FanoutSnapshot
+import FanoutTime
+import FanoutTraffic
+import FoundationEssentials
+
+/// Why `fanout explain` could not explain.
+public enum ExplainError: Error, CustomStringConvertible {
+  case snapshot(SnapshotError)
+  case messages(TrafficInputError)
+  case rejected(Rejection)
+  case unknownUser(String)
+  case unknownChannel(String)
+  case noSuchMessage(id: String, path: String)
+
+  /// The exit code: 65 snapshot refused or message rejected, 66 messages
+  /// unreadable or without that id, 64 a user or channel that does not exist.
+  public var exitCode: Int32 {
+    switch self {
+    case .snapshot, .rejected: 65
+    case .messages, .noSuchMessage: 66
+    case .unknownUser, .unknownChannel: 64
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .snapshot(let e): e.description
+    case .messages(let e): e.description
+    case .rejected(let r): "message rejected (line \(r.line)): \(r.reason)"
+    case .unknownUser(let u): "unknown user '\(u)'"
+    case .unknownChannel(let c): "unknown channel '\(c)'"
+    case .noSuchMessage(let id, let path): "no message with id '\(id)' in '\(path)'"
+    }
+  }
+}
+
+/// Explains pairs against one snapshot. Loading validates the snapshot as
+/// `fanout eval` does, so a refused snapshot is refused here too.
+public final class Explainer {
+  public let index: Index
+  private let records: SnapshotRecords
+  private let defaults: (chatLevel: Level?, callLevel: Level?)
+  private var users: [String: UserRecords] = [:]
+  private var categories: [String: CategoryRecord] = [:]
+
+  public init(snapshot path: String) throws(ExplainError) {
+    do {
+      index = try SnapshotLoader.load(path: path).index
+      records = try SnapshotRecords(path: path)
+      defaults = try records.defaults()
+    } catch {
+      throw .snapshot(error)
+    }
+  }
+
+  /// Explains message line `text` (numbered `line`) for `user`.
+  public func explain(line text: String, number line: Int = 1, user: String) throws(ExplainError)
+    -> Explanation
+  {
+    var batch = MessageBatch()
+    var parser = TrafficParser(index: index)
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeBytes { parser.parse($0, line: line, into: &batch) }
+    if let rejection = batch.rejections.first { throw .rejected(rejection) }
+    guard batch.count == 1 else { throw .rejected(Rejection(line: line, reason: "blank line")) }
+    return try explain(batch, 0, text: text, user: user)
+  }
+
+  /// Explains the first message with id `id` in the traffic file `path`.
+  public func explain(messagesAt path: String, id: String, user: String) throws(ExplainError)
+    -> Explanation
+  {
+    let reader: LineReader
+    do { reader = try LineReader(path: path) } catch { throw .messages(error) }
+    let decoder = JSONDecoder()
+    while let block = try nextBlock(reader) {
+      for k in 0..<block.count {
+        let bytes = Array(block.bytes[block.starts[k]..<block.ends[k]])
+        guard let fields = try? decoder.decode(TextFields.self, from: Data(bytes)), fields.id == id
+        else { continue }
+        return try explain(
+          line: String(decoding: bytes, as: UTF8.self), number: block.firstLine + k, user: user)
+      }
+    }
+    throw .noSuchMessage(id: id, path: path)
+  }
+
+  private func nextBlock(_ reader: LineReader) throws(ExplainError) -> LineBlock? {
+    do { return try reader.next(maxLines: 4096) } catch { throw .messages(error) }
+  }
+
+  /// The message's string fields as written (the batch holds rows and JSON literals).
+  private struct TextFields: Decodable {
+    var id: String
+    var channel: String?
+    var sender: String?
+    var category: String?
+  }
+
+  /// Explains message `m` of `batch` (its line is `text`) for `user`.
+  package func explain(_ batch: MessageBatch, _ m: Int, text: String, user: String)
+    throws(ExplainError) -> Explanation
+  {
+    let fields = try? JSONDecoder().decode(TextFields.self, from: Data(text.utf8))
+    let channelRow = Int(batch.channel[m])
+    let message = Explanation.Message(
+      id: fields?.id ?? "", line: batch.lines[m], channel: index.channels[channelRow],
+      scope: index.channelScope[channelRow], kind: batch.kind[m], ts: batch.ts[m],
+      force: batch.force[m], sender: fields?.sender, category: fields?.category)
+    return try explain(batch, m, message: message, user: user)
+  }
+
+  package func explain(
+    _ batch: MessageBatch, _ m: Int, message: Explanation.Message, user: String
+  ) throws(ExplainError) -> Explanation {
+    guard let u = index.users.find(user), let records = try userRecords(user) else {
+      throw .unknownUser(user)
+    }
+    let channelSettings = records.channelSettings(message.channel)
+    let scopeSettings = records.scopes[Int(message.scope.rawValue)]
+    let settings = EffectiveSettings(
+      channel: channelSettings, scope: scopeSettings, user: records.user, defaults: defaults,
+      levels: [.channel, .scope, .user])
+
+    // Rule 1: each level's snooze window on its own.
+    var snoozeWindows: [Explanation.SnoozeWindow] = []
+    for (source, level) in [
+      (SettingSource.user, records.user), (.scope, scopeSettings), (.channel, channelSettings),
+    ] {
+      guard let level, let until = level.snoozeUntil else { continue }
+      snoozeWindows.append(
+        .init(
+          source: source, start: level.snoozeStart, until: until,
+          containsTS: level.snoozes(at: message.ts)))
+    }
+
+    // Rule 2: the local wall clock against the weekly or daily windows.
+    let dnd = Self.checkDND(records, zone: index.zones[Int(index.userZone[Int(u)])], ts: message.ts)
+
+    // Rule 3: the mention test and the level.
+    let mention = Explanation.Mention(
+      listed: batch.mentions(of: m).contains(u), mentionAll: batch.mentionAll[m],
+      repliedTo: batch.replyTo[m] == u, notificationsOn: settings.mentionNotifications.value)
+    let (levelRule, levelReason, trigger) = Self.levelRule(message.kind, settings, mention)
+
+    // Rules 4 and 5: the devices and the gateway gate.
+    let category: CategoryRecord?
+    if let name = message.category { category = try categoryRecord(name) } else { category = nil }
+    let devices = records.devices.map {
+      let (passes, why) = Self.gate($0, records, category)
+      return Explanation.Device(record: $0, passes: passes, why: why)
+    }
+
+    var explanation = Explanation(
+      message: message, user: user, pair: .evaluated, settings: settings,
+      snoozeWindows: snoozeWindows, dnd: dnd, mention: mention, levelRule: levelRule,
+      levelReason: levelReason, trigger: trigger, devices: devices, outcome: nil, decidedBy: nil)
+    if !index.members(of: batch.channel[m]).contains(u) {
+      explanation.pair = .notMember
+    } else if batch.sender[m] == u {
+      explanation.pair = .sender
+    } else {
+      (explanation.outcome, explanation.decidedBy) = Self.decide(explanation)
+    }
+    return explanation
+  }
+
+  /// The first rule that applies, in the contract's order.
+  static func decide(_ e: Explanation) -> (Outcome, Explanation.Rule?) {
+    if !e.message.force && e.snoozed { return (.suppressed(.snoozed), .snoozed) }
+    if !e.message.force && e.inDND { return (.suppressed(.dnd), .dnd) }
+    if let reason = e.levelReason { return (.suppressed(reason), .level) }
+    if e.devices.isEmpty { return (.suppressed(.noDevice), .devices) }
+    if !e.devices.contains(where: \.passes) { return (.suppressed(.optedOut), .gate) }
+    return (.delivered(e.trigger), nil)
+  }
+
+  static func checkDND(_ records: UserRecords, zone: ZoneTable, ts: Int64) -> Explanation.DND {
+    let offset = zone.offsetSeconds(atMillis: ts)
+    let localMinute = LocalTime.floorDiv(ts + Int64(offset) * 1000, 60_000)
+    let day = LocalTime.floorDiv(localMinute, 1440)
+    let date = LocalTime.civilFromDays(day)
+    let weekday = Int(day + 3 - LocalTime.floorDiv(day + 3, 7) * 7) + 1  // 1970-01-01: Thursday
+    let minute = Int(localMinute - day * 1440)
+    let clock = Explanation.LocalClock(
+      timeZone: records.timeZone, offsetSeconds: offset, year: date.year, month: date.month,
+      day: date.day, weekday: weekday, minute: minute)
+
+    // An end of 1439 (23:59) runs to midnight.
+    func end(_ e: Int) -> Int { e == 1439 ? 1440 : e }
+    if !records.weeklyDND.isEmpty {
+      let hit = records.weeklyDND.first {
+        $0.weekday == weekday && $0.start <= minute && minute < end($0.end)
+      }
+      return .init(
+        clock: clock, schedule: .weekly(records.weeklyDND, replacedDaily: records.dailyDND),
+        matched: hit.map { ($0.weekday, $0.start, $0.end) })
+    }
+    guard let daily = records.dailyDND else { return .init(clock: clock, schedule: .none) }
+    let inside =
+      if daily.start == daily.end {
+        true
+      } else if daily.start < daily.end {
+        daily.start <= minute && minute < end(daily.end)
+      } else {
+        minute >= daily.start || minute < end(daily.end)
+      }
+    return .init(
+      clock: clock, schedule: .daily(daily),
+      matched: inside ? (nil, daily.start, daily.end) : nil)
+  }
+
+  /// Rule 3 for the message's kind: the words, the reason if it suppresses, the trigger.
+  static func levelRule(_ kind: MessageKind, _ s: EffectiveSettings, _ mention: Explanation.Mention)
+    -> (String, Reason?, Trigger)
+  {
+    let chat = s.chatLevel.value
+    switch kind {
+    case .call:
+      return s.callLevel.value == .all
+        ? ("a call with call_level all: delivered as a call", nil, .call)
+        : ("a call with call_level none: muted", .muted, .call)
+    case .pinned where s.pinnedNotifications.value:
+      return chat == .none
+        ? ("a pinned message (pinned_notifications 1) with chat_level none: muted", .muted, .pinned)
+        : (
+          "a pinned message (pinned_notifications 1) with chat_level \(chat.name): delivered as pinned",
+          nil, .pinned
+        )
+    case .message, .pinned:
+      let what =
+        kind == .pinned
+        ? "a pinned message with pinned_notifications 0, evaluated as a message" : "a message"
+      switch chat {
+      case .all:
+        return mention.mentioned
+          ? ("\(what) with chat_level all, mentioned: delivered as a mention", nil, .mention)
+          : ("\(what) with chat_level all: delivered", nil, .message)
+      case .mentions:
+        return mention.mentioned
+          ? ("\(what) with chat_level mentions, mentioned: delivered as a mention", nil, .mention)
+          : ("\(what) with chat_level mentions, not mentioned", .notMentioned, .message)
+      case .none:
+        return ("\(what) with chat_level none: muted", .muted, .message)
+      }
+    }
+  }
+
+  /// The gateway gate for one device: passes, and why.
+  static func gate(_ device: DeviceRecord, _ user: UserRecords, _ category: CategoryRecord?)
+    -> (Bool, String)
+  {
+    let g = device.gateway
+    if let category, category.mandatoryGateways.contains(g) {
+      return (true, "passes: \(g) is mandatory in category \(category.name)")
+    }
+    if user.restrictedGateways.contains(g) {
+      return (false, "blocked: restricted on \(g) (only categories in which \(g) is mandatory)")
+    }
+    guard let category else { return (true, "passes: no category, not restricted") }
+    let rows = user.categoryPreferences.filter { $0.category == category.name }
+    let whole: (Preference, String) =
+      if category.mandatory {
+        (.optIn, "category \(category.name) is mandatory")
+      } else if let row = rows.first(where: { $0.gateway == nil }) {
+        (row.preference, "the user's category_prefs row for \(category.name)")
+      } else {
+        (category.defaultPreference, "the default of category \(category.name)")
+      }
+    if whole.0 == .optOut { return (false, "blocked: opted out by \(whole.1)") }
+    if rows.contains(where: { $0.gateway == g && $0.preference == .optOut }) {
+      return (false, "blocked: the user opted out of \(category.name) on \(g)")
+    }
+    return (true, "passes: opted in by \(whole.1)")
+  }
+
+  private func userRecords(_ id: String) throws(ExplainError) -> UserRecords? {
+    if let cached = users[id] { return cached }
+    let found: UserRecords?
+    do { found = try records.user(id) } catch { throw .snapshot(error) }
+    users[id] = found
+    return found
+  }
+
+  private func categoryRecord(_ name: String) throws(ExplainError) -> CategoryRecord? {
+    if let cached = categories[name] { return cached }
+    let found: CategoryRecord?
+    do { found = try records.category(name) } catch { throw .snapshot(error) }
+    categories[name] = found
+    return found
+  }
+}

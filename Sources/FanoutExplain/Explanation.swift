@@ -1,0 +1,113 @@
+import FanoutModel
+import FanoutSnapshot
+
+/// The decision for one (message, recipient) pair with every step that led
+/// to it. Each check is filled in even when an earlier rule decided, so that
+/// a reader sees what would have happened next; `decidedBy` says which rule won.
+public struct Explanation: Sendable {
+  public enum Pair: Sendable, Equatable {
+    case evaluated
+    /// The user is not a member of the channel: no pair, nothing is sent.
+    case notMember
+    /// The user sent the message: senders are never notified.
+    case sender
+  }
+
+  /// The contract's rules, in order.
+  public enum Rule: Int, Sendable {
+    case snoozed = 1
+    case dnd, level, devices, gate
+
+    public var name: String {
+      switch self {
+      case .snoozed: "snoozed"
+      case .dnd: "dnd"
+      case .level: "muted / not_mentioned"
+      case .devices: "no_device"
+      case .gate: "opted_out"
+      }
+    }
+  }
+
+  public struct Message: Sendable {
+    public var id: String
+    public var line: Int
+    public var channel: String
+    public var scope: Scope
+    public var kind: MessageKind
+    public var ts: Int64
+    public var force: Bool
+    public var sender: String?
+    public var category: String?
+  }
+
+  /// One level's snooze window and whether it holds ts.
+  public struct SnoozeWindow: Sendable {
+    public var source: SettingSource
+    /// nil = from the beginning of time.
+    public var start: Int64?
+    public var until: Int64
+    public var containsTS: Bool
+  }
+
+  public struct LocalClock: Sendable {
+    public var timeZone: String
+    public var offsetSeconds: Int32
+    public var year: Int64, month: Int64, day: Int64
+    /// ISO 1 = Monday .. 7 = Sunday.
+    public var weekday: Int
+    /// hour × 60 + minute of the wall clock.
+    public var minute: Int
+  }
+
+  public enum Schedule: Sendable {
+    case none
+    case daily(DailyWindow)
+    /// The user's weekly windows; they replace any daily window.
+    case weekly([WeeklyWindow], replacedDaily: DailyWindow?)
+  }
+
+  public struct DND: Sendable {
+    public var clock: LocalClock
+    public var schedule: Schedule
+    /// The window holding the local time: weekly `(weekday, start, end)` or daily (weekday nil).
+    public var matched: (weekday: Int?, start: Int, end: Int)?
+  }
+
+  public struct Mention: Sendable {
+    public var listed: Bool
+    public var mentionAll: Bool
+    public var repliedTo: Bool
+    /// The user's resolved mention_notifications.
+    public var notificationsOn: Bool
+    /// listed, mention_all or replied to, and notifications on.
+    public var mentioned: Bool { notificationsOn && (listed || mentionAll || repliedTo) }
+  }
+
+  public struct Device: Sendable {
+    public var record: DeviceRecord
+    public var passes: Bool
+    /// The gate's reason, in words.
+    public var why: String
+  }
+
+  public var message: Message
+  public var user: String
+  public var pair: Pair
+  public var settings: EffectiveSettings
+  public var snoozeWindows: [SnoozeWindow]
+  public var dnd: DND
+  public var mention: Mention
+  /// What the level rule does, in words, and its verdict (nil: passes with `trigger`).
+  public var levelRule: String
+  public var levelReason: Reason?
+  public var trigger: Trigger
+  public var devices: [Device]
+  /// Nil for no pair (not a member, or the sender).
+  public var outcome: Outcome?
+  public var decidedBy: Rule?
+
+  public var snoozed: Bool { snoozeWindows.contains { $0.containsTS } }
+  public var inDND: Bool { dnd.matched != nil }
+  public var passingDevices: [DeviceRecord] { devices.filter(\.passes).map(\.record) }
+}

@@ -1,0 +1,298 @@
+import FanoutModel
+import FanoutSnapshot
+import FanoutTime
+
+/// How times, windows and settings read in the explanations.
+enum Words {
+  static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+  static func clock(_ minute: Int) -> String {
+    let h = minute / 60
+    let m = minute % 60
+    return (h < 10 ? "0" : "") + "\(h):" + (m < 10 ? "0" : "") + "\(m)"
+  }
+
+  /// A window `[start, end)` of the local day; 23:59 reads "24:00" (it runs to midnight).
+  static func window(_ start: Int, _ end: Int) -> String {
+    "\(clock(start))–\(end == 1439 ? "24:00" : clock(end))"
+  }
+
+  static func daily(_ w: DailyWindow) -> String {
+    if w.start == w.end { return "all day (start = end \(clock(w.start)))" }
+    return window(w.start, w.end) + (w.start > w.end ? " (past midnight)" : "")
+  }
+
+  static func weekly(_ w: WeeklyWindow) -> String {
+    "\(weekdays[w.weekday - 1]) \(window(w.start, w.end))"
+  }
+
+  static func time(_ ms: Int64) -> String { "\(ms) (\(LocalTime.rfc3339UTC(millis: ms)))" }
+
+  static func offset(_ seconds: Int32) -> String {
+    let sign = seconds < 0 ? "-" : "+"
+    let m = Int(abs(seconds)) / 60
+    return "UTC\(sign)\(clock(m))"
+  }
+
+  static func value<V>(_ v: V?) -> String {
+    switch v {
+    case nil: "NULL"
+    case let level as Level: level.name
+    case let b as Bool: flag(b)
+    case let other?: "\(other)"
+    }
+  }
+
+  static func source(_ s: SettingSource, scope: Scope?) -> String {
+    if s == .scope, let scope { return "scope_prefs(\(scope.name))" }
+    return s.name
+  }
+
+  /// `chat_level  mentions  from scope_prefs(group)  [channel_prefs: NULL → scope_prefs(group): mentions]`
+  static func resolution<V>(_ name: String, _ r: Resolution<V>, scope: Scope?) -> String {
+    let chain = r.chain.map { "\(source($0.source, scope: scope)): \(value($0.value))" }
+    return "  " + name.padding(22) + value(r.value).padding(10) + "from "
+      + source(r.source, scope: scope).padding(24) + "[" + chain.joined(separator: " → ") + "]"
+  }
+
+  static func settings(_ s: EffectiveSettings, scope: Scope?) -> [String] {
+    [
+      resolution("chat_level", s.chatLevel, scope: scope),
+      resolution("call_level", s.callLevel, scope: scope),
+      resolution("mention_notifications", s.mentionNotifications, scope: scope),
+      resolution("pinned_notifications", s.pinnedNotifications, scope: scope),
+      resolution("show_preview", s.showPreview, scope: scope),
+    ]
+  }
+}
+
+extension String {
+  func padding(_ width: Int) -> String {
+    count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+  }
+}
+
+extension Explanation {
+  /// The decision in one line.
+  public var verdict: String {
+    switch pair {
+    case .notMember: return "no pair: \(user) is not a member of \(message.channel)"
+    case .sender: return "no pair: \(user) sent the message"
+    case .evaluated: break
+    }
+    guard let outcome, !outcome.isDelivered else {
+      return "delivered (trigger \(trigger.name)) to \(passingDevices.count) device"
+        + (passingDevices.count == 1 ? "" : "s")
+    }
+    return "not delivered: \(outcome.name) (rule \(decidedBy!.rawValue))"
+  }
+
+  /// The explanation for people.
+  public func text() -> String {
+    var lines: [String] = []
+    let m = message
+    lines.append(
+      "message \(m.id) (line \(m.line)): \(m.kind.name) in \(m.channel) (\(m.scope.name))"
+        + (m.category.map { ", category \($0)" } ?? "") + (m.force ? ", force" : ""))
+    lines.append("  ts \(Words.time(m.ts))" + (m.sender.map { ", sender \($0)" } ?? ""))
+    lines.append("user \(user)")
+    lines.append("decision: \(verdict)")
+    guard pair == .evaluated else { return lines.joined(separator: "\n") + "\n" }
+
+    lines.append("")
+    lines.append("settings (first set wins):")
+    lines += Words.settings(settings, scope: m.scope)
+
+    func heading(_ rule: Rule, _ result: String) {
+      lines.append("")
+      let reached = decidedBy.map { rule.rawValue <= $0.rawValue } ?? true
+      lines.append(
+        "\(rule.rawValue). \(rule.name): " + (reached ? result : "\(result) (not reached)"))
+    }
+
+    heading(.snoozed, m.force ? "skipped (force)" : (snoozed ? "yes" : "no"))
+    if snoozeWindows.isEmpty { lines.append("   no snooze window at any level") }
+    for w in snoozeWindows {
+      let from = w.start.map(Words.time) ?? "the beginning of time"
+      lines.append(
+        "   \(Words.source(w.source, scope: m.scope)): [\(from), \(Words.time(w.until))) "
+          + (w.containsTS ? "holds ts" : "does not hold ts"))
+    }
+
+    let c = dnd.clock
+    heading(.dnd, m.force ? "skipped (force)" : (inDND ? "yes" : "no"))
+    lines.append(
+      "   local time \(Words.weekdays[c.weekday - 1]) \(c.year)-\(pad2(c.month))-\(pad2(c.day)) "
+        + "\(Words.clock(c.minute)) in \(c.timeZone) (\(Words.offset(c.offsetSeconds))), minute \(c.minute)"
+    )
+    switch dnd.schedule {
+    case .none:
+      lines.append("   no DND window")
+    case .daily(let w):
+      lines.append(
+        "   daily window \(Words.daily(w)): " + (inDND ? "holds it" : "does not hold it"))
+    case .weekly(let windows, let replaced):
+      lines.append("   weekly windows: " + windows.map(Words.weekly).joined(separator: ", "))
+      if let replaced {
+        lines.append("   (they replace the daily window \(Words.daily(replaced)))")
+      }
+      if let hit = dnd.matched {
+        lines.append(
+          "   \(Words.weekdays[hit.weekday! - 1]) \(Words.window(hit.start, hit.end)) holds it")
+      } else {
+        lines.append("   none holds it")
+      }
+    }
+
+    heading(.level, levelReason?.name ?? "passes")
+    if m.kind != .call {
+      var how: [String] = []
+      if mention.listed { how.append("in mentions") }
+      if mention.mentionAll { how.append("mention_all") }
+      if mention.repliedTo { how.append("reply_to") }
+      let test =
+        how.isEmpty
+        ? "not mentioned"
+        : how.joined(separator: ", ")
+          + (mention.notificationsOn
+            ? " with mention_notifications 1: mentioned"
+            : " but mention_notifications 0: not mentioned")
+      lines.append("   mention test: \(test)")
+    }
+    lines.append("   \(levelRule)")
+
+    heading(.devices, devices.isEmpty ? "yes, no device" : "no, \(devices.count) device(s)")
+    heading(.gate, !devices.isEmpty && !devices.contains(where: \.passes) ? "yes" : "no")
+    for d in devices {
+      lines.append("   device \(d.record.id) \(d.record.gateway) \(d.record.token): \(d.why)")
+    }
+    if m.category == nil { lines.append("   (no category)") }
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// The explanation for tools.
+  public func json() -> JSONValue {
+    var fields: [(String, JSONValue)] = [
+      ("message", .string(message.id)), ("line", .int(Int64(message.line))),
+      ("channel", .string(message.channel)), ("scope", .string(message.scope.name)),
+      ("kind", .string(message.kind.name)), ("ts", .int(message.ts)),
+      ("force", .bool(message.force)), ("category", .optional(message.category)),
+      ("user", .string(user)),
+    ]
+    switch pair {
+    case .notMember: return .object(fields + [("pair", .string("not_member"))])
+    case .sender: return .object(fields + [("pair", .string("sender"))])
+    case .evaluated: fields.append(("pair", .string("evaluated")))
+    }
+    let outcome = outcome!
+    fields.append(("deliver", .bool(outcome.isDelivered)))
+    fields.append(
+      outcome.isDelivered ? ("trigger", .string(trigger.name)) : ("reason", .string(outcome.name)))
+    fields.append(("decided_by_rule", decidedBy.map { .int(Int64($0.rawValue)) } ?? .null))
+    fields.append(("settings", settings.json(scope: message.scope)))
+    fields.append(
+      (
+        "snooze",
+        .object([
+          ("snoozed", .bool(snoozed)),
+          (
+            "windows",
+            .array(
+              snoozeWindows.map {
+                .object([
+                  ("level", .string($0.source.name)), ("start", .optional($0.start)),
+                  ("until", .int($0.until)), ("holds_ts", .bool($0.containsTS)),
+                ])
+              })
+          ),
+        ])
+      ))
+    let c = dnd.clock
+    var dndFields: [(String, JSONValue)] = [
+      ("time_zone", .string(c.timeZone)), ("offset_seconds", .int(Int64(c.offsetSeconds))),
+      ("local_date", .string("\(c.year)-\(pad2(c.month))-\(pad2(c.day))")),
+      ("weekday", .int(Int64(c.weekday))), ("minute", .int(Int64(c.minute))),
+    ]
+    switch dnd.schedule {
+    case .none:
+      dndFields.append(("schedule", .string("none")))
+    case .daily(let w):
+      dndFields.append(("schedule", .string("daily")))
+      dndFields.append(
+        ("daily", .object([("start", .int(Int64(w.start))), ("end", .int(Int64(w.end)))])))
+    case .weekly(let windows, _):
+      dndFields.append(("schedule", .string("weekly")))
+      dndFields.append(("weekly", .array(windows.map(weeklyJSON))))
+    }
+    dndFields.append(
+      (
+        "matched",
+        dnd.matched.map {
+          .object(
+            ($0.weekday.map { [("weekday", JSONValue.int(Int64($0)))] } ?? [])
+              + [("start", .int(Int64($0.start))), ("end", .int(Int64($0.end)))])
+        } ?? .null
+      ))
+    dndFields.append(("in_dnd", .bool(inDND)))
+    fields.append(("dnd", .object(dndFields)))
+    fields.append(
+      (
+        "mention",
+        .object([
+          ("in_mentions", .bool(mention.listed)), ("mention_all", .bool(mention.mentionAll)),
+          ("reply_to", .bool(mention.repliedTo)),
+          ("mention_notifications", .bool(mention.notificationsOn)),
+          ("mentioned", .bool(mention.mentioned)),
+        ])
+      ))
+    fields.append(("level_rule", .string(levelRule)))
+    fields.append(
+      (
+        "devices",
+        .array(
+          devices.map {
+            .object([
+              ("device", .int($0.record.id)), ("gateway", .string($0.record.gateway)),
+              ("token", .string($0.record.token)), ("passes", .bool($0.passes)),
+              ("why", .string($0.why)),
+            ])
+          })
+      ))
+    return .object(fields)
+  }
+}
+
+func weeklyJSON(_ w: WeeklyWindow) -> JSONValue {
+  .object([
+    ("weekday", .int(Int64(w.weekday))), ("start", .int(Int64(w.start))),
+    ("end", .int(Int64(w.end))),
+  ])
+}
+
+func pad2(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+
+extension EffectiveSettings {
+  func json(scope: Scope?) -> JSONValue {
+    func entry<V>(_ r: Resolution<V>, _ render: (V) -> JSONValue) -> JSONValue {
+      .object([
+        ("value", render(r.value)), ("from", .string(r.source.name)),
+        (
+          "chain",
+          .array(
+            r.chain.map {
+              .object([
+                ("level", .string($0.source.name)), ("value", $0.value.map(render) ?? .null),
+              ])
+            })
+        ),
+      ])
+    }
+    let level: (Level) -> JSONValue = { .string($0.name) }
+    return .object([
+      ("chat_level", entry(chatLevel, level)), ("call_level", entry(callLevel, level)),
+      ("mention_notifications", entry(mentionNotifications, JSONValue.bool)),
+      ("pinned_notifications", entry(pinnedNotifications, JSONValue.bool)),
+      ("show_preview", entry(showPreview, JSONValue.bool)),
+    ])
+  }
+}

@@ -1,0 +1,196 @@
+import FanoutModel
+import FanoutSnapshot
+
+/// `fanout prefs get`: a user's effective settings and where each came from,
+/// their per-scope defaults, and the channels whose own settings change
+/// what they would inherit (as Easemob lists only conversations with their
+/// own settings).
+public struct PreferenceReport: Sendable {
+  public struct ChannelEntry: Sendable {
+    public var channel: String
+    public var scope: Scope
+    public var settings: EffectiveSettings
+    /// The channel_prefs row's own snooze window, if any.
+    public var snooze: (start: Int64?, until: Int64)?
+  }
+
+  public var records: UserRecords
+  /// The user level alone: users → settings → default.
+  public var user: EffectiveSettings
+  /// Per scope, in `Scope` order: scope_prefs → users → settings → default.
+  public var scopes: [EffectiveSettings]
+  public var channels: [ChannelEntry]
+
+  /// Reads the report for `user`; `channels` nil means every channel with a
+  /// channel_prefs row, otherwise only those named (each must exist).
+  public init(snapshot path: String, user: String, channels requested: [String]?)
+    throws(ExplainError)
+  {
+    let found: UserRecords?
+    let defaults: (chatLevel: Level?, callLevel: Level?)
+    let store: SnapshotRecords
+    do {
+      _ = try SnapshotLoader.load(path: path)  // refuse what eval would refuse
+      store = try SnapshotRecords(path: path)
+      found = try store.user(user)
+      defaults = try store.defaults()
+    } catch {
+      throw .snapshot(error)
+    }
+    guard let records = found else { throw .unknownUser(user) }
+    self.records = records
+    self.user = EffectiveSettings(
+      channel: nil, scope: nil, user: records.user, defaults: defaults, levels: [.user])
+    scopes = Scope.allCases.map {
+      EffectiveSettings(
+        channel: nil, scope: records.scopes[Int($0.rawValue)], user: records.user,
+        defaults: defaults, levels: [.scope, .user])
+    }
+    channels = []
+    for channel in requested ?? records.channels.map(\.channel) {
+      let scope: Scope?
+      do { scope = try store.channelScope(channel) } catch { throw .snapshot(error) }
+      guard let scope else { throw .unknownChannel(channel) }
+      guard let own = records.channelSettings(channel) else { continue }
+      let settings = EffectiveSettings(
+        channel: own, scope: records.scopes[Int(scope.rawValue)], user: records.user,
+        defaults: defaults, levels: [.channel, .scope, .user])
+      let inherited = scopes[Int(scope.rawValue)]
+      let snooze = own.snoozeUntil.map { (own.snoozeStart, $0) }
+      let differs =
+        snooze != nil || settings.rows.map(\.value) != inherited.rows.map(\.value)
+      if differs {
+        channels.append(
+          ChannelEntry(channel: channel, scope: scope, settings: settings, snooze: snooze))
+      }
+    }
+  }
+
+  /// The report for people.
+  public func text() -> String {
+    let r = records
+    var lines = ["user \(r.userID)", "time zone: \(r.timeZone)", "", "settings (first set wins):"]
+    lines += Words.settings(user, scope: nil)
+    lines.append("snooze (users): " + snoozeText(r.user))
+    lines.append("DND: " + dndText())
+    lines.append("")
+    lines.append("per channel kind:")
+    for scope in Scope.allCases {
+      let s = scopes[Int(scope.rawValue)]
+      let row = r.scopes[Int(scope.rawValue)]
+      lines.append(
+        "  \(scope.name): " + (row == nil ? "no scope_prefs row; " : "")
+          + s.rows.map { "\($0.name) \($0.value) (\(Words.source($0.source, scope: scope)))" }
+          .joined(separator: ", "))
+      if let row, row.snoozeUntil != nil { lines.append("    snooze: " + snoozeText(row)) }
+    }
+    lines.append("")
+    lines.append(
+      channels.isEmpty
+        ? "channels with their own settings: none"
+        : "channels with their own settings (\(channels.count)):")
+    for c in channels {
+      lines.append("  \(c.channel) (\(c.scope.name)):")
+      lines += Words.settings(c.settings, scope: c.scope).map { "  " + $0 }
+      if let row = r.channelSettings(c.channel), row.snoozeUntil != nil {
+        lines.append("    snooze: " + snoozeText(row))
+      }
+    }
+    lines.append("")
+    lines.append("devices (\(r.devices.count)):")
+    for d in r.devices { lines.append("  \(d.id) \(d.gateway) \(d.token)") }
+    lines.append(
+      "restricted gateways (required categories only): "
+        + (r.restrictedGateways.isEmpty ? "none" : r.restrictedGateways.joined(separator: ", ")))
+    lines.append("category preferences:" + (r.categoryPreferences.isEmpty ? " none" : ""))
+    for p in r.categoryPreferences {
+      lines.append(
+        "  \(p.category)" + (p.gateway.map { " on \($0)" } ?? "") + ": "
+          + (p.preference == .optIn ? "opt_in" : "opt_out"))
+    }
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  private func snoozeText(_ s: LevelSettings) -> String {
+    guard let until = s.snoozeUntil else { return "none" }
+    return "[\(s.snoozeStart.map(Words.time) ?? "the beginning of time"), \(Words.time(until)))"
+  }
+
+  private func dndText() -> String {
+    if !records.weeklyDND.isEmpty {
+      return "weekly " + records.weeklyDND.map(Words.weekly).joined(separator: ", ")
+        + (records.dailyDND.map { " (replacing the daily window \(Words.daily($0)))" } ?? "")
+    }
+    return records.dailyDND.map { "daily \(Words.daily($0))" } ?? "none"
+  }
+
+  /// The report for tools.
+  public func json() -> JSONValue {
+    let r = records
+    func snooze(_ s: LevelSettings?) -> JSONValue {
+      guard let s, let until = s.snoozeUntil else { return .null }
+      return .object([("start", .optional(s.snoozeStart)), ("until", .int(until))])
+    }
+    return .object([
+      ("user", .string(r.userID)), ("time_zone", .string(r.timeZone)),
+      ("settings", user.json(scope: nil)), ("snooze", snooze(r.user)),
+      (
+        "dnd",
+        .object([
+          (
+            "daily",
+            r.dailyDND.map {
+              .object([("start", .int(Int64($0.start))), ("end", .int(Int64($0.end)))])
+            } ?? .null
+          ),
+          ("weekly", .array(r.weeklyDND.map(weeklyJSON))),
+        ])
+      ),
+      (
+        "scopes",
+        .object(
+          Scope.allCases.map {
+            (
+              $0.name,
+              .object([
+                ("settings", scopes[Int($0.rawValue)].json(scope: $0)),
+                ("snooze", snooze(r.scopes[Int($0.rawValue)])),
+              ])
+            )
+          })
+      ),
+      (
+        "channels",
+        .array(
+          channels.map {
+            .object([
+              ("channel", .string($0.channel)), ("scope", .string($0.scope.name)),
+              ("settings", $0.settings.json(scope: $0.scope)),
+              ("snooze", snooze(r.channelSettings($0.channel))),
+            ])
+          })
+      ),
+      (
+        "devices",
+        .array(
+          r.devices.map {
+            .object([
+              ("device", .int($0.id)), ("gateway", .string($0.gateway)),
+              ("token", .string($0.token)),
+            ])
+          })
+      ),
+      ("restricted_gateways", .array(r.restrictedGateways.map(JSONValue.string))),
+      (
+        "category_preferences",
+        .array(
+          r.categoryPreferences.map {
+            .object([
+              ("category", .string($0.category)), ("gateway", .optional($0.gateway)),
+              ("preference", .string($0.preference == .optIn ? "opt_in" : "opt_out")),
+            ])
+          })
+      ),
+    ])
+  }
+}

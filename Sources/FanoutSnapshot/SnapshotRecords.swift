@@ -1,0 +1,195 @@
+import FanoutModel
+
+/// A daily DND window as stored: minutes of the local day.
+public struct DailyWindow: Sendable, Equatable {
+  public var start: Int
+  public var end: Int
+}
+
+/// A weekly DND window as stored: ISO weekday, `[start, end)` minutes.
+public struct WeeklyWindow: Sendable, Equatable {
+  public var weekday: Int
+  public var start: Int
+  public var end: Int
+}
+
+public struct DeviceRecord: Sendable, Equatable {
+  public var id: Int64
+  public var gateway: String
+  public var token: String
+}
+
+public struct CategoryPreferenceRecord: Sendable, Equatable {
+  public var category: String
+  /// nil: the whole category.
+  public var gateway: String?
+  public var preference: Preference
+}
+
+public struct CategoryRecord: Sendable, Equatable {
+  public var name: String
+  public var defaultPreference: Preference
+  public var mandatory: Bool
+  /// Gateways marked mandatory in the category (category_gateways), sorted.
+  public var mandatoryGateways: [String]
+}
+
+/// Everything one user has set, row by row, as the snapshot stores it.
+public struct UserRecords: Sendable {
+  public var userID: String
+  /// users.timezone, or 'UTC' when NULL.
+  public var timeZone: String
+  public var user: LevelSettings
+  public var dailyDND: DailyWindow?
+  /// Sorted by weekday, then start.
+  public var weeklyDND: [WeeklyWindow]
+  /// scope_prefs rows, indexed by `Scope.rawValue`.
+  public var scopes: [LevelSettings?]
+  /// channel_prefs rows by channel id, in byte order.
+  public var channels: [(channel: String, settings: LevelSettings)]
+  /// By device_id.
+  public var devices: [DeviceRecord]
+  /// Sorted by category, whole-category row first.
+  public var categoryPreferences: [CategoryPreferenceRecord]
+  /// Gateways the user is restricted on (gateway_prefs.restricted = 1), sorted.
+  public var restrictedGateways: [String]
+
+  public func channelSettings(_ channel: String) -> LevelSettings? {
+    channels.first { $0.channel == channel }?.settings
+  }
+}
+
+/// Reads single rows of a snapshot by key, for the tools that look at one
+/// user at a time (`fanout explain`, `fanout prefs get`). Validate the file
+/// with `SnapshotLoader.load` first: these reads check types, not references.
+public final class SnapshotRecords {
+  private let connection: Connection
+  private var present: Set<String> = []
+
+  public init(path: String) throws(SnapshotError) {
+    do {
+      connection = try Connection(path: path)
+      let list = try connection.prepare(
+        "SELECT lower(name) FROM sqlite_master WHERE type IN ('table', 'view')")
+      while try list.step() { present.insert(list.text(0)) }
+    } catch {
+      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
+    }
+  }
+
+  /// settings.default_chat_level and default_call_level; nil where not set.
+  public func defaults() throws(SnapshotError) -> (chatLevel: Level?, callLevel: Level?) {
+    var result: (chatLevel: Level?, callLevel: Level?) = (nil, nil)
+    try forEachRow(
+      "settings", key: [0], where: "key IN ('default_chat_level', 'default_call_level')"
+    ) { (row) throws(SnapshotError) in
+      let value = try row.text(1)
+      if try row.text(0) == "default_chat_level" {
+        result.chatLevel = Level(chatLevel: value)
+      } else {
+        result.callLevel = Level(callLevel: value)
+      }
+    }
+    return result
+  }
+
+  /// The channel's kind, or nil when there is no such channel.
+  public func channelScope(_ channel: String) throws(SnapshotError) -> Scope? {
+    var scope: Scope? = nil
+    try forEachRow("channels", key: [0], where: "channel_id = ?", [channel]) {
+      (row) throws(SnapshotError) in
+      scope = Scope(name: try row.text(1))
+    }
+    return scope
+  }
+
+  public func category(_ name: String) throws(SnapshotError) -> CategoryRecord? {
+    var record: CategoryRecord? = nil
+    try forEachRow("categories", key: [0], where: "category = ?", [name]) {
+      (row) throws(SnapshotError) in
+      record = CategoryRecord(
+        name: name, defaultPreference: Preference(name: try row.text(1)) ?? .optIn,
+        mandatory: try row.flag(2), mandatoryGateways: [])
+    }
+    guard var record else { return nil }
+    try forEachRow(
+      "category_gateways", key: [0, 1], where: "category = ? AND mandatory = 1", [name],
+      orderBy: "gateway COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      record.mandatoryGateways.append(try row.text(1))
+    }
+    return record
+  }
+
+  /// The user's rows, or nil when there is no such user.
+  public func user(_ id: String) throws(SnapshotError) -> UserRecords? {
+    var found: UserRecords? = nil
+    try forEachRow("users", key: [0], where: "user_id = ?", [id]) { (row) throws(SnapshotError) in
+      let daily: DailyWindow?
+      if let start = try row.optionalMinute(9), let end = try row.optionalMinute(10) {
+        daily = DailyWindow(start: start, end: end)
+      } else {
+        daily = nil
+      }
+      found = UserRecords(
+        userID: id, timeZone: try row.optionalText(8) ?? "UTC",
+        user: try LevelSettings(row, first: 1),
+        dailyDND: daily, weeklyDND: [], scopes: [nil, nil, nil], channels: [], devices: [],
+        categoryPreferences: [], restrictedGateways: [])
+    }
+    guard var records = found else { return nil }
+    let byUser = "user_id = ?"
+    try forEachRow(
+      "dnd_weekly", key: [0, 1, 2], where: byUser, [id], orderBy: "weekday, start_min, end_min"
+    ) { (row) throws(SnapshotError) in
+      records.weeklyDND.append(
+        WeeklyWindow(weekday: Int(try row.int(1)), start: try row.minute(2), end: try row.minute(3))
+      )
+    }
+    try forEachRow("scope_prefs", key: [0, 1], where: byUser, [id]) { (row) throws(SnapshotError) in
+      if let scope = Scope(name: try row.text(1)) {
+        records.scopes[Int(scope.rawValue)] = try LevelSettings(row, first: 2)
+      }
+    }
+    try forEachRow(
+      "channel_prefs", key: [0, 1], where: byUser, [id], orderBy: "channel_id COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      records.channels.append(
+        (try row.text(1), try LevelSettings(row, first: 2, acceptDefault: true)))
+    }
+    try forEachRow("devices", key: [0], where: byUser, [id], orderBy: "device_id") {
+      (row) throws(SnapshotError) in
+      records.devices.append(
+        DeviceRecord(id: try row.int(0), gateway: try row.text(2), token: try row.text(3)))
+    }
+    try forEachRow(
+      "category_prefs", key: [0, 1, 2], where: byUser, [id],
+      orderBy: "category COLLATE BINARY, gateway IS NOT NULL, gateway COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      records.categoryPreferences.append(
+        CategoryPreferenceRecord(
+          category: try row.text(1), gateway: try row.optionalText(2),
+          preference: Preference(name: try row.text(3)) ?? .optIn))
+    }
+    try forEachRow(
+      "gateway_prefs", key: [0, 1], where: byUser + " AND restricted = 1", [id],
+      orderBy: "gateway COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      records.restrictedGateways.append(try row.text(1))
+    }
+    return records
+  }
+
+  /// Calls `body` with each row of `table` matching `condition`; with none
+  /// when an optional table is absent.
+  private func forEachRow(
+    _ table: String, key: [Int32], where condition: String, _ arguments: [String] = [],
+    orderBy: String? = nil, _ body: (TableReader) throws(SnapshotError) -> Void
+  ) throws(SnapshotError) {
+    guard present.contains(table) else { return }
+    let reader = try TableReader(
+      connection, SnapshotSchema.table(table), keyColumns: key, where: condition,
+      arguments: arguments, orderBy: orderBy)
+    while try reader.next() { try body(reader) }
+  }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import FanoutExplain
+
+extension Fanout {
+  struct ExplainCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "explain",
+      abstract: "Explain the decision for one (message, user) pair, step by step.",
+      discussion: """
+        Give the message as a traffic line (--message '{"id":…}') or by id in a traffic file \
+        (--messages FILE --id M: the first line with that id). Exit codes: 0 explained (whatever \
+        the decision), 64 bad command line or unknown user, 65 snapshot refused or message \
+        rejected, 66 messages unreadable or no such id.
+        """)
+
+    @Option(help: "The preferences snapshot (SQLite).")
+    var snapshot: String
+
+    @Option(help: "The recipient's user id.")
+    var user: String
+
+    @Option(help: "The message, as one traffic line (JSON).")
+    var message: String?
+
+    @Option(help: "A traffic file (NDJSON) to take the message from; needs --id.")
+    var messages: String?
+
+    @Option(help: "The message id to explain from --messages.")
+    var id: String?
+
+    @Flag(help: "Write JSON instead of text.")
+    var json = false
+
+    func validate() throws {
+      switch (message, messages, id) {
+      case (_?, nil, nil), (nil, _?, _?): break
+      case (_?, _?, _), (_?, _, _?):
+        throw ValidationError("give either --message or --messages with --id")
+      case (nil, _?, nil): throw ValidationError("--messages needs --id")
+      case (nil, nil, _): throw ValidationError("give --message JSON, or --messages FILE --id M")
+      }
+    }
+
+    func run() throws {
+      do {
+        let explainer = try Explainer(snapshot: snapshot)
+        let explanation =
+          if let message {
+            try explainer.explain(line: message, user: user)
+          } else {
+            try explainer.explain(messagesAt: messages!, id: id!, user: user)
+          }
+        print(
+          json ? explanation.json().rendered() : explanation.text(), terminator: json ? "\n" : "")
+      } catch {
+        throw fail(error, exitCode: error.exitCode)
+      }
+    }
+  }
+}
