@@ -33,10 +33,12 @@ let package = Package(
     .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
     .target(name: "FanoutStream", dependencies: ["FanoutPipeline"]),
     .target(name: "FanoutExplain", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
+    .target(name: "FanoutMigration", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
     .executableTarget(
       name: "fanout",
       dependencies: [
-        "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutGenerator",
+        "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
+        "FanoutGenerator",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 
@@ -57,6 +59,7 @@ let package = Package(
     .testTarget(
       name: "FanoutExplainTests",
       dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutTestSupport"]),
+    .testTarget(name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutTestSupport"]),
   ]

@@ -19,6 +19,15 @@ public enum ScenarioError: Error, CustomStringConvertible {
   }
 }
 
+/// Copies the snapshot at `source` into a new file at `path` with
+/// `VACUUM INTO`: a consistent copy, the source opened read-only.
+package func copySnapshot(from source: String, to path: String) throws(SQLiteError) {
+  let original = try Connection(path: source)
+  let vacuum = try original.prepare("VACUUM INTO ?")
+  vacuum.bind(1, path)
+  try vacuum.insert()
+}
+
 /// A private copy of a snapshot with a what-if scenario's SQL applied, in a
 /// temporary folder that is removed with the value. The source is opened
 /// read-only and copied with `VACUUM INTO`, so it is never modified.
@@ -35,10 +44,7 @@ public final class ScenarioCopy: Sendable {
     folder = String(cString: made)
     path = folder + "/scenario.sqlite"
     do {
-      let original = try Connection(path: source)
-      let vacuum = try original.prepare("VACUUM INTO ?")
-      vacuum.bind(1, path)
-      try vacuum.insert()
+      try copySnapshot(from: source, to: path)
     } catch {
       removeFiles()
       throw .copy(error.message)

@@ -4,6 +4,11 @@ import FanoutModel
 public struct DailyWindow: Sendable, Equatable {
   public var start: Int
   public var end: Int
+
+  public init(start: Int, end: Int) {
+    self.start = start
+    self.end = end
+  }
 }
 
 /// A weekly DND window as stored: ISO weekday, `[start, end)` minutes.
@@ -11,6 +16,12 @@ public struct WeeklyWindow: Sendable, Equatable {
   public var weekday: Int
   public var start: Int
   public var end: Int
+
+  public init(weekday: Int, start: Int, end: Int) {
+    self.weekday = weekday
+    self.start = start
+    self.end = end
+  }
 }
 
 public struct DeviceRecord: Sendable, Equatable {

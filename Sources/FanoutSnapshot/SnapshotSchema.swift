@@ -88,6 +88,13 @@ public enum SnapshotSchema {
     );
     """
 
+  /// The `CREATE TABLE` statement of one table, cut from `createSQL`.
+  static func createSQL(table name: String) -> String {
+    let start = createSQL.firstRange(of: "CREATE TABLE \(name) (")!.lowerBound
+    let end = createSQL[start...].firstRange(of: ");")!.upperBound
+    return String(createSQL[start..<end])
+  }
+
   struct Table {
     let name: String
     let required: Bool
@@ -125,6 +132,12 @@ public enum SnapshotSchema {
   ]
 
   static func table(_ name: String) -> Table { tables.first { $0.name == name }! }
+
+  /// Whether `name` may name a gateway (see the bytes version below).
+  public static func isValidGatewayName(_ name: String) -> Bool {
+    var name = name
+    return name.withUTF8 { isValidGatewayName(UnsafeRawBufferPointer($0)) }
+  }
 
   /// Gateway names become file names: `[a-z0-9][a-z0-9._-]*`, minus the
   /// names of the other output files.

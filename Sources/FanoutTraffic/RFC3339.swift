@@ -4,9 +4,9 @@ import FanoutTime
 /// required, `T`/`t` and `Z`/`z` are accepted, fractions beyond the
 /// millisecond are truncated. Leap seconds (`:60`) are refused: Unix time
 /// cannot name them.
-enum RFC3339 {
+public enum RFC3339 {
   /// Unix milliseconds, or nil when `s` is not an RFC 3339 date-time.
-  static func parse<C: Collection<UInt8>>(_ s: C) -> Int64? where C.Index == Int {
+  public static func parse<C: Collection<UInt8>>(_ s: C) -> Int64? where C.Index == Int {
     let b = Array(s)
     var i = 0
     func digits(_ n: Int) -> Int64? {

@@ -1,11 +1,86 @@
 import ArgumentParser
 import FanoutExplain
+import FanoutMigration
+import FanoutTraffic
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 extension Fanout {
   struct PrefsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
       commandName: "prefs", abstract: "Read and change users' preferences in a snapshot.",
-      subcommands: [Get.self])
+      subcommands: [Get.self, Apply.self])
+
+    struct Apply: ParsableCommand {
+      static let configuration = CommandConfiguration(
+        abstract: "Apply preference changes written in a source system's request shapes.",
+        discussion: """
+          All or nothing: the changes are made in one transaction on a copy, the copy is \
+          validated like any snapshot, then renamed over the snapshot (or written to --out). \
+          See README "Migrating preferences" for each format. Exit codes: 0 applied, 64 bad \
+          command line, 65 snapshot or a change refused (the entry is named), 66 changes \
+          unreadable, 73 result not written.
+          """)
+
+      @Option(help: "The preferences snapshot (SQLite) to change.")
+      var snapshot: String
+
+      @Option(
+        help:
+          "The request shapes: \(SourceFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+      var format: String
+
+      @Option(help: "Client-side use: entries are this user's (may omit the user; others refused).")
+      var asUser: String?
+
+      @Option(
+        help:
+          "When durations start (Easemob duration, TDLib mute_for): RFC 3339 or Unix ms. Default: now."
+      )
+      var now: String?
+
+      @Option(help: "Write the result here instead of replacing --snapshot.")
+      var out: String?
+
+      @Argument(help: "The changes (JSON), or - for standard input.")
+      var changes: String
+
+      func validate() throws {
+        guard SourceFormat(rawValue: format) != nil else {
+          throw ValidationError(
+            "--format must be one of \(SourceFormat.allCases.map(\.rawValue).joined(separator: ", "))"
+          )
+        }
+        if let now, Self.parseTime(now) == nil {
+          throw ValidationError("--now '\(now)' is not an RFC 3339 time or Unix milliseconds")
+        }
+      }
+
+      static func parseTime(_ text: String) -> Int64? {
+        Int64(text) ?? RFC3339.parse(Array(text.utf8))
+      }
+
+      func run() throws {
+        var clock = timespec()
+        clock_gettime(CLOCK_REALTIME, &clock)
+        let options = ApplyOptions(
+          snapshot: snapshot, format: SourceFormat(rawValue: format)!, asUser: asUser,
+          now: now.flatMap(Self.parseTime) ?? Int64(clock.tv_sec) * 1000 + Int64(clock.tv_nsec)
+            / 1_000_000,
+          changes: changes, out: out)
+        do {
+          let report = try PrefsApply.run(options)
+          let rows = report.changedRows.map { "\($0.table) \($0.rows)" }.joined(separator: ", ")
+          print(
+            "applied \(report.entries) \(format) entries to \(report.path)"
+              + (rows.isEmpty ? " (no row changed)" : "; rows changed: \(rows)"))
+        } catch {
+          throw fail(error, exitCode: error.exitCode)
+        }
+      }
+    }
 
     struct Get: ParsableCommand {
       static let configuration = CommandConfiguration(

@@ -13,7 +13,12 @@ public struct Scenario {
 
   /// `sql` populates the contract's schema; `messages` are NDJSON lines.
   public init(_ sql: String, messages: [String]) throws {
-    let snapshot = try SnapshotLoader.load(path: SQLiteFixture.make(SQLiteFixture.header + sql))
+    try self.init(snapshot: SQLiteFixture.make(SQLiteFixture.header + sql), messages: messages)
+  }
+
+  /// Evaluates `messages` against the snapshot file at `path`.
+  public init(snapshot path: String, messages: [String]) throws {
+    let snapshot = try SnapshotLoader.load(path: path)
     index = snapshot.index
     var batch = MessageBatch()
     var parser = TrafficParser(index: index)

@@ -19,6 +19,9 @@ package final class Connection {
 
   deinit { sqlite3_close_v2(handle) }
 
+  /// Rows changed by the last INSERT, UPDATE or DELETE.
+  package var changes: Int { Int(sqlite3_changes(handle)) }
+
   package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
     try Statement(connection: self, sql: sql)
   }

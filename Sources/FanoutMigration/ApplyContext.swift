@@ -1,0 +1,161 @@
+import FanoutIndex
+import FanoutModel
+import FanoutSnapshot
+import FanoutTime
+import FoundationEssentials
+
+/// A refusal of the entry being applied; `PrefsApply` adds its number.
+struct EntryError: Error {
+  let reason: String
+  init(_ reason: String) { self.reason = reason }
+}
+
+/// What the format adapters share: lookups in the snapshot being changed,
+/// the client-side user, the clock, and the editor that writes the rows.
+final class ApplyContext {
+  let index: Index
+  let records: SnapshotRecords
+  let editor: SnapshotEditor
+  let asUser: String?
+  let now: Int64
+  private let timeZones = TimeZoneDatabase()
+
+  init(index: Index, snapshot: String, editor: SnapshotEditor, asUser: String?, now: Int64)
+    throws(ApplyError)
+  {
+    self.index = index
+    do { records = try SnapshotRecords(path: snapshot) } catch { throw .snapshot(error) }
+    self.editor = editor
+    self.asUser = asUser
+    self.now = now
+    if let asUser, index.users.find(asUser) == nil {
+      throw .usage("--as-user: unknown user '\(asUser)'")
+    }
+  }
+
+  /// Decodes `data` as `T`, naming the JSON path of what does not fit.
+  static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws(ApplyError) -> T {
+    let decoder = JSONDecoder()
+    // The systems' fields are snake_case; the Swift names are camelCase.
+    decoder.keyDecodingStrategy = .convertFromSnakeCase
+    do {
+      return try decoder.decode(type, from: data)
+    } catch let error as DecodingError {
+      throw Self.describe(error)
+    } catch {
+      throw .malformed(path: "$", reason: "\(error)")
+    }
+  }
+
+  private static func describe(_ error: DecodingError) -> ApplyError {
+    func path(_ keys: [any CodingKey]) -> String {
+      "$" + keys.map { $0.intValue.map { "[\($0)]" } ?? ".\(snakeCase($0.stringValue))" }.joined()
+    }
+    switch error {
+    case .typeMismatch(let type, let c):
+      return .malformed(path: path(c.codingPath), reason: "expected \(type)")
+    case .valueNotFound(let type, let c):
+      return .malformed(path: path(c.codingPath), reason: "expected \(type), found null")
+    case .keyNotFound(let key, let c):
+      return .malformed(path: path(c.codingPath + [key]), reason: "missing")
+    case .dataCorrupted(let c):
+      return .malformed(path: path(c.codingPath), reason: c.debugDescription)
+    @unknown default: return .malformed(path: "$", reason: "\(error)")
+    }
+  }
+
+  /// A field name as the request spells it (`userId` → `user_id`).
+  private static func snakeCase(_ name: String) -> String {
+    String(name.flatMap { $0.isUppercase ? ["_"] + $0.lowercased() : [$0] })
+  }
+
+  /// Applies `entries` in order, numbering refusals from 1.
+  func each<E>(_ entries: [E], _ body: (E) throws(EntryError) -> Void) throws(ApplyError) -> Int {
+    for (i, entry) in entries.enumerated() {
+      do {
+        try body(entry)
+      } catch {
+        throw .entry(number: i + 1, reason: error.reason)
+      }
+    }
+    return entries.count
+  }
+
+  // MARK: Checks that name what is wrong
+
+  /// The entry's user: `given`, or the client-side user when it is omitted.
+  func user(_ given: String?, field: String) throws(EntryError) -> String {
+    if let asUser {
+      guard given == nil || given == asUser else {
+        throw EntryError(
+          "\(field) '\(given!)' is not the --as-user '\(asUser)': a client may change only its own user's preferences"
+        )
+      }
+      return asUser
+    }
+    guard let given else { throw EntryError("\(field) is missing (or give --as-user)") }
+    guard index.users.find(given) != nil else { throw EntryError("unknown user '\(given)'") }
+    return given
+  }
+
+  func channel(_ id: String) throws(EntryError) -> String {
+    guard index.channels.find(id) != nil else { throw EntryError("unknown channel '\(id)'") }
+    return id
+  }
+
+  func category(_ name: String) throws(EntryError) -> CategoryRecord {
+    let found: CategoryRecord?
+    do { found = try records.category(name) } catch { throw EntryError(error.description) }
+    guard let found else { throw EntryError("unknown category '\(name)'") }
+    return found
+  }
+
+  func gateway(_ name: String) throws(EntryError) -> String {
+    guard SnapshotSchema.isValidGatewayName(name) else {
+      throw EntryError(
+        "'\(name)' is not a valid gateway name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
+      )
+    }
+    return name
+  }
+
+  func timeZone(_ name: String) throws(EntryError) -> String {
+    do { _ = try timeZones.zone(named: name) } catch { throw EntryError("unknown \(error)") }
+    return name
+  }
+
+  /// Runs one editor call, turning an SQLite failure into a refusal.
+  func write(_ body: (SnapshotEditor) throws(SQLiteError) -> Void) throws(EntryError) {
+    do { try body(editor) } catch { throw EntryError("cannot write: \(error.message)") }
+  }
+
+  /// Sets level columns; an entry that sets nothing is refused (a misspelt
+  /// field would otherwise pass silently).
+  func set(_ target: LevelTarget, _ columns: [(String, ColumnValue)], known: String)
+    throws(EntryError)
+  {
+    guard !columns.isEmpty else { throw EntryError("the entry changes nothing (fields: \(known))") }
+    try write { (e) throws(SQLiteError) in try e.set(target, columns) }
+  }
+
+  /// The snooze columns for `[start, until)`; nil: no snooze.
+  static func snooze(_ window: (start: Int64?, until: Int64)?) -> [(String, ColumnValue)] {
+    [
+      ("snooze_start", window?.start.map(ColumnValue.int) ?? .null),
+      ("snooze_until", window.map { .int($0.until) } ?? .null),
+    ]
+  }
+}
+
+/// A value that may be a JSON string or integer (TDLib chat ids), as text.
+struct StringOrInteger: Decodable {
+  let text: String
+  init(from decoder: any Decoder) throws {
+    let c = try decoder.singleValueContainer()
+    if let s = try? c.decode(String.self) {
+      text = s
+    } else {
+      text = String(try c.decode(Int64.self))
+    }
+  }
+}

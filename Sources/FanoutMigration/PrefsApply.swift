@@ -1,0 +1,175 @@
+import FanoutIndex
+import FanoutSnapshot
+import FoundationEssentials
+
+/// FanoutMigration applies preference changes written in the request shapes
+/// of the five source systems (Stream Chat, Sendbird, Easemob, SuprSend,
+/// TDLib) to a snapshot, each with that system's documented semantics. A
+/// batch is all or nothing: the changes are made on a copy in one
+/// transaction, the copy is validated like any snapshot, and only then does
+/// it replace the file (renamed over it, so readers never see half a batch).
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The request shapes `fanout prefs apply --format` reads.
+public enum SourceFormat: String, Sendable, CaseIterable {
+  case stream, sendbird, easemob, suprsend, tdlib
+}
+
+public struct ApplyOptions: Sendable {
+  public var snapshot: String
+  public var format: SourceFormat
+  /// Client-side use: entries may omit the user, and may not name another.
+  public var asUser: String?
+  /// Unix ms that durations (Easemob DND duration, TDLib mute_for) count from.
+  public var now: Int64
+  /// The changes file, or - for standard input.
+  public var changes: String
+  /// Where to write the result; nil: replace `snapshot`.
+  public var out: String?
+
+  public init(
+    snapshot: String, format: SourceFormat, asUser: String?, now: Int64, changes: String,
+    out: String?
+  ) {
+    self.snapshot = snapshot
+    self.format = format
+    self.asUser = asUser
+    self.now = now
+    self.changes = changes
+    self.out = out
+  }
+}
+
+/// Why a batch was not applied. Nothing was written in any case.
+public enum ApplyError: Error, CustomStringConvertible {
+  case snapshot(SnapshotError)
+  case unreadable(path: String, reason: String)
+  /// The changes are not the format's JSON; `path` locates the value.
+  case malformed(path: String, reason: String)
+  /// Entry `number` (1-based) was refused.
+  case entry(number: Int, reason: String)
+  /// The result would not be a valid snapshot.
+  case result(SnapshotError)
+  case write(path: String, reason: String)
+  case usage(String)
+
+  public var exitCode: Int32 {
+    switch self {
+    case .usage: 64
+    case .snapshot, .malformed, .entry, .result: 65
+    case .unreadable: 66
+    case .write: 73
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .snapshot(let e): e.description
+    case .unreadable(let path, let reason): "cannot read changes from '\(path)': \(reason)"
+    case .malformed(let path, let reason): "changes refused: \(path): \(reason)"
+    case .entry(let n, let reason): "changes refused: entry \(n): \(reason)"
+    case .result(let e): "changes refused: the result would not be a valid snapshot: \(e)"
+    case .write(let path, let reason): "cannot write '\(path)': \(reason)"
+    case .usage(let text): text
+    }
+  }
+}
+
+public struct ApplyReport: Sendable {
+  public var entries: Int
+  public var path: String
+  /// Rows inserted, updated or deleted, per table, sorted by table.
+  public var changedRows: [(table: String, rows: Int)]
+}
+
+public enum PrefsApply {
+  public static func run(_ options: ApplyOptions) throws(ApplyError) -> ApplyReport {
+    if options.format == .tdlib && options.asUser == nil {
+      throw .usage("--format tdlib needs --as-user: TDLib requests carry no user id")
+    }
+    let index: Index
+    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch {
+      throw .snapshot(error)
+    }
+    let data = try readChanges(options.changes)
+    let destination = options.out ?? options.snapshot
+    let partial = partialPath(for: destination)
+    unlink(partial)
+    defer { unlink(partial) }
+    let entries: Int
+    let changedRows: [String: Int]
+    do {
+      try copySnapshot(from: options.snapshot, to: partial)
+    } catch {
+      throw .write(path: partial, reason: error.message)
+    }
+    do {
+      let editor: SnapshotEditor
+      do { editor = try SnapshotEditor(path: partial) } catch {
+        throw ApplyError.write(path: partial, reason: error.message)
+      }
+      let context = try ApplyContext(
+        index: index, snapshot: options.snapshot, editor: editor, asUser: options.asUser,
+        now: options.now)
+      entries = try options.format.apply(data, context)
+      do { try editor.commit() } catch {
+        throw ApplyError.write(path: partial, reason: error.message)
+      }
+      changedRows = editor.changedRows
+    }
+    do { _ = try SnapshotLoader.load(path: partial) } catch { throw .result(error) }
+    try replace(destination, with: partial)
+    return ApplyReport(
+      entries: entries, path: destination,
+      changedRows: changedRows.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+  }
+
+  private static func readChanges(_ path: String) throws(ApplyError) -> Data {
+    let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+    defer { if fd != STDIN_FILENO { close(fd) } }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      guard n >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+      if n == 0 { break }
+      bytes += buffer[0..<n]
+    }
+    return Data(bytes)
+  }
+
+  /// `.NAME.partial` next to `path`, so that the rename stays in one file system.
+  private static func partialPath(for path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return ".\(path).partial" }
+    return path[...slash] + "." + path[path.index(after: slash)...] + ".partial"
+  }
+
+  /// Syncs the finished copy and renames it over `destination`.
+  private static func replace(_ destination: String, with partial: String) throws(ApplyError) {
+    let fd = open(partial, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0, fsync(fd) == 0 else {
+      throw .write(path: partial, reason: "fsync: \(String(cString: strerror(errno)))")
+    }
+    close(fd)
+    guard rename(partial, destination) == 0 else {
+      throw .write(path: destination, reason: "rename: \(String(cString: strerror(errno)))")
+    }
+  }
+}
+
+extension SourceFormat {
+  /// Decodes and applies every entry in order; returns the number applied.
+  func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
+    switch self {
+    case .stream: try StreamChanges.apply(data, context)
+    case .sendbird: try SendbirdChanges.apply(data, context)
+    case .easemob: try EasemobChanges.apply(data, context)
+    case .suprsend: try SuprSendChanges.apply(data, context)
+    case .tdlib: try TDLibChanges.apply(data, context)
+    }
+  }
+}

@@ -1,0 +1,302 @@
+import FanoutMigration
+import FanoutTestSupport
+import Foundation
+import Testing
+
+// 2026-03-09 is a Monday. Asia/Seoul is UTC+9 all year.
+private let monday = ms("2026-03-09T00:00:00Z")
+
+@Suite("prefs apply: Stream Chat")
+struct StreamFormatTests {
+  @Test("user and channel chat_level: the channel overrides the user")
+  func levels() throws {
+    let s = try applying(
+      .stream,
+      #"{"preferences":[{"user_id":"u2","chat_level":"mentions"},{"user_id":"u2","channel_cid":"group:g","chat_level":"all"}]}"#
+    )
+    #expect(try decision(s, user: "u2", ts: monday) == "message")
+    #expect(
+      try decision(s, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: monday) == "-not_mentioned"
+    )
+    let back = try applying(
+      .stream,
+      #"{"preferences":[{"user_id":"u2","channel_cid":"group:g","chat_level":"default"}]}"#, to: s)
+    #expect(try decision(back, user: "u2", ts: monday) == "-not_mentioned")
+  }
+
+  @Test("disabled_until snoozes until then; remove_disable lifts it; call_level")
+  func snooze() throws {
+    let until = "2026-03-09T12:00:00Z"
+    let s = try applying(
+      .stream,
+      #"{"preferences":[{"user_id":"u2","disabled_until":"\#(until)","call_level":"none"}]}"#)
+    #expect(try decision(s, user: "u2", ts: ms(until) - 1) == "-snoozed")
+    #expect(try decision(s, user: "u2", ts: ms(until)) == "message")
+    #expect(try decision(s, user: "u2", ts: ms(until), extra: #","kind":"call""#) == "-muted")
+    let lifted = try applying(
+      .stream, #"{"preferences":[{"user_id":"u2","remove_disable":true}]}"#, to: s)
+    #expect(try decision(lifted, user: "u2", ts: ms(until) - 1) == "message")
+  }
+
+  @Test("client-side: --as-user fills in user_id and refuses any other user")
+  func clientSide() throws {
+    let own = try applying(.stream, #"{"preferences":[{"chat_level":"none"}]}"#, asUser: "u2")
+    #expect(try decision(own, user: "u2", ts: monday) == "-muted")
+    #expect(try decision(own, user: "u1", ts: monday) == "message")
+    let other = refusal(
+      .stream, #"{"preferences":[{"chat_level":"none"},{"user_id":"u1","chat_level":"none"}]}"#,
+      asUser: "u2")
+    #expect(other.contains("entry 2: user_id 'u1' is not the --as-user 'u2'"), "\(other)")
+  }
+
+  @Test("all or nothing: a bad entry is named and nothing changes")
+  func atomic() throws {
+    let before = try Data(contentsOf: URL(fileURLWithPath: baseSnapshot))
+    let dir = makeTemporaryDirectory()
+    let changes = dir + "/c.json"
+    try
+      #"{"preferences":[{"user_id":"u1","chat_level":"none"},{"user_id":"u2","channel_cid":"nope:x","chat_level":"all"}]}"#
+      .write(toFile: changes, atomically: true, encoding: .utf8)
+    let copy = dir + "/s.sqlite"
+    try before.write(to: URL(fileURLWithPath: copy))
+    let r = runProcess(
+      fanoutExecutable, ["prefs", "apply", "--snapshot", copy, "--format", "stream", changes])
+    #expect(r.status == 65)
+    #expect(r.stderr.contains("entry 2: unknown channel 'nope:x'"), "\(r.stderr)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == before)
+    #expect(listDirectory(dir) == ["c.json", "s.sqlite"])
+    #expect(
+      refusal(.stream, #"{"preferences":[{"user_id":"u1","chat_level":"loud"}]}"#).contains(
+        "entry 1: chat_level 'loud'"))
+    #expect(
+      refusal(.stream, #"{"preferences":[{"user_id":"u1","chatlevel":"none"}]}"#).contains(
+        "changes nothing"))
+    #expect(
+      refusal(.stream, #"{"preferences":[{"user_id":7}]}"#).contains("$.preferences[0].user_id"))
+  }
+}
+
+@Suite("prefs apply: Sendbird")
+struct SendbirdFormatTests {
+  /// Sendbird's example: DND from Monday 22:00 to Tuesday 07:00 arrives split
+  /// over the two days, the first window ending at 23:59.
+  static let weekly = """
+    [{"method":"set_weekly_do_not_disturb","user_id":"u1","do_not_disturb_on":true,"timezone":"Asia/Seoul",
+      "dnd_schedules":{"MONDAY":[{"start_hour":22,"start_min":0,"end_hour":23,"end_min":59}],
+                       "TUESDAY":[{"start_hour":0,"start_min":0,"end_hour":7,"end_min":0}]}}]
+    """
+
+  @Test("weekly DND Monday 22:00 – Tuesday 07:00, split at midnight")
+  func weeklySplit() throws {
+    let s = try applying(.sendbird, Self.weekly)
+    let seoulMonday = ms("2026-03-09T00:00:00+09:00")
+    let at = { (minutes: Int64) in try decision(s, user: "u1", ts: seoulMonday + minutes * 60_000) }
+    #expect(try at(21 * 60 + 59) == "message")
+    #expect(try at(22 * 60) == "-dnd")
+    #expect(try at(23 * 60 + 59) == "-dnd")  // 23:59 runs to midnight
+    #expect(try at(24 * 60 + 6 * 60 + 59) == "-dnd")  // Tuesday 06:59
+    #expect(try at(24 * 60 + 7 * 60) == "message")  // Tuesday 07:00
+    #expect(try at(2 * 24 * 60 + 23 * 60) == "message")  // Wednesday 23:00
+  }
+
+  @Test("weekly schedules replace the legacy daily window while set")
+  func weeklyReplacesDaily() throws {
+    let daily = try applying(
+      .sendbird,
+      #"[{"method":"set_do_not_disturb","user_id":"u1","do_not_disturb_on":true,"start_hour":12,"start_min":0,"end_hour":13,"end_min":0}]"#
+    )
+    let wednesdayNoon = ms("2026-03-11T12:30:00+09:00")
+    #expect(try decision(daily, user: "u1", ts: wednesdayNoon) == "-dnd")
+    let weekly = try applying(.sendbird, Self.weekly, to: daily)
+    #expect(try decision(weekly, user: "u1", ts: wednesdayNoon) == "message")
+    let cleared = try applying(
+      .sendbird,
+      #"[{"method":"set_weekly_do_not_disturb","user_id":"u1","do_not_disturb_on":false}]"#,
+      to: weekly)
+    #expect(try decision(cleared, user: "u1", ts: wednesdayNoon) == "-dnd")
+    #expect(
+      refusal(
+        .sendbird,
+        #"[{"method":"set_weekly_do_not_disturb","user_id":"u1","do_not_disturb_on":true,"dnd_schedules":{"MONDAY":[{"start_hour":22,"start_min":0,"end_hour":7,"end_min":0}]}}]"#
+      ).contains("split one that crosses midnight"))
+  }
+
+  @Test("trigger options, channel default, snooze period [start, end)")
+  func triggerAndSnooze() throws {
+    let s = try applying(
+      .sendbird,
+      """
+      [{"method":"set_push_trigger_option","user_id":"u2","push_trigger_option":"mention_only"},
+       {"method":"set_channel_push_trigger_option","user_id":"u2","channel_url":"group:g","push_trigger_option":"all"},
+       {"method":"set_snooze_period","user_id":"u3","snooze_on":true,"start_ts":1000,"end_ts":2000}]
+      """)
+    #expect(try decision(s, user: "u2", ts: monday) == "message")
+    #expect(
+      try decision(s, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: monday) == "-not_mentioned"
+    )
+    #expect(try decision(s, user: "u3", sender: "u1", ts: 1000) == "-snoozed")
+    #expect(try decision(s, user: "u3", sender: "u1", ts: 2000) == "message")
+    let d = try applying(
+      .sendbird,
+      #"[{"method":"set_channel_push_trigger_option","user_id":"u2","channel_url":"group:g","push_trigger_option":"default"}]"#,
+      to: s)
+    #expect(try decision(d, user: "u2", ts: monday) == "-not_mentioned")
+  }
+
+  @Test(
+    "push tokens: unique registration replaces the gateway's others; unregistering all leaves no device"
+  )
+  func tokens() throws {
+    let s = try applying(
+      .sendbird,
+      #"[{"method":"register_push_token","user_id":"u2","token_type":"apns","token":"new","unique":true},{"method":"register_push_token","user_id":"u2","token_type":"gcm","token":"g2"}]"#
+    )
+    let line = #"{"id":"x","channel":"group:g","sender":"u3","ts":0}"#
+    let scenario = try Scenario(snapshot: s, messages: [line])
+    let tokens = ["apns", "fcm"].flatMap { g in
+      scenario.deliveries(g).flatMap { ($0["recipients"] as! [[String: Any]]) }
+        .filter { $0["user"] as! String == "u2" }.map { "\($0["token"]!)" }
+    }
+    #expect(tokens == ["new", "g2"])
+    let none = try applying(
+      .sendbird, #"[{"method":"unregister_all_push_tokens","user_id":"u2"}]"#, to: s)
+    #expect(try decision(none, user: "u2", ts: 0) == "-no_device")
+    #expect(
+      refusal(
+        .sendbird,
+        #"[{"method":"unregister_push_token","user_id":"u2","token_type":"apns","token":"zz"}]"#
+      ).contains("has no apns token 'zz'"))
+  }
+}
+
+@Suite("prefs apply: Easemob")
+struct EasemobFormatTests {
+  /// Easemob's example: DND interval 8:0-10:0 and a 240-minute DND duration;
+  /// the user gets nothing in either period (their union).
+  @Test("interval 8:0-10:0 with a 240-minute duration")
+  func intervalAndDuration() throws {
+    let now = ms("2026-03-09T12:00:00+09:00")
+    let s = try applying(
+      .easemob, #"[{"user":"u1","interval":"8:0-10:0","duration":240}]"#, now: now)
+    #expect(try decision(s, user: "u1", ts: now + 60 * 60_000) == "-snoozed")
+    #expect(try decision(s, user: "u1", ts: now + 240 * 60_000 - 1) == "-snoozed")
+    #expect(try decision(s, user: "u1", ts: now + 240 * 60_000) == "message")
+    #expect(try decision(s, user: "u1", ts: ms("2026-03-10T09:00:00+09:00")) == "-dnd")
+    #expect(try decision(s, user: "u1", ts: ms("2026-03-10T10:00:00+09:00")) == "message")
+    let off = try applying(.easemob, #"[{"user":"u1","interval":"0:0-0:0"}]"#, to: s)
+    #expect(try decision(off, user: "u1", ts: ms("2026-03-10T09:00:00+09:00")) == "message")
+    let allDay = try applying(.easemob, #"[{"user":"u1","interval":"9:30-9:30"}]"#, to: off)
+    #expect(try decision(allDay, user: "u1", ts: ms("2026-03-10T20:00:00+09:00")) == "-dnd")
+    let overnight = try applying(.easemob, #"[{"user":"u1","interval":"22:0-7:0"}]"#, to: off)
+    #expect(try decision(overnight, user: "u1", ts: ms("2026-03-10T06:59:00+09:00")) == "-dnd")
+    #expect(try decision(overnight, user: "u1", ts: ms("2026-03-10T07:00:00+09:00")) == "message")
+  }
+
+  @Test("remind types at app and conversation level; clearing the conversation's")
+  func remindTypes() throws {
+    let s = try applying(
+      .easemob,
+      #"[{"user":"u2","remind_type":"MentionOnly"},{"user":"u2","conversation":"group:g","remind_type":"All"}]"#
+    )
+    #expect(try decision(s, user: "u2", ts: monday) == "message")
+    #expect(
+      try decision(s, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: monday) == "-not_mentioned"
+    )
+    #expect(
+      try decision(
+        s, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: monday, extra: #","mentions":["u2"]"#)
+        == "mention")
+    let cleared = try applying(
+      .easemob, #"[{"user":"u2","conversation":"group:g","clear_remind_type":true}]"#, to: s)
+    #expect(try decision(cleared, user: "u2", ts: monday) == "-not_mentioned")
+    let conversationSnooze = try applying(
+      .easemob, #"[{"user":"u2","conversation":"dm:u1-u2","duration":60}]"#, now: monday)
+    #expect(
+      try decision(conversationSnooze, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: monday)
+        == "-snoozed")
+    #expect(try decision(conversationSnooze, user: "u2", ts: monday) == "message")
+    #expect(refusal(.easemob, #"[{"user":"u2","duration":10081}]"#).contains("outside 0..10080"))
+    #expect(
+      refusal(.easemob, #"[{"user":"u2","conversation":"group:g","interval":"8:0-9:0"}]"#).contains(
+        "app-level only"))
+    #expect(refusal(.easemob, #"[{"user":"u2","interval":"24:0-9:0"}]"#).contains("is not H:M-H:M"))
+  }
+}
+
+@Suite("prefs apply: SuprSend")
+struct SuprSendFormatTests {
+  @Test("a non-editable category, and a channel mandatory in its category, are refused")
+  func nonEditable() {
+    #expect(
+      refusal(.suprsend, #"[{"distinct_id":"u1","category":"security","preference":"opt_out"}]"#)
+        .contains("entry 1: category 'security' is not editable"))
+    #expect(
+      refusal(
+        .suprsend, #"[{"distinct_id":"u1","category":"digest","opt_out_channels":["email"]}]"#
+      )
+      .contains("channel 'email' is not editable in category 'digest'"))
+  }
+
+  @Test("category opt-out, per-channel opt-out, and restricted (required-only) channels")
+  func categories() throws {
+    let out = try applying(
+      .suprsend, #"[{"distinct_id":"u1","category":"newsletter","preference":"opt_out"}]"#)
+    #expect(
+      try decision(out, user: "u1", ts: 0, extra: #","category":"newsletter""#) == "-opted_out")
+    let perChannel = try applying(
+      .suprsend,
+      #"[{"distinct_id":"u1","category":"newsletter","preference":"opt_in","opt_out_channels":["email"]}]"#,
+      to: out)
+    let line = #"{"id":"x","channel":"group:g","sender":"u3","ts":0,"category":"newsletter"}"#
+    let scenario = try Scenario(snapshot: perChannel, messages: [line])
+    #expect(scenario.deliveries("email").isEmpty)
+    #expect(scenario.deliveries("apns").count == 1)
+    let restricted = try applying(
+      .suprsend,
+      #"[{"distinct_id":"u1","channel_preferences":[{"channel":"apns","is_restricted":true}]}]"#)
+    #expect(try decision(restricted, user: "u1", ts: 0) == "message")  // email still passes
+    let onlyApns = try applying(
+      .suprsend,
+      #"[{"distinct_id":"u1","channel_preferences":[{"channel":"email","is_restricted":true}]}]"#,
+      to: restricted)
+    #expect(try decision(onlyApns, user: "u1", ts: 0) == "-opted_out")
+    #expect(try decision(onlyApns, user: "u1", ts: 0, extra: #","category":"digest""#) == "message")
+  }
+}
+
+@Suite("prefs apply: TDLib")
+struct TDLibFormatTests {
+  @Test("scope mute_for from --now; per-chat mention switch and use_default; show_preview")
+  func settings() throws {
+    let now = monday
+    let s = try applying(
+      .tdlib,
+      """
+      [{"@type":"setScopeNotificationSettings","scope":{"@type":"notificationSettingsScopeGroupChats"},
+        "notification_settings":{"@type":"scopeNotificationSettings","mute_for":3600,"show_preview":true}},
+       {"@type":"setChatNotificationSettings","chat_id":"dm:u1-u2",
+        "notification_settings":{"@type":"chatNotificationSettings","use_default_show_preview":false,"show_preview":false,
+          "use_default_disable_mention_notifications":false,"disable_mention_notifications":true}}]
+      """, asUser: "u2", now: now)
+    #expect(try decision(s, user: "u2", ts: now + 1_800_000) == "-snoozed")
+    #expect(try decision(s, user: "u2", ts: now + 3_600_000) == "message")
+    let dm = { (extra: String) in
+      try decision(s, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: now, extra: extra)
+    }
+    #expect(try dm("") == "message")
+    #expect(try dm(#","mentions":["u2"]"#) == "message")  // a mention counts as ordinary
+    let line = #"{"id":"x","channel":"dm:u1-u2","sender":"u1","ts":\#(now)}"#
+    let preview = try Scenario(snapshot: s, messages: [line]).deliveries("apns")
+    #expect((preview.first?["recipients"] as? [[String: Any]])?.first?["preview"] as? Bool == false)
+    let restored = try applying(
+      .tdlib,
+      #"[{"@type":"setChatNotificationSettings","chat_id":"dm:u1-u2","notification_settings":{"use_default_disable_mention_notifications":true,"use_default_mute_for":true}}]"#,
+      to: s, asUser: "u2", now: now)
+    #expect(
+      try decision(
+        restored, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: now,
+        extra: #","mentions":["u2"]"#)
+        == "mention")
+    #expect(refusal(.tdlib, "[]").contains("--as-user"))
+  }
+}
