@@ -300,3 +300,43 @@ struct TDLibFormatTests {
     #expect(refusal(.tdlib, "[]").contains("--as-user"))
   }
 }
+
+@Suite("prefs apply: the README's examples in datasets/changes")
+struct ChangeExamplesTests {
+  @Test("all five apply to the sample, in order, through the command line")
+  func examples() throws {
+    let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    for format in ["stream", "sendbird", "easemob", "suprsend", "tdlib"] {
+      let r = runProcess(
+        fanoutExecutable,
+        [
+          "prefs", "apply", "--snapshot", snapshot, "--format", format, "--now",
+          "2026-03-08T06:00:00Z",
+        ]
+          + (format == "tdlib" ? ["--as-user", "carol"] : []) + [
+            datasetURL("changes/\(format).json").path
+          ])
+      #expect(r.status == 0, "\(format): \(r.stderr)")
+    }
+    // Sendbird: Alice (now in Asia/Seoul) has DND Monday 22:00 – Tuesday 07:00.
+    #expect(
+      try decision(
+        snapshot, user: "alice", channel: "messaging:general", sender: "bob",
+        ts: ms("2026-03-09T23:30:00+09:00")) == "-dnd")
+    // Easemob: Bob's 240-minute duration from --now, and his 8:00-10:00 interval.
+    #expect(
+      try decision(
+        snapshot, user: "bob", channel: "messaging:general", sender: "alice",
+        ts: ms("2026-03-08T09:59:00Z")) == "-snoozed")
+    #expect(
+      try decision(
+        snapshot, user: "bob", channel: "dm:alice-bob", sender: "alice",
+        ts: ms("2026-03-09T09:00:00+08:00")) == "-dnd")
+    // Stream: Dave follows team:eng in full, mentions elsewhere.
+    #expect(
+      try decision(
+        snapshot, user: "dave", channel: "team:eng", sender: "carol", ts: ms("2026-03-08T13:00:00Z")
+      )
+        == "message")
+  }
+}
