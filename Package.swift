@@ -59,7 +59,8 @@ let package = Package(
     .testTarget(
       name: "FanoutExplainTests",
       dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutTestSupport"]),
-    .testTarget(name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutTestSupport"]),
   ]
