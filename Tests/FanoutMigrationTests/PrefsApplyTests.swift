@@ -340,3 +340,38 @@ struct ChangeExamplesTests {
         == "message")
   }
 }
+
+@Suite("prefs apply: snapshots without the optional tables")
+struct OptionalTablesTests {
+  @Test("scope_prefs, dnd_weekly and gateway_prefs are created as the schema defines them")
+  func createsTables() throws {
+    let required = ["users", "channels", "members", "channel_prefs", "devices"]
+    let schema = SQLiteFixture.schema.components(separatedBy: "CREATE TABLE ").filter { part in
+      required.contains { part.hasPrefix($0 + " ") }
+    }.map { "CREATE TABLE " + $0 }.joined()
+    let minimal = SQLiteFixture.make(
+      """
+      INSERT INTO users (user_id) VALUES ('a'), ('b');
+      INSERT INTO channels VALUES ('g', 'group');
+      INSERT INTO members VALUES ('g', 'a'), ('g', 'b');
+      INSERT INTO devices VALUES (1, 'a', 'email', 'a@example.com');
+      """, schema: schema)
+    let friday = ms("2026-03-13T01:30:00Z")
+    let s = try applying(
+      .sendbird,
+      #"[{"method":"set_weekly_do_not_disturb","user_id":"a","do_not_disturb_on":true,"dnd_schedules":{"friday":[{"start_hour":1,"start_min":0,"end_hour":2,"end_min":0}]}}]"#,
+      to: minimal)
+    #expect(try decision(s, user: "a", channel: "g", sender: "b", ts: friday) == "-dnd")
+    let muted = try applying(
+      .tdlib,
+      #"[{"@type":"setScopeNotificationSettings","scope":{"@type":"notificationSettingsScopeGroupChats"},"notification_settings":{"mute_for":60}}]"#,
+      to: minimal, asUser: "a", now: friday)
+    #expect(try decision(muted, user: "a", channel: "g", sender: "b", ts: friday) == "-snoozed")
+    let restricted = try applying(
+      .suprsend,
+      #"[{"distinct_id":"a","channel_preferences":[{"channel":"email","is_restricted":true}]}]"#,
+      to: minimal)
+    #expect(
+      try decision(restricted, user: "a", channel: "g", sender: "b", ts: friday) == "-opted_out")
+  }
+}
