@@ -89,13 +89,16 @@ public enum PrefsApply {
     if options.format == .tdlib && options.asUser == nil {
       throw .usage("--format tdlib needs --as-user: TDLib requests carry no user id")
     }
+    let destination = options.out ?? options.snapshot
+    // Batches for one file take turns, so that none is lost to another's rename.
+    let lock = try Lock(sidecarOf: destination)
+    defer { lock.release() }
     let index: Index
     do { index = try SnapshotLoader.load(path: options.snapshot).index } catch {
       throw .snapshot(error)
     }
     let data = try readChanges(options.changes)
-    let destination = options.out ?? options.snapshot
-    let partial = partialPath(for: destination)
+    let partial = sidecar(of: destination, suffix: ".partial")
     unlink(partial)
     defer { unlink(partial) }
     let entries: Int
@@ -142,10 +145,32 @@ public enum PrefsApply {
     return Data(bytes)
   }
 
-  /// `.NAME.partial` next to `path`, so that the rename stays in one file system.
-  private static func partialPath(for path: String) -> String {
-    guard let slash = path.lastIndex(of: "/") else { return ".\(path).partial" }
-    return path[...slash] + "." + path[path.index(after: slash)...] + ".partial"
+  /// `.NAME<suffix>` next to `path` (the rename then stays in one file system).
+  static func sidecar(of path: String, suffix: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return ".\(path)\(suffix)" }
+    return String(path[...slash]) + "." + String(path[path.index(after: slash)...]) + suffix
+  }
+
+  /// An exclusive `flock` on `.NAME.lock` next to the file being replaced:
+  /// a stable file, unlike the snapshot itself, whose inode each batch replaces.
+  struct Lock {
+    let fd: Int32
+
+    init(sidecarOf path: String) throws(ApplyError) {
+      let lockPath = PrefsApply.sidecar(of: path, suffix: ".lock")
+      fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+      guard fd >= 0 else {
+        throw .write(path: lockPath, reason: "open: \(String(cString: strerror(errno)))")
+      }
+      while flock(fd, LOCK_EX) != 0 {
+        guard errno == EINTR else {
+          close(fd)
+          throw .write(path: lockPath, reason: "flock: \(String(cString: strerror(errno)))")
+        }
+      }
+    }
+
+    func release() { close(fd) }
   }
 
   /// Syncs the finished copy and renames it over `destination`.

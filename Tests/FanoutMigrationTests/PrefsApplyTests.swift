@@ -1,6 +1,7 @@
 import FanoutMigration
 import FanoutTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 // 2026-03-09 is a Monday. Asia/Seoul is UTC+9 all year.
@@ -64,7 +65,7 @@ struct StreamFormatTests {
     #expect(r.status == 65)
     #expect(r.stderr.contains("entry 2: unknown channel 'nope:x'"), "\(r.stderr)")
     #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == before)
-    #expect(listDirectory(dir) == ["c.json", "s.sqlite"])
+    #expect(listDirectory(dir) == [".s.sqlite.lock", "c.json", "s.sqlite"])
     #expect(
       refusal(.stream, #"{"preferences":[{"user_id":"u1","chat_level":"loud"}]}"#).contains(
         "entry 1: chat_level 'loud'"))
@@ -373,5 +374,45 @@ struct OptionalTablesTests {
       to: minimal)
     #expect(
       try decision(restricted, user: "a", channel: "g", sender: "b", ts: friday) == "-opted_out")
+  }
+}
+
+@Suite("prefs apply: concurrent batches")
+struct ConcurrentApplyTests {
+  @Test("batches for one snapshot take turns: none is lost")
+  func noLostUpdate() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/s.sqlite"
+    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
+      to: URL(fileURLWithPath: snapshot))
+    let entries = [
+      #"{"user_id":"u1","chat_level":"none"}"#, #"{"user_id":"u2","chat_level":"none"}"#,
+      #"{"user_id":"u3","call_level":"none"}"#,
+      #"{"user_id":"u1","channel_cid":"dm:u1-u2","chat_level":"mentions"}"#,
+      #"{"user_id":"u2","channel_cid":"dm:u1-u2","chat_level":"all"}"#,
+      #"{"user_id":"u3","channel_cid":"group:g","chat_level":"mentions"}"#,
+    ]
+    for (i, entry) in entries.enumerated() {
+      try #"{"preferences":[\#(entry)]}"#.write(
+        toFile: dir + "/\(i).json", atomically: true, encoding: .utf8)
+    }
+    let statuses = Mutex([Int32](repeating: -1, count: entries.count))
+    DispatchQueue.concurrentPerform(iterations: entries.count) { i in
+      let r = runProcess(
+        fanoutExecutable,
+        ["prefs", "apply", "--snapshot", snapshot, "--format", "stream", dir + "/\(i).json"])
+      statuses.withLock { $0[i] = r.status }
+    }
+    #expect(statuses.withLock { $0 } == [Int32](repeating: 0, count: entries.count))
+    #expect(try decision(snapshot, user: "u1", ts: 0) == "-muted")
+    #expect(
+      try decision(snapshot, user: "u2", channel: "dm:u1-u2", sender: "u1", ts: 0) == "message")
+    #expect(
+      try decision(snapshot, user: "u1", channel: "dm:u1-u2", sender: "u2", ts: 0)
+        == "-not_mentioned")
+    #expect(try decision(snapshot, user: "u3", sender: "u1", ts: 0) == "-not_mentioned")
+    #expect(
+      try decision(snapshot, user: "u3", sender: "u1", ts: 0, extra: #","kind":"call""#) == "-muted"
+    )
   }
 }
