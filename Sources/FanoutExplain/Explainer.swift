@@ -42,8 +42,8 @@ public final class Explainer {
   public let index: Index
   private let records: SnapshotRecords
   private let defaults: (chatLevel: Level?, callLevel: Level?)
-  private var users: [String: UserRecords] = [:]
-  private var categories: [String: CategoryRecord] = [:]
+  private var users: [String: UserRecords?] = [:]
+  private var categories: [String: CategoryRecord?] = [:]
 
   public init(snapshot path: String) throws(ExplainError) {
     do {
@@ -179,11 +179,11 @@ public final class Explainer {
 
   static func checkDND(_ records: UserRecords, zone: ZoneTable, ts: Int64) -> Explanation.DND {
     let offset = zone.offsetSeconds(atMillis: ts)
-    let localMinute = LocalTime.floorDiv(ts + Int64(offset) * 1000, 60_000)
-    let day = LocalTime.floorDiv(localMinute, 1440)
-    let date = LocalTime.civilFromDays(day)
-    let weekday = Int(day + 3 - LocalTime.floorDiv(day + 3, 7) * 7) + 1  // 1970-01-01: Thursday
-    let minute = Int(localMinute - day * 1440)
+    let minuteOfWeek = LocalTime.minuteOfWeek(utcMillis: ts, offsetSeconds: offset)
+    let weekday = minuteOfWeek / 1440 + 1
+    let minute = minuteOfWeek % 1440
+    let date = LocalTime.civilFromDays(
+      LocalTime.floorDiv(ts + Int64(offset) * 1000, 86_400_000))
     let clock = Explanation.LocalClock(
       timeZone: records.timeZone, offsetSeconds: offset, year: date.year, month: date.month,
       day: date.day, weekday: weekday, minute: minute)
@@ -277,18 +277,21 @@ public final class Explainer {
   }
 
   private func userRecords(_ id: String) throws(ExplainError) -> UserRecords? {
-    if let cached = users[id] { return cached }
-    let found: UserRecords?
-    do { found = try records.user(id) } catch { throw .snapshot(error) }
-    users[id] = found
-    return found
+    try Self.cached(id, in: &users) { (id) throws(SnapshotError) in try records.user(id) }
   }
 
   private func categoryRecord(_ name: String) throws(ExplainError) -> CategoryRecord? {
-    if let cached = categories[name] { return cached }
-    let found: CategoryRecord?
-    do { found = try records.category(name) } catch { throw .snapshot(error) }
-    categories[name] = found
+    try Self.cached(name, in: &categories) { (n) throws(SnapshotError) in try records.category(n) }
+  }
+
+  /// `read(key)`, read once per key (a missing row is remembered too).
+  private static func cached<V>(
+    _ key: String, in cache: inout [String: V?], _ read: (String) throws(SnapshotError) -> V?
+  ) throws(ExplainError) -> V? {
+    if let hit = cache[key] { return hit }
+    let found: V?
+    do { found = try read(key) } catch { throw .snapshot(error) }
+    cache[key] = found
     return found
   }
 }

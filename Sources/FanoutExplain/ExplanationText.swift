@@ -80,7 +80,8 @@ extension Explanation {
     case .sender: return "no pair: \(user) sent the message"
     case .evaluated: break
     }
-    guard let outcome, !outcome.isDelivered else {
+    let outcome = outcome!  // every evaluated pair has one
+    if outcome.isDelivered {
       return "delivered (trigger \(trigger.name)) to \(passingDevices.count) device"
         + (passingDevices.count == 1 ? "" : "s")
     }

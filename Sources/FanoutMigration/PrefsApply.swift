@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutSnapshot
+import FanoutTraffic
 import FoundationEssentials
 
 /// FanoutMigration applies preference changes written in the request shapes
@@ -135,12 +136,12 @@ public enum PrefsApply {
     defer { if fd != STDIN_FILENO { close(fd) } }
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      guard n >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-      if n == 0 { break }
-      bytes += buffer[0..<n]
+    do {
+      while case let n = try readInput(fd, into: &buffer, path: path), n > 0 {
+        bytes += buffer[0..<n]
+      }
+    } catch {
+      throw .unreadable(path: path, reason: error.reason)
     }
     return Data(bytes)
   }

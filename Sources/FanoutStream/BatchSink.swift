@@ -1,6 +1,7 @@
 import Dispatch
 import FanoutOutput
 import FanoutPipeline
+import FanoutTime
 import Synchronization
 
 #if canImport(Glibc)

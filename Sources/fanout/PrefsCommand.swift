@@ -1,11 +1,8 @@
 import ArgumentParser
 import FanoutExplain
 import FanoutMigration
+import FanoutTime
 import FanoutTraffic
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 extension Fanout {
   struct PrefsCommand: ParsableCommand {
@@ -63,12 +60,9 @@ extension Fanout {
       }
 
       func run() throws {
-        var clock = timespec()
-        clock_gettime(CLOCK_REALTIME, &clock)
         let options = ApplyOptions(
           snapshot: snapshot, format: SourceFormat(rawValue: format)!, asUser: asUser,
-          now: now.flatMap(Self.parseTime) ?? Int64(clock.tv_sec) * 1000 + Int64(clock.tv_nsec)
-            / 1_000_000,
+          now: now.flatMap(Self.parseTime) ?? WallClock.nowMillis(),
           changes: changes, out: out)
         do {
           let report = try PrefsApply.run(options)
