@@ -29,7 +29,9 @@ let package = Package(
     .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
     .target(
       name: "FanoutPipeline",
-      dependencies: ["FanoutSnapshot", "FanoutTraffic", "FanoutKernel", "FanoutOutput"]),
+      dependencies: [
+        "FanoutSnapshot", "FanoutTime", "FanoutTraffic", "FanoutKernel", "FanoutOutput",
+      ]),
     .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
     .target(name: "FanoutStream", dependencies: ["FanoutPipeline"]),
     .target(name: "FanoutExplain", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
@@ -50,7 +52,11 @@ let package = Package(
     .testTarget(
       name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(name: "FanoutTrafficTests", dependencies: ["FanoutTraffic", "FanoutTestSupport"]),
-    .testTarget(name: "FanoutKernelTests", dependencies: ["FanoutKernel", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutKernelTests",
+      dependencies: [
+        "FanoutKernel", "FanoutGenerator", "FanoutPipeline", "FanoutSnapshot", "FanoutTestSupport",
+      ]),
     .testTarget(name: "FanoutOutputTests", dependencies: ["FanoutOutput", "FanoutTestSupport"]),
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
     .testTarget(

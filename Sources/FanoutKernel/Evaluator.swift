@@ -29,10 +29,32 @@ public struct Evaluator {
   private var linePrefix: [UInt8] = []
   private var decisionPrefix: [UInt8] = []
   private var stamp = 0
+  /// Counting only, messages in channels of at least this many members are
+  /// counted through the channel's `ChannelShare`.
+  private let sharingThreshold: Int
+  /// Counting only: shares of large channels, in a two-way set-associative
+  /// table by channel, the least recently used way replaced.
+  private var shares = [ChannelShare?](repeating: nil, count: shareSets * shareWays)
+  private static let shareSets = 256
+  private static let shareWays = 2
+  private var shareClock = 0
+  /// Channel shares built and timed members regrouped (once per channel
+  /// and minute), for tests and reports.
+  public private(set) var sharesBuilt = 0
+  public private(set) var minutesGrouped = 0
 
-  public init(index: Index, output: Output) {
+  /// From 64 members, building a channel's share costs about what one
+  /// message evaluated pair by pair would, and it serves every later message.
+  public static let defaultSharingThreshold = 64
+
+  /// - Parameter shareChannelsFrom: with `.counts`, the channel size from
+  ///   which messages are counted through a `ChannelShare`.
+  public init(
+    index: Index, output: Output, shareChannelsFrom: Int = Evaluator.defaultSharingThreshold
+  ) {
     self.index = index
     self.output = output
+    sharingThreshold = output == .counts ? max(1, shareChannelsFrom) : .max
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
@@ -42,23 +64,48 @@ public struct Evaluator {
 
   /// Evaluates `messages` of `batch` in order, appending to `result`.
   ///
-  /// - Complexity: O(pairs + deliveries); allocates only to grow output buffers.
+  /// - Complexity: O(pairs + deliveries); allocates only to grow output
+  ///   buffers. Counting only, a message in a large channel costs
+  ///   O(groups + named users · log members), plus O(timed members) once
+  ///   per channel and minute and O(members) once per channel and category.
   public mutating func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
   ) {
     batch.mentions.withUnsafeBufferPointer { mentions in
       for m in messages { evaluateMessage(batch, m, mentions, &result) }
     }
-    for g in 0..<index.gateways.count {
-      result.counters.deliveries[g] += scratch.deliveries[g]
-      result.counters.blocked[g] += scratch.blocked[g]
-      scratch.deliveries[g] = 0
-      scratch.blocked[g] = 0
+    flushTally(into: &result.counters)
+  }
+
+  /// Moves the scratch counters into `counters`.
+  private func flushTally(into counters: inout Counters) {
+    let tally = takeTally()
+    let gateways = index.gateways.count
+    for g in 0..<gateways {
+      counters.deliveries[g] += tally[g]
+      counters.blocked[g] += tally[gateways + g]
     }
-    for r in 0..<Reason.allCases.count {
-      result.counters.suppressed[r] += scratch.suppressed[r]
-      scratch.suppressed[r] = 0
+    for r in 0..<Reason.allCases.count { counters.suppressed[r] += tally[2 * gateways + r] }
+  }
+
+  /// The scratch counters (deliveries and blocked per gateway, suppressed per
+  /// reason, in that order), which are reset to zero.
+  private func takeTally() -> [Int] {
+    let tally = Array(scratch.deliveries) + Array(scratch.blocked) + Array(scratch.suppressed)
+    for buffer in [scratch.deliveries, scratch.blocked, scratch.suppressed] {
+      buffer.update(repeating: 0)
     }
+    return tally
+  }
+
+  /// Adds a tally laid out as `takeTally` returns it to the scratch counters.
+  private func addTally(_ tally: [Int]) {
+    let gateways = index.gateways.count
+    for g in 0..<gateways {
+      scratch.deliveries[g] &+= tally[g]
+      scratch.blocked[g] &+= tally[gateways + g]
+    }
+    for r in 0..<Reason.allCases.count { scratch.suppressed[r] &+= tally[2 * gateways + r] }
   }
 
   private mutating func evaluateMessage(
@@ -68,16 +115,18 @@ public struct Evaluator {
     stamp += 1
     let c = columns
     let channel = Int(batch.channel[m])
-    let ts = batch.ts[m]
-    let kind = batch.kind[m]
-    let force = batch.force[m]
+    let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
+    let terms = Terms(
+      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m],
+      mentionAll: batch.mentionAll[m], category: Int(batch.category[m]))
     let sender = batch.sender[m]
     let replyTo = batch.replyTo[m]
-    let mentionAll = batch.mentionAll[m]
-    let category = Int(batch.category[m])
-    var mentionCursor = Int(batch.mentionOffsets[m])
-    let mentionEnd = Int(batch.mentionOffsets[m + 1])
-    let gatewayCount = index.gateways.count
+    let named = Int(batch.mentionOffsets[m])..<Int(batch.mentionOffsets[m + 1])
+    if members.count >= sharingThreshold {
+      evaluateAlike(channel, members, terms, sender, replyTo, mentions[named], &result)
+      return
+    }
+    var mentionCursor = named.lowerBound
 
     if writeLines { buildLinePrefix(batch, m, channel) }
     if writeDecisions {
@@ -89,62 +138,15 @@ public struct Evaluator {
     var pairs = 0
     var delivered = 0
 
-    for slot in c.channelMembers[channel]..<c.channelMembers[channel + 1] {
+    for slot in members {
       let u = c.memberUser[slot]
       if u == sender { continue }
       pairs &+= 1
-      let settings = c.memberSettings[slot]
-      var reason: Reason? = nil
-      var trigger = Trigger.message
-
-      if !force && isSnoozed(slot, ts) {
-        reason = .snoozed
-      } else if !force && isInDND(Int(u), ts) {
-        reason = .dnd
-      } else {
-        while mentionCursor < mentionEnd && mentions[mentionCursor] < u { mentionCursor &+= 1 }
-        let mentioned =
-          settings.mentionNotifications
-          && (mentionAll || replyTo == u
-            || (mentionCursor < mentionEnd && mentions[mentionCursor] == u))
-        switch kind {
-        case .call:
-          if settings.callsOn { trigger = .call } else { reason = .muted }
-        case .pinned where settings.pinnedNotifications:
-          if settings.chatLevel == .none { reason = .muted } else { trigger = .pinned }
-        case .message, .pinned:
-          switch settings.chatLevel {
-          case .all: trigger = mentioned ? .mention : .message
-          case .mentions: if mentioned { trigger = .mention } else { reason = .notMentioned }
-          case .none: reason = .muted
-          }
-        }
-      }
-
-      if reason == nil {
-        let first = Int(c.userDevices[Int(u)])
-        let end = Int(c.userDevices[Int(u) + 1])
-        if first == end {
-          reason = .noDevice
-        } else {
-          var passed = 0
-          for d in first..<end {
-            if passesGate(device: d, user: Int(u), category: category, gateways: gatewayCount) {
-              appendDelivery(device: d, trigger: trigger, preview: settings.showPreview, &result)
-              passed &+= 1
-            } else {
-              scratch.blocked[Int(c.deviceGateway[d])] &+= 1
-            }
-          }
-          if passed == 0 { reason = .optedOut }
-        }
-      }
-
-      if let reason {
-        scratch.suppressed[Int(reason.rawValue)] &+= 1
-      } else {
-        delivered &+= 1
-      }
+      while mentionCursor < named.upperBound && mentions[mentionCursor] < u { mentionCursor &+= 1 }
+      let isNamed =
+        replyTo == u || (mentionCursor < named.upperBound && mentions[mentionCursor] == u)
+      let (reason, trigger) = evaluatePair(slot, u, terms, named: isNamed, sign: 1, &result)
+      if reason == nil { delivered &+= 1 }
       if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
       if recordOutcomes {
         result.pairUsers.append(u)
@@ -160,6 +162,311 @@ public struct Evaluator {
       for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
       openGateways.removeAll(keepingCapacity: true)
     }
+  }
+
+  /// What a message asks of every member, apart from its sender and the
+  /// users it names.
+  struct Terms {
+    let ts: Int64
+    let kind: MessageKind
+    let force: Bool
+    let mentionAll: Bool
+    let category: Int
+  }
+
+  /// The rule chain for one pair, tallied into the counters `sign` times
+  /// (−1 takes a pair back out of a shared answer). With lines on, appends
+  /// the pair's deliveries.
+  @inline(__always)
+  private mutating func evaluatePair(
+    _ slot: Int, _ u: Int32, _ terms: Terms, named: Bool, sign: Int, _ result: inout ChunkResult
+  ) -> (Reason?, Trigger) {
+    let c = columns
+    let settings = c.memberSettings[slot]
+    var reason: Reason? = nil
+    var trigger = Trigger.message
+
+    if !terms.force && isSnoozed(slot, terms.ts) {
+      reason = .snoozed
+    } else if !terms.force && isInDND(Int(u), terms.ts) {
+      reason = .dnd
+    } else {
+      let mentioned = settings.mentionNotifications && (terms.mentionAll || named)
+      (reason, trigger) = Self.levelRule(settings, terms.kind, mentioned: mentioned)
+    }
+
+    if reason == nil {
+      let first = Int(c.userDevices[Int(u)])
+      let end = Int(c.userDevices[Int(u) + 1])
+      if first == end {
+        reason = .noDevice
+      } else {
+        var passed = 0
+        for d in first..<end {
+          if passesGate(device: d, user: Int(u), category: terms.category) {
+            appendDelivery(
+              device: d, trigger: trigger, preview: settings.showPreview, sign: sign, &result)
+            passed &+= 1
+          } else {
+            scratch.blocked[Int(c.deviceGateway[d])] &+= sign
+          }
+        }
+        if passed == 0 { reason = .optedOut }
+      }
+    }
+    if let reason { scratch.suppressed[Int(reason.rawValue)] &+= sign }
+    return (reason, trigger)
+  }
+
+  /// Rule 3: muted / not_mentioned by kind and level, or the trigger.
+  @inline(__always)
+  private static func levelRule(
+    _ settings: MemberSettings, _ kind: MessageKind, mentioned: Bool
+  ) -> (reason: Reason?, trigger: Trigger) {
+    switch kind {
+    case .call:
+      return settings.callsOn ? (nil, .call) : (.muted, .message)
+    case .pinned where settings.pinnedNotifications:
+      return settings.chatLevel == .none ? (.muted, .message) : (nil, .pinned)
+    case .message, .pinned:
+      switch settings.chatLevel {
+      case .all: return (nil, mentioned ? .mention : .message)
+      case .mentions: return mentioned ? (nil, .mention) : (.notMentioned, .message)
+      case .none: return (.muted, .message)
+      }
+    }
+  }
+
+  /// Counts a message in a large channel from its `ChannelShare`, then
+  /// patches the pairs that differ: the sender forms none, each named member
+  /// is evaluated again as named, and the volatile members one by one.
+  private mutating func evaluateAlike(
+    _ channel: Int, _ members: Range<Int>, _ terms: Terms, _ sender: Int32, _ replyTo: Int32,
+    _ named: UnsafeBufferPointer<Int32>.SubSequence, _ result: inout ChunkResult
+  ) {
+    let share = channelShare(channel, members)
+    let minute = LocalTime.floorDiv(terms.ts, 60_000)
+    if share.minute != minute { regroupTimed(share, minute, terms.ts) }
+    let category = terms.category
+    if share.timeless.gateSums[category + 1] == nil {
+      var timed = share.timedSlots.makeIterator()
+      var nextTimed = timed.next()
+      sumGates(share.timeless, category) { visit in
+        for slot in members {
+          if slot == nextTimed {
+            nextTimed = timed.next()
+            continue
+          }
+          visit(slot, Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask))
+        }
+      }
+    }
+    if share.timed.gateSums[category + 1] == nil {
+      sumGates(share.timed, category) { visit in
+        for (i, slot) in share.timedSlots.enumerated() where share.timedGroup[i] >= 0 {
+          visit(slot, share.timedGroup[i])
+        }
+      }
+    }
+    var (pairs, delivered) = addGroups(share.timeless, terms)
+    let (timedPairs, timedDelivered) = addGroups(share.timed, terms)
+    pairs += timedPairs
+    delivered += timedDelivered
+
+    if let slot = slot(of: sender, in: members), !share.isVolatile(slot) {
+      let (reason, _) = evaluatePair(slot, sender, terms, named: false, sign: -1, &result)
+      pairs -= 1
+      if reason == nil { delivered -= 1 }
+    }
+    // With mention_all every member is mentioned already; otherwise mentions
+    // (sorted, distinct) and reply_to, each once.
+    if !terms.mentionAll {
+      func rename(_ u: Int32, _ evaluator: inout Evaluator) {
+        guard u != sender, let slot = evaluator.slot(of: u, in: members), !share.isVolatile(slot)
+        else { return }
+        let (before, _) = evaluator.evaluatePair(slot, u, terms, named: false, sign: -1, &result)
+        let (after, _) = evaluator.evaluatePair(slot, u, terms, named: true, sign: 1, &result)
+        delivered += (after == nil ? 1 : 0) - (before == nil ? 1 : 0)
+      }
+      for u in named { rename(u, &self) }
+      if replyTo >= 0 && !named.contains(replyTo) { rename(replyTo, &self) }
+    }
+    for slot in share.volatile {
+      let u = columns.memberUser[slot]
+      if u == sender { continue }
+      pairs += 1
+      let isNamed = replyTo == u || named.contains(u)
+      let (reason, _) = evaluatePair(slot, u, terms, named: isNamed, sign: 1, &result)
+      if reason == nil { delivered += 1 }
+    }
+    result.counters.messages += 1
+    result.counters.pairs += pairs
+    result.counters.delivered += delivered
+  }
+
+  /// The channel's share, from the cache or built: its timeless members
+  /// counted by settings, its timed members listed.
+  private mutating func channelShare(_ channel: Int, _ members: Range<Int>) -> ChannelShare {
+    shareClock += 1
+    let first = (channel % Self.shareSets) * Self.shareWays
+    let ways = first..<(first + Self.shareWays)
+    if let i = ways.first(where: { shares[$0]?.channel == Int32(channel) }) {
+      shares[i]!.lastUse = shareClock
+      return shares[i]!
+    }
+    let timeless = GroupTally(categories: index.categories.count, gates: index.gateways.count)
+    var timedSlots: [Int] = []
+    for slot in members {
+      if columns.memberSnooze[slot] >= 0 || columns.userDND[Int(columns.memberUser[slot])] >= 0 {
+        timedSlots.append(slot)
+      } else {
+        timeless.members[Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask)] += 1
+      }
+    }
+    let share = ChannelShare(
+      channel: Int32(channel), timeless: timeless, timedSlots: timedSlots,
+      gates: index.gateways.count)
+    share.lastUse = shareClock
+    sharesBuilt += 1
+    let free =
+      ways.first { shares[$0] == nil } ?? ways.min { shares[$0]!.lastUse < shares[$1]!.lastUse }!
+    shares[free] = share
+    return share
+  }
+
+  /// Groups the timed members for `minute` (at `ts`, one instant of it),
+  /// setting the volatile ones aside.
+  private mutating func regroupTimed(_ share: ChannelShare, _ minute: Int64, _ ts: Int64) {
+    minutesGrouped += 1
+    share.minute = minute
+    share.timed.reset()
+    share.volatile.removeAll(keepingCapacity: true)
+    let minuteStart = minute * 60_000
+    for (i, slot) in share.timedSlots.enumerated() {
+      let u = columns.memberUser[slot]
+      if isVolatile(slot, Int(u), minuteStart) {
+        share.timedGroup[i] = -1
+        share.volatile.append(slot)
+        continue
+      }
+      let state = isSnoozed(slot, ts) ? 1 : isInDND(Int(u), ts) ? 2 : 0
+      let group = state * 32 + Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask)
+      share.timedGroup[i] = group
+      share.timed.members[group] += 1
+    }
+  }
+
+  /// Sums the gate outcomes for `category` of the members `forEachMember`
+  /// visits (slot and group) into `tally`.
+  private func sumGates(
+    _ tally: GroupTally, _ category: Int,
+    _ forEachMember: ((_ slot: Int, _ group: Int) -> Void) -> Void
+  ) {
+    let c = columns
+    let gateways = index.gateways.count
+    var sums = [Int](repeating: 0, count: ChannelShare.groups * tally.width)
+    forEachMember { slot, group in
+      let u = Int(c.memberUser[slot])
+      let base = group * tally.width
+      let first = Int(c.userDevices[u])
+      let end = Int(c.userDevices[u + 1])
+      if first == end {
+        sums[base + 2 * gateways] += 1
+        return
+      }
+      var passed = 0
+      for d in first..<end {
+        let g = Int(c.deviceGateway[d])
+        if passesGate(device: d, user: u, category: category) {
+          sums[base + g] += 1
+          passed += 1
+        } else {
+          sums[base + gateways + g] += 1
+        }
+      }
+      if passed == 0 { sums[base + 2 * gateways + 1] += 1 }
+    }
+    tally.gateSums[category + 1] = sums
+  }
+
+  /// Adds the counters of every member in `tally` as a recipient of a
+  /// message with `terms` (nobody named) to the scratch counters; returns
+  /// the pairs and the delivered pairs.
+  private func addGroups(_ tally: GroupTally, _ terms: Terms) -> (pairs: Int, delivered: Int) {
+    let gateways = index.gateways.count
+    let sums = tally.gateSums[terms.category + 1]!
+    var pairs = 0
+    var delivered = 0
+    for group in 0..<ChannelShare.groups where tally.members[group] > 0 {
+      let n = tally.members[group]
+      pairs += n
+      let state = group / 32
+      let settings = MemberSettings(raw: UInt8(group % 32))
+      let reason: Reason?
+      if !terms.force && state == 1 {
+        reason = .snoozed
+      } else if !terms.force && state == 2 {
+        reason = .dnd
+      } else {
+        let mentioned = settings.mentionNotifications && terms.mentionAll
+        reason = Self.levelRule(settings, terms.kind, mentioned: mentioned).reason
+      }
+      if let reason {
+        scratch.suppressed[Int(reason.rawValue)] &+= n
+        continue
+      }
+      let base = group * tally.width
+      for g in 0..<gateways {
+        scratch.deliveries[g] &+= sums[base + g]
+        scratch.blocked[g] &+= sums[base + gateways + g]
+      }
+      let noDevice = sums[base + 2 * gateways]
+      let optedOut = sums[base + 2 * gateways + 1]
+      scratch.suppressed[Int(Reason.noDevice.rawValue)] &+= noDevice
+      scratch.suppressed[Int(Reason.optedOut.rawValue)] &+= optedOut
+      delivered += n - noDevice - optedOut
+    }
+    return (pairs, delivered)
+  }
+
+  /// Whether the snooze or DND status of `slot`'s member may change within
+  /// the UTC minute from `minuteStart`.
+  @inline(__always)
+  private func isVolatile(_ slot: Int, _ u: Int, _ minuteStart: Int64) -> Bool {
+    let c = columns
+    let group = Int(c.memberSnooze[slot])
+    if group >= 0 {
+      for bound in (2 * Int(c.snoozeGroups[group]))..<(2 * Int(c.snoozeGroups[group + 1])) {
+        let b = c.snoozeBounds[bound]
+        if b > minuteStart && b < minuteStart + 60_000 { return true }
+      }
+    }
+    return c.userDND[u] >= 0 && !isZoneSteady(Int(c.userZone[u]), minuteStart)
+  }
+
+  /// Whether the zone's local minute is the same all through the UTC minute
+  /// from `minuteStart`: one offset throughout, a whole number of minutes.
+  @inline(__always)
+  private func isZoneSteady(_ zone: Int, _ minuteStart: Int64) -> Bool {
+    if scratch.zoneSteadyMinute[zone] != minuteStart {
+      let span = index.zones[zone].offsetSpan(atMillis: minuteStart)
+      scratch.zoneSteadyMinute[zone] = minuteStart
+      scratch.zoneSteady[zone] =
+        span.from <= minuteStart && span.until >= minuteStart + 60_000 && span.offset % 60 == 0
+    }
+    return scratch.zoneSteady[zone]
+  }
+
+  /// The membership slot of user row `u` in `members` (ordered by user row), if any.
+  private func slot(of u: Int32, in members: Range<Int>) -> Int? {
+    guard u >= 0 else { return nil }
+    var lo = members.lowerBound
+    var hi = members.upperBound
+    while lo < hi {
+      let mid = (lo &+ hi) &>> 1
+      if columns.memberUser[mid] < u { lo = mid &+ 1 } else { hi = mid }
+    }
+    return lo < members.upperBound && columns.memberUser[lo] == u ? lo : nil
   }
 
   /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
@@ -205,8 +512,9 @@ public struct Evaluator {
 
   /// The gateway gate for one device of the recipient.
   @inline(__always)
-  private func passesGate(device d: Int, user u: Int, category cat: Int, gateways: Int) -> Bool {
+  private func passesGate(device d: Int, user u: Int, category cat: Int) -> Bool {
     let c = columns
+    let gateways = index.gateways.count
     let g = Int(c.deviceGateway[d])
     if cat >= 0 && c.categoryGatewayMandatory[cat &* gateways &+ g] { return true }
     if c.deviceRestricted[d] { return false }
@@ -232,10 +540,10 @@ public struct Evaluator {
 
   @inline(__always)
   private mutating func appendDelivery(
-    device d: Int, trigger: Trigger, preview: Bool, _ result: inout ChunkResult
+    device d: Int, trigger: Trigger, preview: Bool, sign: Int, _ result: inout ChunkResult
   ) {
     let g = Int(columns.deviceGateway[d])
-    scratch.deliveries[g] &+= 1
+    scratch.deliveries[g] &+= sign
     guard writeLines else { return }
     if scratch.gatewayStamp[g] != stamp {
       scratch.gatewayStamp[g] = stamp

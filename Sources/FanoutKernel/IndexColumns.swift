@@ -79,6 +79,10 @@ final class EvaluatorScratch {
   /// Per zone: the message number whose local minute-of-week is cached.
   let zoneStamp: UnsafeMutableBufferPointer<Int>
   let zoneMinute: UnsafeMutableBufferPointer<Int>
+  /// Per zone: the UTC minute (its first millisecond) whose steadiness is
+  /// cached, and whether the zone's local minute holds all through it.
+  let zoneSteadyMinute: UnsafeMutableBufferPointer<Int64>
+  let zoneSteady: UnsafeMutableBufferPointer<Bool>
   /// Per gateway: the message number whose delivery line is open.
   let gatewayStamp: UnsafeMutableBufferPointer<Int>
   let deliveries: UnsafeMutableBufferPointer<Int>
@@ -93,6 +97,10 @@ final class EvaluatorScratch {
     }
     zoneStamp = make(zones, -1)
     zoneMinute = make(zones, 0)
+    zoneSteadyMinute = .allocate(capacity: max(1, zones))
+    zoneSteadyMinute.initialize(repeating: .min)
+    zoneSteady = .allocate(capacity: max(1, zones))
+    zoneSteady.initialize(repeating: false)
     gatewayStamp = make(gateways, -1)
     deliveries = make(gateways, 0)
     blocked = make(gateways, 0)
@@ -103,5 +111,7 @@ final class EvaluatorScratch {
     for b in [zoneStamp, zoneMinute, gatewayStamp, deliveries, blocked, suppressed] {
       b.deallocate()
     }
+    zoneSteadyMinute.deallocate()
+    zoneSteady.deallocate()
   }
 }

@@ -3,6 +3,7 @@ import FanoutKernel
 import FanoutModel
 import FanoutOutput
 import FanoutSnapshot
+import FanoutTime
 import FanoutTraffic
 
 /// What `fanout eval` is asked to do.
@@ -11,17 +12,20 @@ public struct EvalOptions: Sendable {
   public var messages: String
   public var out: String
   public var decisions: Bool
+  /// Counters only: summary.json and rejected.ndjson, no delivery lists.
+  public var summaryOnly: Bool
   public var threads: Int
   public var overwrite: Bool
 
   public init(
-    snapshot: String, messages: String, out: String, decisions: Bool = false, threads: Int = 1,
-    overwrite: Bool = false
+    snapshot: String, messages: String, out: String, decisions: Bool = false,
+    summaryOnly: Bool = false, threads: Int = 1, overwrite: Bool = false
   ) {
     self.snapshot = snapshot
     self.messages = messages
     self.out = out
     self.decisions = decisions
+    self.summaryOnly = summaryOnly
     self.threads = threads
     self.overwrite = overwrite
   }
@@ -117,20 +121,22 @@ public enum Pipeline {
       let batches = parse(block, index: index, workers: workers)
       timings.parse += lap(phase)
 
-      let plan = planChunks(batches, index: index)
-      for groupStart in stride(from: 0, to: plan.count, by: chunksInFlight) {
+      let plan = planChunks(batches, index: index, sharedCounting: options.summaryOnly)
+      // Counting holds no lines, so a whole wave is evaluated at once.
+      let groupSize = options.summaryOnly ? max(1, plan.count) : chunksInFlight
+      for groupStart in stride(from: 0, to: plan.count, by: groupSize) {
         phase = clock.now
-        let group = Array(plan[groupStart..<min(groupStart + chunksInFlight, plan.count)])
-        let decisions = options.decisions
+        let group = Array(plan[groupStart..<min(groupStart + groupSize, plan.count)])
+        let evaluation: Evaluator.Output =
+          options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
         let chunks = runChunks(
-          count: group.count, workers: workers, empty: CompressedChunk(gateways: 0)
-        ) { i in
-          var evaluator = Evaluator(
-            index: index, output: decisions ? .deliveriesAndDecisions : .deliveries)
-          var result = ChunkResult(gateways: index.gateways.count)
-          evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
-          return CompressedChunk(result)
-        }
+          count: group.count, workers: workers, empty: CompressedChunk(gateways: 0),
+          worker: { Evaluator(index: index, output: evaluation) },
+          chunk: { evaluator, i in
+            var result = ChunkResult(gateways: index.gateways.count)
+            evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
+            return CompressedChunk(result)
+          })
         timings.evaluate += lap(phase)
         for chunk in chunks { counters.add(chunk.counters) }
         phase = clock.now
@@ -175,20 +181,41 @@ public enum Pipeline {
   /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
   /// pairs. The cut depends only on the input (and `chunkPairs`), so output
   /// bytes do not depend on the number of threads.
+  ///
+  /// With `sharedCounting` (`--summary-only`: see `ChannelShare`), a message
+  /// in a large channel whose channel and UTC minute already occur in the
+  /// chunk costs its named users rather than its pairs; as counting writes
+  /// no lines, a chunk may then cost 64 times as much.
   package static func planChunks(
-    _ batches: [MessageBatch], index: Index, chunkPairs: Int = Pipeline.chunkPairs
+    _ batches: [MessageBatch], index: Index, chunkPairs: Int = Pipeline.chunkPairs,
+    sharedCounting: Bool = false
   ) -> [(batch: Int, messages: Range<Int>)] {
+    struct ChannelMinute: Hashable {
+      var channel: Int32
+      var minute: Int64
+    }
+    let budget = sharedCounting ? chunkPairs * 64 : chunkPairs
     var plan: [(batch: Int, messages: Range<Int>)] = []
+    var seen = Set<ChannelMinute>()
     for (b, batch) in batches.enumerated() {
       var start = 0
-      var pairs = 0
+      var cost = 0
+      seen.removeAll(keepingCapacity: true)
       for m in 0..<batch.count {
         let c = Int(batch.channel[m])
-        pairs += index.channelMembers[c + 1] - index.channelMembers[c]
-        if pairs >= chunkPairs {
+        let members = index.channelMembers[c + 1] - index.channelMembers[c]
+        if sharedCounting && members >= Evaluator.defaultSharingThreshold {
+          let key = ChannelMinute(
+            channel: batch.channel[m], minute: LocalTime.floorDiv(batch.ts[m], 60_000))
+          cost += seen.insert(key).inserted ? members : 1 + batch.mentions(of: m).count
+        } else {
+          cost += members
+        }
+        if cost >= budget {
           plan.append((b, start..<(m + 1)))
           start = m + 1
-          pairs = 0
+          cost = 0
+          seen.removeAll(keepingCapacity: true)
         }
       }
       if start < batch.count { plan.append((b, start..<batch.count)) }

@@ -18,11 +18,25 @@ extension Fanout {
     @Flag(help: "Also write decisions.ndjson.lz4, one line per (message, recipient) pair.")
     var decisions = false
 
+    @Flag(
+      help: """
+        Count only: write summary.json and rejected.ndjson, no delivery lists. \
+        Alike messages in large channels then share one evaluation.
+        """)
+    var summaryOnly = false
+
     @OptionGroup var runOptions: RunOptions
+
+    func validate() throws {
+      if summaryOnly && decisions {
+        throw ValidationError("--summary-only writes no decisions: drop one of the two.")
+      }
+    }
 
     func run() throws {
       let options = EvalOptions(
         snapshot: snapshot, messages: messages, out: out, decisions: decisions,
+        summaryOnly: summaryOnly,
         threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
       do {
         let report = try Pipeline.eval(options)

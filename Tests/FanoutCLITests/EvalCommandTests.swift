@@ -142,6 +142,20 @@ struct EvalCommandTests {
     #expect(help.text.contains("--snapshot"))
   }
 
+  @Test("--summary-only counts what a full run counts and writes no delivery lists")
+  func summaryOnly() throws {
+    let full = makeTemporaryDirectory() + "/full"
+    let counted = makeTemporaryDirectory() + "/counted"
+    #expect(eval([], out: full).status == 0)
+    let result = eval(["--summary-only"], out: counted)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(listDirectory(counted) == ["rejected.ndjson", "summary.json"])
+    #expect(summaryCounts(counted) == summaryCounts(full))
+    #expect(readText(counted + "/rejected.ndjson") == readText(full + "/rejected.ndjson"))
+    let both = eval(["--summary-only", "--decisions"], out: makeTemporaryDirectory() + "/x")
+    #expect(both.status == 64)
+  }
+
   @Test("snapshot check prints counts, or the refusal")
   func snapshotCheck() {
     let ok = runProcess(fanoutExecutable, ["snapshot", "check", sampleSnapshot])
