@@ -35,6 +35,9 @@ final class ChannelShare {
   var timed: GroupTally
   /// Per entry of `timedSlots`, its group in `minute`, or -1 when volatile.
   var timedGroup: [Int]
+  /// Per category + 1: each timed member's gate outcome (`GroupTally`
+  /// layout, one group's width per member), once asked for.
+  var timedGates: [[UInt32]?]
   /// Volatile members' slots in `minute`, ascending.
   var volatile: [Int] = []
   /// When the evaluator last used it, for eviction.
@@ -46,6 +49,7 @@ final class ChannelShare {
     self.timedSlots = timedSlots
     timed = GroupTally(categories: timeless.gateSums.count - 1, gates: gates)
     timedGroup = [Int](repeating: -1, count: timedSlots.count)
+    timedGates = [[UInt32]?](repeating: nil, count: timeless.gateSums.count)
   }
 
   func isVolatile(_ slot: Int) -> Bool {

@@ -248,26 +248,8 @@ public struct Evaluator {
     let minute = LocalTime.floorDiv(terms.ts, 60_000)
     if share.minute != minute { regroupTimed(share, minute, terms.ts) }
     let category = terms.category
-    if share.timeless.gateSums[category + 1] == nil {
-      var timed = share.timedSlots.makeIterator()
-      var nextTimed = timed.next()
-      sumGates(share.timeless, category) { visit in
-        for slot in members {
-          if slot == nextTimed {
-            nextTimed = timed.next()
-            continue
-          }
-          visit(slot, Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask))
-        }
-      }
-    }
-    if share.timed.gateSums[category + 1] == nil {
-      sumGates(share.timed, category) { visit in
-        for (i, slot) in share.timedSlots.enumerated() where share.timedGroup[i] >= 0 {
-          visit(slot, share.timedGroup[i])
-        }
-      }
-    }
+    if share.timeless.gateSums[category + 1] == nil { sumTimelessGates(share, members, category) }
+    if share.timed.gateSums[category + 1] == nil { sumTimedGates(share, category) }
     var (pairs, delivered) = addGroups(share.timeless, terms)
     let (timedPairs, timedDelivered) = addGroups(share.timed, terms)
     pairs += timedPairs
@@ -356,37 +338,72 @@ public struct Evaluator {
     }
   }
 
-  /// Sums the gate outcomes for `category` of the members `forEachMember`
-  /// visits (slot and group) into `tally`.
-  private func sumGates(
-    _ tally: GroupTally, _ category: Int,
-    _ forEachMember: ((_ slot: Int, _ group: Int) -> Void) -> Void
-  ) {
+  /// The gate outcome of user `u`'s devices for `category`, as the offsets
+  /// within a `GroupTally` group to count once each: per device, delivery
+  /// (gateway) or blocked (gateways + gateway); then no device (2 ×
+  /// gateways) or all devices gated (2 × gateways + 1) where that is so.
+  @inline(__always)
+  private func forEachGateOutcome(user u: Int, category: Int, _ count: (Int) -> Void) {
     let c = columns
     let gateways = index.gateways.count
-    var sums = [Int](repeating: 0, count: ChannelShare.groups * tally.width)
-    forEachMember { slot, group in
-      let u = Int(c.memberUser[slot])
-      let base = group * tally.width
-      let first = Int(c.userDevices[u])
-      let end = Int(c.userDevices[u + 1])
-      if first == end {
-        sums[base + 2 * gateways] += 1
-        return
+    let first = Int(c.userDevices[u])
+    let end = Int(c.userDevices[u + 1])
+    if first == end {
+      count(2 * gateways)
+      return
+    }
+    var passed = false
+    for d in first..<end {
+      let g = Int(c.deviceGateway[d])
+      if passesGate(device: d, user: u, category: category) {
+        count(g)
+        passed = true
+      } else {
+        count(gateways + g)
       }
-      var passed = 0
-      for d in first..<end {
-        let g = Int(c.deviceGateway[d])
-        if passesGate(device: d, user: u, category: category) {
-          sums[base + g] += 1
-          passed += 1
-        } else {
-          sums[base + gateways + g] += 1
+    }
+    if !passed { count(2 * gateways + 1) }
+  }
+
+  /// The timeless members' gate outcomes for `category`, summed per group.
+  private func sumTimelessGates(_ share: ChannelShare, _ members: Range<Int>, _ category: Int) {
+    let width = share.timeless.width
+    var sums = [Int](repeating: 0, count: ChannelShare.groups * width)
+    var timed = share.timedSlots.makeIterator()
+    var nextTimed = timed.next()
+    for slot in members {
+      if slot == nextTimed {
+        nextTimed = timed.next()
+        continue
+      }
+      let base = Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask) * width
+      forEachGateOutcome(user: Int(columns.memberUser[slot]), category: category) {
+        sums[base + $0] += 1
+      }
+    }
+    share.timeless.gateSums[category + 1] = sums
+  }
+
+  /// The steady timed members' gate outcomes for `category`, summed per
+  /// group of the current minute. Each member's outcome is worked out once
+  /// per channel and kept, as it does not depend on the time.
+  private func sumTimedGates(_ share: ChannelShare, _ category: Int) {
+    let width = share.timed.width
+    if share.timedGates[category + 1] == nil {
+      var outcomes = [UInt32](repeating: 0, count: share.timedSlots.count * width)
+      for (i, slot) in share.timedSlots.enumerated() {
+        forEachGateOutcome(user: Int(columns.memberUser[slot]), category: category) {
+          outcomes[i * width + $0] += 1
         }
       }
-      if passed == 0 { sums[base + 2 * gateways + 1] += 1 }
+      share.timedGates[category + 1] = outcomes
     }
-    tally.gateSums[category + 1] = sums
+    let outcomes = share.timedGates[category + 1]!
+    var sums = [Int](repeating: 0, count: ChannelShare.groups * width)
+    for (i, group) in share.timedGroup.enumerated() where group >= 0 {
+      for k in 0..<width { sums[group * width + k] += Int(outcomes[i * width + k]) }
+    }
+    share.timed.gateSums[category + 1] = sums
   }
 
   /// Adds the counters of every member in `tally` as a recipient of a
