@@ -61,7 +61,7 @@ public final class Explainer {
   {
     var batch = MessageBatch()
     var parser = TrafficParser(index: index)
-    var bytes = Array(text.utf8)
+    let bytes = Array(text.utf8)
     bytes.withUnsafeBytes { parser.parse($0, line: line, into: &batch) }
     if let rejection = batch.rejections.first { throw .rejected(rejection) }
     guard batch.count == 1 else { throw .rejected(Rejection(line: line, reason: "blank line")) }

@@ -38,9 +38,8 @@ public struct Evaluator {
   private static let shareSets = 256
   private static let shareWays = 2
   private var shareClock = 0
-  /// Channel shares built and timed members regrouped (once per channel
-  /// and minute), for tests and reports.
-  public private(set) var sharesBuilt = 0
+  /// How many times timed members were regrouped (once per channel and
+  /// minute, while a share is kept), for tests.
   public private(set) var minutesGrouped = 0
 
   /// From 64 members, building a channel's share costs about what one
@@ -74,38 +73,16 @@ public struct Evaluator {
     batch.mentions.withUnsafeBufferPointer { mentions in
       for m in messages { evaluateMessage(batch, m, mentions, &result) }
     }
-    flushTally(into: &result.counters)
-  }
-
-  /// Moves the scratch counters into `counters`.
-  private func flushTally(into counters: inout Counters) {
-    let tally = takeTally()
-    let gateways = index.gateways.count
-    for g in 0..<gateways {
-      counters.deliveries[g] += tally[g]
-      counters.blocked[g] += tally[gateways + g]
+    for g in 0..<index.gateways.count {
+      result.counters.deliveries[g] += scratch.deliveries[g]
+      result.counters.blocked[g] += scratch.blocked[g]
+      scratch.deliveries[g] = 0
+      scratch.blocked[g] = 0
     }
-    for r in 0..<Reason.allCases.count { counters.suppressed[r] += tally[2 * gateways + r] }
-  }
-
-  /// The scratch counters (deliveries and blocked per gateway, suppressed per
-  /// reason, in that order), which are reset to zero.
-  private func takeTally() -> [Int] {
-    let tally = Array(scratch.deliveries) + Array(scratch.blocked) + Array(scratch.suppressed)
-    for buffer in [scratch.deliveries, scratch.blocked, scratch.suppressed] {
-      buffer.update(repeating: 0)
+    for r in 0..<Reason.allCases.count {
+      result.counters.suppressed[r] += scratch.suppressed[r]
+      scratch.suppressed[r] = 0
     }
-    return tally
-  }
-
-  /// Adds a tally laid out as `takeTally` returns it to the scratch counters.
-  private func addTally(_ tally: [Int]) {
-    let gateways = index.gateways.count
-    for g in 0..<gateways {
-      scratch.deliveries[g] &+= tally[g]
-      scratch.blocked[g] &+= tally[gateways + g]
-    }
-    for r in 0..<Reason.allCases.count { scratch.suppressed[r] &+= tally[2 * gateways + r] }
   }
 
   private mutating func evaluateMessage(
@@ -175,7 +152,7 @@ public struct Evaluator {
   }
 
   /// The rule chain for one pair, tallied into the counters `sign` times
-  /// (−1 takes a pair back out of a shared answer). With lines on, appends
+  /// (−1 takes a pair back out of a channel share's counts). With lines on, appends
   /// the pair's deliveries.
   @inline(__always)
   private mutating func evaluatePair(
@@ -309,7 +286,6 @@ public struct Evaluator {
       channel: Int32(channel), timeless: timeless, timedSlots: timedSlots,
       gates: index.gateways.count)
     share.lastUse = shareClock
-    sharesBuilt += 1
     let free =
       ways.first { shares[$0] == nil } ?? ways.min { shares[$0]!.lastUse < shares[$1]!.lastUse }!
     shares[free] = share

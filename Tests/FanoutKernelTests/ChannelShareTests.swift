@@ -93,14 +93,7 @@ struct ChannelShareTests {
 
     let snapshot = directory + "/snapshot.sqlite"
     let index = try SnapshotLoader.load(path: snapshot).index
-    var parser = TrafficParser(index: index)
-    var batch = MessageBatch()
-    for (i, line) in lines.enumerated() {
-      var bytes = Array(line.utf8)
-      bytes.withUnsafeMutableBytes {
-        parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
-      }
-    }
+    let batch = parseTraffic(lines, index: index)
     #expect(batch.rejections.isEmpty)
     let (pairByPair, _) = Self.counters(index, batch)
     let (shared, minutes) = Self.counters(

@@ -20,14 +20,7 @@ public struct Scenario {
   public init(snapshot path: String, messages: [String]) throws {
     let snapshot = try SnapshotLoader.load(path: path)
     index = snapshot.index
-    var batch = MessageBatch()
-    var parser = TrafficParser(index: index)
-    for (i, line) in messages.enumerated() {
-      var bytes = Array(line.utf8)
-      bytes.withUnsafeMutableBytes {
-        parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
-      }
-    }
+    let batch = parseTraffic(messages, index: index)
     self.batch = batch
     var evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
@@ -60,6 +53,19 @@ public struct Scenario {
       try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
     }
   }
+}
+
+/// NDJSON lines parsed against `index`, numbered from 1.
+public func parseTraffic(_ lines: [String], index: Index) -> MessageBatch {
+  var parser = TrafficParser(index: index)
+  var batch = MessageBatch()
+  for (i, line) in lines.enumerated() {
+    var bytes = Array(line.utf8)
+    bytes.withUnsafeMutableBytes {
+      parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
+    }
+  }
+  return batch
 }
 
 /// A message line with the given fields (values as JSON text).

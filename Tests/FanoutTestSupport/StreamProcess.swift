@@ -15,8 +15,8 @@ public final class StreamProcess: @unchecked Sendable {
     // Writing to a stage that has stopped reading must fail, not kill the test.
     signal(SIGPIPE, SIG_IGN)
     directory = makeTemporaryDirectory("fanout-stream")
-    FileManager.default.createFile(atPath: directory + "/stdout", contents: nil)
-    FileManager.default.createFile(atPath: directory + "/stderr", contents: nil)
+    _ = FileManager.default.createFile(atPath: directory + "/stdout", contents: nil)
+    _ = FileManager.default.createFile(atPath: directory + "/stderr", contents: nil)
     process.executableURL = URL(fileURLWithPath: fanoutExecutable)
     process.arguments = ["stream"] + arguments
     process.standardInput = input

@@ -15,9 +15,9 @@ public func runProcess(_ executable: String, _ arguments: [String], input: [UInt
 {
   let dir = makeTemporaryDirectory("fanout-process")
   let paths = (stdin: dir + "/stdin", stdout: dir + "/stdout", stderr: dir + "/stderr")
-  FileManager.default.createFile(atPath: paths.stdin, contents: Data(input ?? []))
-  FileManager.default.createFile(atPath: paths.stdout, contents: nil)
-  FileManager.default.createFile(atPath: paths.stderr, contents: nil)
+  _ = FileManager.default.createFile(atPath: paths.stdin, contents: Data(input ?? []))
+  _ = FileManager.default.createFile(atPath: paths.stdout, contents: nil)
+  _ = FileManager.default.createFile(atPath: paths.stderr, contents: nil)
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments

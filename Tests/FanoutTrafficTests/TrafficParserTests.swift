@@ -14,17 +14,7 @@ private let index: Index = try! SnapshotLoader.load(
       """)
 ).index
 
-private func parse(_ lines: [String]) -> MessageBatch {
-  var parser = TrafficParser(index: index)
-  var batch = MessageBatch()
-  for (i, line) in lines.enumerated() {
-    var bytes = Array(line.utf8)
-    bytes.withUnsafeMutableBytes {
-      parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
-    }
-  }
-  return batch
-}
+private func parse(_ lines: [String]) -> MessageBatch { parseTraffic(lines, index: index) }
 
 @Suite("Traffic parser")
 struct TrafficParserTests {
