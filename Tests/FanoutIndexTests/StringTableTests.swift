@@ -29,7 +29,7 @@ struct StringTableTests {
     var table = StringTable(capacity: 3)
     for name in ["a", "b", "c", "d", "e"] {
       var name = name
-      name.withUTF8 { table.append(UnsafeRawBufferPointer($0)) }
+      _ = name.withUTF8 { table.append(UnsafeRawBufferPointer($0)) }
     }
     #expect(table.find("e") == 4)
     #expect(table.find("f") == nil)

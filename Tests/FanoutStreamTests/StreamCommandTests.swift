@@ -37,7 +37,7 @@ struct StreamCommandTests {
     let broken = SQLiteFixture.copy(
       generated.snapshot, applying: "UPDATE users SET chat_level = 'loud' WHERE rowid = 3")
     let notASocket = dir + "/plain-file"
-    FileManager.default.createFile(atPath: notASocket, contents: Data("x".utf8))
+    _ = FileManager.default.createFile(atPath: notASocket, contents: Data("x".utf8))
     let cases: [(arguments: [String], code: Int32, message: String)] = [
       (["--snapshot", broken], 65, "column chat_level"),
       (["--snapshot", dir + "/missing.sqlite"], 65, "snapshot refused"),
