@@ -19,12 +19,17 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
 
+    // One static inline function: the kernel's cache prefetch.
+    .target(name: "CPrefetch"),
+
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
     .target(name: "FanoutIndex", dependencies: ["FanoutModel", "FanoutTime"]),
     .target(name: "FanoutSnapshot", dependencies: ["CSQLite", "FanoutIndex"]),
     .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
-    .target(name: "FanoutKernel", dependencies: ["FanoutIndex", "FanoutTime", "FanoutTraffic"]),
+    .target(
+      name: "FanoutKernel",
+      dependencies: ["CPrefetch", "FanoutIndex", "FanoutTime", "FanoutTraffic"]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
     .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
     .target(

@@ -47,9 +47,9 @@ let benchmarks: @Sendable () -> Void = {
 
   Benchmark("EvaluateDecisionsOnly") { benchmark in
     let start = ContinuousClock.now
+    var evaluators = (0..<threads).map { _ in Evaluator(index: index, output: .counts) }
     let results = runChunks(
-      count: countingPlan.count, workers: threads, empty: 0,
-      worker: { Evaluator(index: index, output: .counts) },
+      count: countingPlan.count, workers: &evaluators, empty: 0,
       chunk: { evaluator, i in
         var result = ChunkResult(gateways: index.gateways.count)
         let chunk = countingPlan[i]

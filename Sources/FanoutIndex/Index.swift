@@ -47,6 +47,8 @@ public final class Index: Sendable {
   package let userDevices: [Int32]
   /// CSR: user → category preference rows, ordered by category then gateway.
   package let userCategoryPrefs: [Int32]
+  /// Per user, the columns above (but the JSON) in one record for the kernel.
+  package let userState: [UserState]
 
   // Devices, grouped by user.
   public let deviceIDs: [Int64]
@@ -127,6 +129,13 @@ public final class Index: Sendable {
     self.categoryPrefCategory = categoryPrefCategory
     self.categoryPrefGateway = categoryPrefGateway
     self.categoryPref = categoryPref
+    userState = (0..<userDND.count).map { u in
+      let devices = Int(userDevices[u])..<Int(userDevices[u + 1])
+      return UserState(
+        firstDevice: userDevices[u], dnd: userDND[u], zone: userZone[u],
+        hasCategoryPrefs: userCategoryPrefs[u + 1] > userCategoryPrefs[u],
+        devices: devices.map { (deviceGateway[$0], deviceRestricted[$0]) })
+    }
   }
 
   public var memberCount: Int { memberUser.count }

@@ -1,3 +1,4 @@
+import FanoutIndex
 import FanoutModel
 
 /// Counting only: what the members of one large channel add up to, kept so
@@ -28,12 +29,13 @@ final class ChannelShare {
 
   let channel: Int32
   let timeless: GroupTally
-  /// The timed members' slots, ascending.
-  let timedSlots: [Int]
+  /// The timed members, by ascending slot: what regrouping them each minute
+  /// reads, gathered so that it reads one flat array.
+  let timedMembers: [TimedMember]
   /// The minute `timed` and `volatile` describe (Unix milliseconds / 60,000).
   var minute = Int64.min
   var timed: GroupTally
-  /// Per entry of `timedSlots`, its group in `minute`, or -1 when volatile.
+  /// Per entry of `timedMembers`, its group in `minute`, or -1 when volatile.
   var timedGroup: [Int]
   /// Per category + 1: each timed member's gate outcome (`GroupTally`
   /// layout, one group's width per member), once asked for.
@@ -43,12 +45,12 @@ final class ChannelShare {
   /// When the evaluator last used it, for eviction.
   var lastUse = 0
 
-  init(channel: Int32, timeless: GroupTally, timedSlots: [Int], gates: Int) {
+  init(channel: Int32, timeless: GroupTally, timedMembers: [TimedMember], gates: Int) {
     self.channel = channel
     self.timeless = timeless
-    self.timedSlots = timedSlots
+    self.timedMembers = timedMembers
     timed = GroupTally(categories: timeless.gateSums.count - 1, gates: gates)
-    timedGroup = [Int](repeating: -1, count: timedSlots.count)
+    timedGroup = [Int](repeating: -1, count: timedMembers.count)
     timedGates = [[UInt32]?](repeating: nil, count: timeless.gateSums.count)
   }
 
@@ -61,6 +63,16 @@ final class ChannelShare {
     }
     return lo < volatile.count && volatile[lo] == slot
   }
+}
+
+/// A timed member of a shared channel.
+struct TimedMember {
+  let slot: Int
+  let user: Int32
+  /// The slot's snooze group, or -1.
+  let snooze: Int32
+  let settings: MemberSettings
+  let state: UserState
 }
 
 /// Members counted by group and, per category (or none), the sums of their

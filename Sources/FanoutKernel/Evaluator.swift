@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 import FanoutTime
@@ -38,6 +39,11 @@ public struct Evaluator {
   private static let shareSets = 256
   private static let shareWays = 2
   private var shareClock = 0
+  /// Counting only: large channels met lately, by channel modulo the table
+  /// size. A share is built on a channel's second message: in chat traffic
+  /// most groups get one message in a long while, and a share built for a
+  /// single message costs more than evaluating it pair by pair.
+  private var channelsMet = [Int32](repeating: -1, count: 4096)
   /// How many times timed members were regrouped (once per channel and
   /// minute, while a share is kept), for tests.
   public private(set) var minutesGrouped = 0
@@ -71,7 +77,12 @@ public struct Evaluator {
     _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
   ) {
     batch.mentions.withUnsafeBufferPointer { mentions in
-      for m in messages { evaluateMessage(batch, m, mentions, &result) }
+      batch.channel.withUnsafeBufferPointer { channels in
+        for m in messages {
+          prefetch(channels, ahead: m, end: messages.upperBound)
+          evaluateMessage(batch, m, mentions, &result)
+        }
+      }
     }
     for g in 0..<index.gateways.count {
       result.counters.deliveries[g] += scratch.deliveries[g]
@@ -83,6 +94,39 @@ public struct Evaluator {
       result.counters.suppressed[r] += scratch.suppressed[r]
       scratch.suppressed[r] = 0
     }
+  }
+
+  /// Asks for the cache lines later messages start with, far enough ahead
+  /// that each arrives in time: a message's member list bounds 8 messages
+  /// ahead, its first slots 4 ahead, its first members' user records 2
+  /// ahead. (Within a message, `evaluateMessage` asks 8 members ahead.)
+  /// Without this, each message waits on three dependent cache misses.
+  @inline(__always)
+  private func prefetch(_ channels: UnsafeBufferPointer<Int32>, ahead m: Int, end: Int) {
+    let c = columns
+    if m &+ 8 < end { cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8])) }
+    if m &+ 4 < end {
+      let first = c.channelMembers[Int(channels[m &+ 4])]
+      cprefetch_read(c.memberUser.baseAddress! + first)
+      cprefetch_read(c.memberSettings.baseAddress! + first)
+      cprefetch_read(c.memberSnooze.baseAddress! + first)
+    }
+    if m &+ 2 < end {
+      let channel = Int(channels[m &+ 2])
+      let first = c.channelMembers[channel]
+      for slot in first..<min(c.channelMembers[channel &+ 1], first &+ Self.membersAhead) {
+        cprefetch_read(c.userState.baseAddress! + Int(c.memberUser[slot]))
+      }
+    }
+  }
+
+  /// How many members ahead a user record is asked for.
+  private static let membersAhead = 8
+
+  /// Asks for the user record of the member in `slot`, if `slot < end`.
+  @inline(__always)
+  private func prefetchUser(_ slot: Int, before end: Int) {
+    if slot < end { cprefetch_read(columns.userState.baseAddress! + Int(columns.memberUser[slot])) }
   }
 
   private mutating func evaluateMessage(
@@ -99,7 +143,7 @@ public struct Evaluator {
     let sender = batch.sender[m]
     let replyTo = batch.replyTo[m]
     let named = Int(batch.mentionOffsets[m])..<Int(batch.mentionOffsets[m + 1])
-    if members.count >= sharingThreshold {
+    if members.count >= sharingThreshold && metBefore(channel) {
       evaluateAlike(channel, members, terms, sender, replyTo, mentions[named], &result)
       return
     }
@@ -116,6 +160,7 @@ public struct Evaluator {
     var delivered = 0
 
     for slot in members {
+      prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
       let u = c.memberUser[slot]
       if u == sender { continue }
       pairs &+= 1
@@ -160,12 +205,13 @@ public struct Evaluator {
   ) -> (Reason?, Trigger) {
     let c = columns
     let settings = c.memberSettings[slot]
+    let state = c.userState[Int(u)]
     var reason: Reason? = nil
     var trigger = Trigger.message
 
-    if !terms.force && isSnoozed(slot, terms.ts) {
+    if !terms.force && isSnoozed(group: c.memberSnooze[slot], terms.ts) {
       reason = .snoozed
-    } else if !terms.force && isInDND(Int(u), terms.ts) {
+    } else if !terms.force && isInDND(state, terms.ts) {
       reason = .dnd
     } else {
       let mentioned = settings.mentionNotifications && (terms.mentionAll || named)
@@ -173,19 +219,22 @@ public struct Evaluator {
     }
 
     if reason == nil {
-      let first = Int(c.userDevices[Int(u)])
-      let end = Int(c.userDevices[Int(u) + 1])
-      if first == end {
+      let devices = c.deviceCount(user: Int(u), state)
+      if devices == 0 {
         reason = .noDevice
       } else {
         var passed = 0
-        for d in first..<end {
-          if passesGate(device: d, user: Int(u), category: terms.category) {
+        for k in 0..<devices {
+          let (g, restricted) = c.deviceGate(k, state)
+          if passesGate(
+            gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
+          {
             appendDelivery(
-              device: d, trigger: trigger, preview: settings.showPreview, sign: sign, &result)
+              device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
+              preview: settings.showPreview, sign: sign, &result)
             passed &+= 1
           } else {
-            scratch.blocked[Int(c.deviceGateway[d])] &+= sign
+            scratch.blocked[g] &+= sign
           }
         }
         if passed == 0 { reason = .optedOut }
@@ -263,6 +312,16 @@ public struct Evaluator {
     result.counters.delivered += delivered
   }
 
+  /// Whether `channel` was met since its entry in `channelsMet` was last
+  /// taken by another channel; marks it met.
+  @inline(__always)
+  private mutating func metBefore(_ channel: Int) -> Bool {
+    let entry = channel & (channelsMet.count &- 1)
+    if channelsMet[entry] == Int32(channel) { return true }
+    channelsMet[entry] = Int32(channel)
+    return false
+  }
+
   /// The channel's share, from the cache or built: its timeless members
   /// counted by settings, its timed members listed.
   private mutating func channelShare(_ channel: Int, _ members: Range<Int>) -> ChannelShare {
@@ -274,16 +333,23 @@ public struct Evaluator {
       return shares[i]!
     }
     let timeless = GroupTally(categories: index.categories.count, gates: index.gateways.count)
-    var timedSlots: [Int] = []
+    var timedMembers: [TimedMember] = []
+    let c = columns
     for slot in members {
-      if columns.memberSnooze[slot] >= 0 || columns.userDND[Int(columns.memberUser[slot])] >= 0 {
-        timedSlots.append(slot)
+      prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
+      let u = c.memberUser[slot]
+      let state = c.userState[Int(u)]
+      let settings = c.memberSettings[slot]
+      if c.memberSnooze[slot] >= 0 || state.dnd >= 0 {
+        timedMembers.append(
+          TimedMember(
+            slot: slot, user: u, snooze: c.memberSnooze[slot], settings: settings, state: state))
       } else {
-        timeless.members[Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask)] += 1
+        timeless.members[Int(settings.raw & ChannelShare.settingsMask)] += 1
       }
     }
     let share = ChannelShare(
-      channel: Int32(channel), timeless: timeless, timedSlots: timedSlots,
+      channel: Int32(channel), timeless: timeless, timedMembers: timedMembers,
       gates: index.gateways.count)
     share.lastUse = shareClock
     let free =
@@ -300,15 +366,14 @@ public struct Evaluator {
     share.timed.reset()
     share.volatile.removeAll(keepingCapacity: true)
     let minuteStart = minute * 60_000
-    for (i, slot) in share.timedSlots.enumerated() {
-      let u = columns.memberUser[slot]
-      if isVolatile(slot, Int(u), minuteStart) {
+    for (i, member) in share.timedMembers.enumerated() {
+      if isVolatile(member, minuteStart) {
         share.timedGroup[i] = -1
-        share.volatile.append(slot)
+        share.volatile.append(member.slot)
         continue
       }
-      let state = isSnoozed(slot, ts) ? 1 : isInDND(Int(u), ts) ? 2 : 0
-      let group = state * 32 + Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask)
+      let time = isSnoozed(group: member.snooze, ts) ? 1 : isInDND(member.state, ts) ? 2 : 0
+      let group = time * 32 + Int(member.settings.raw & ChannelShare.settingsMask)
       share.timedGroup[i] = group
       share.timed.members[group] += 1
     }
@@ -319,19 +384,20 @@ public struct Evaluator {
   /// (gateway) or blocked (gateways + gateway); then no device (2 ×
   /// gateways) or all devices gated (2 × gateways + 1) where that is so.
   @inline(__always)
-  private func forEachGateOutcome(user u: Int, category: Int, _ count: (Int) -> Void) {
+  private func forEachGateOutcome(
+    user u: Int, _ state: UserState, category: Int, _ count: (Int) -> Void
+  ) {
     let c = columns
     let gateways = index.gateways.count
-    let first = Int(c.userDevices[u])
-    let end = Int(c.userDevices[u + 1])
-    if first == end {
+    let devices = c.deviceCount(user: u, state)
+    if devices == 0 {
       count(2 * gateways)
       return
     }
     var passed = false
-    for d in first..<end {
-      let g = Int(c.deviceGateway[d])
-      if passesGate(device: d, user: u, category: category) {
+    for k in 0..<devices {
+      let (g, restricted) = c.deviceGate(k, state)
+      if passesGate(gateway: g, restricted: restricted, user: u, state, category: category) {
         count(g)
         passed = true
       } else {
@@ -345,15 +411,17 @@ public struct Evaluator {
   private func sumTimelessGates(_ share: ChannelShare, _ members: Range<Int>, _ category: Int) {
     let width = share.timeless.width
     var sums = [Int](repeating: 0, count: ChannelShare.groups * width)
-    var timed = share.timedSlots.makeIterator()
+    var timed = share.timedMembers.lazy.map(\.slot).makeIterator()
     var nextTimed = timed.next()
     for slot in members {
+      prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
       if slot == nextTimed {
         nextTimed = timed.next()
         continue
       }
       let base = Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask) * width
-      forEachGateOutcome(user: Int(columns.memberUser[slot]), category: category) {
+      let u = Int(columns.memberUser[slot])
+      forEachGateOutcome(user: u, columns.userState[u], category: category) {
         sums[base + $0] += 1
       }
     }
@@ -366,9 +434,9 @@ public struct Evaluator {
   private func sumTimedGates(_ share: ChannelShare, _ category: Int) {
     let width = share.timed.width
     if share.timedGates[category + 1] == nil {
-      var outcomes = [UInt32](repeating: 0, count: share.timedSlots.count * width)
-      for (i, slot) in share.timedSlots.enumerated() {
-        forEachGateOutcome(user: Int(columns.memberUser[slot]), category: category) {
+      var outcomes = [UInt32](repeating: 0, count: share.timedMembers.count * width)
+      for (i, member) in share.timedMembers.enumerated() {
+        forEachGateOutcome(user: Int(member.user), member.state, category: category) {
           outcomes[i * width + $0] += 1
         }
       }
@@ -425,16 +493,16 @@ public struct Evaluator {
   /// Whether the snooze or DND status of `slot`'s member may change within
   /// the UTC minute from `minuteStart`.
   @inline(__always)
-  private func isVolatile(_ slot: Int, _ u: Int, _ minuteStart: Int64) -> Bool {
+  private func isVolatile(_ member: TimedMember, _ minuteStart: Int64) -> Bool {
     let c = columns
-    let group = Int(c.memberSnooze[slot])
+    let group = Int(member.snooze)
     if group >= 0 {
       for bound in (2 * Int(c.snoozeGroups[group]))..<(2 * Int(c.snoozeGroups[group + 1])) {
         let b = c.snoozeBounds[bound]
         if b > minuteStart && b < minuteStart + 60_000 { return true }
       }
     }
-    return c.userDND[u] >= 0 && !isZoneSteady(Int(c.userZone[u]), minuteStart)
+    return member.state.dnd >= 0 && !isZoneSteady(Int(member.state.zone), minuteStart)
   }
 
   /// Whether the zone's local minute is the same all through the UTC minute
@@ -472,10 +540,11 @@ public struct Evaluator {
     linePrefix += #","ts":\#(batch.ts[m]),"kind":"\#(batch.kind[m].name)","recipients":["#.utf8
   }
 
-  /// Rule 1: ts lies in a snooze window of the user, scope or channel level.
+  /// Rule 1: ts lies in a window of the snooze group (a slot's windows at
+  /// the user, scope and channel level), if any.
   @inline(__always)
-  private func isSnoozed(_ slot: Int, _ ts: Int64) -> Bool {
-    let group = Int(columns.memberSnooze[slot])
+  private func isSnoozed(group: Int32, _ ts: Int64) -> Bool {
+    let group = Int(group)
     if group < 0 { return false }
     for w in Int(columns.snoozeGroups[group])..<Int(columns.snoozeGroups[group + 1])
     where columns.snoozeBounds[2 * w] <= ts && ts < columns.snoozeBounds[2 * w + 1] {
@@ -486,10 +555,10 @@ public struct Evaluator {
 
   /// Rule 2: the local minute of the week lies in the user's DND pattern.
   @inline(__always)
-  private func isInDND(_ u: Int, _ ts: Int64) -> Bool {
-    let pattern = Int(columns.userDND[u])
+  private func isInDND(_ state: UserState, _ ts: Int64) -> Bool {
+    let pattern = Int(state.dnd)
     if pattern < 0 { return false }
-    let zone = Int(columns.userZone[u])
+    let zone = Int(state.zone)
     if scratch.zoneStamp[zone] != stamp { cacheLocalMinute(zone: zone, ts: ts) }
     let minute = scratch.zoneMinute[zone]
     return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6]
@@ -503,19 +572,22 @@ public struct Evaluator {
       utcMillis: ts, offsetSeconds: index.zones[zone].offsetSeconds(atMillis: ts))
   }
 
-  /// The gateway gate for one device of the recipient.
+  /// The gateway gate for one device (on gateway row `g`) of user `u`,
+  /// whose record is `state`.
   @inline(__always)
-  private func passesGate(device d: Int, user u: Int, category cat: Int) -> Bool {
+  private func passesGate(
+    gateway g: Int, restricted: Bool, user u: Int, _ state: UserState, category cat: Int
+  ) -> Bool {
     let c = columns
     let gateways = index.gateways.count
-    let g = Int(c.deviceGateway[d])
     if cat >= 0 && c.categoryGatewayMandatory[cat &* gateways &+ g] { return true }
-    if c.deviceRestricted[d] { return false }
+    if restricted { return false }
     if cat < 0 { return true }
     var whole: Preference? = nil
     var onGateway: Preference? = nil
-    for r in Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1])
-    where c.categoryPrefCategory[r] == cat {
+    let prefs =
+      state.hasCategoryPrefs ? Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1]) : 0..<0
+    for r in prefs where c.categoryPrefCategory[r] == cat {
       let prefGateway = Int(c.categoryPrefGateway[r])
       if prefGateway < 0 {
         whole = c.categoryPref[r]
@@ -533,9 +605,9 @@ public struct Evaluator {
 
   @inline(__always)
   private mutating func appendDelivery(
-    device d: Int, trigger: Trigger, preview: Bool, sign: Int, _ result: inout ChunkResult
+    device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, sign: Int,
+    _ result: inout ChunkResult
   ) {
-    let g = Int(columns.deviceGateway[d])
     scratch.deliveries[g] &+= sign
     guard writeLines else { return }
     if scratch.gatewayStamp[g] != stamp {

@@ -15,8 +15,7 @@ struct IndexColumns {
   let memberSnooze: UnsafeBufferPointer<Int32>
   let snoozeGroups: UnsafeBufferPointer<Int32>
   let snoozeBounds: UnsafeBufferPointer<Int64>
-  let userDND: UnsafeBufferPointer<Int32>
-  let userZone: UnsafeBufferPointer<UInt16>
+  let userState: UnsafeBufferPointer<UserState>
   let dndWords: UnsafeBufferPointer<UInt64>
   let userDevices: UnsafeBufferPointer<Int32>
   let deviceGateway: UnsafeBufferPointer<UInt16>
@@ -30,6 +29,22 @@ struct IndexColumns {
   let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
   let deviceJSON: PoolView
   let userJSON: PoolView
+
+  /// The number of devices of user `u`, whose record is `state`.
+  @inline(__always)
+  func deviceCount(user u: Int, _ state: UserState) -> Int {
+    state.hasInlineDevices
+      ? state.inlineDeviceCount : Int(userDevices[u &+ 1]) &- Int(state.firstDevice)
+  }
+
+  /// The gateway row and restriction of the `k`-th device of the user whose
+  /// record is `state`: from the record when inline, else from the device columns.
+  @inline(__always)
+  func deviceGate(_ k: Int, _ state: UserState) -> (gateway: Int, restricted: Bool) {
+    if state.hasInlineDevices { return state.inlineGate(k) }
+    let d = Int(state.firstDevice) &+ k
+    return (Int(deviceGateway[d]), deviceRestricted[d])
+  }
 
   /// A `BytePool` as raw bytes and offsets.
   struct PoolView {
@@ -55,8 +70,7 @@ struct IndexColumns {
     memberSnooze = view(index.memberSnooze)
     snoozeGroups = view(index.snoozeGroups)
     snoozeBounds = view(index.snoozeBounds)
-    userDND = view(index.userDND)
-    userZone = view(index.userZone)
+    userState = view(index.userState)
     dndWords = view(index.dndWords)
     userDevices = view(index.userDevices)
     deviceGateway = view(index.deviceGateway)

@@ -110,6 +110,10 @@ public enum Pipeline {
     var counters = Counters(gateways: index.gateways.count)
     var rejected = 0
     let workers = max(1, options.threads)
+    let evaluation: Evaluator.Output =
+      options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
+    // One evaluator per worker for the whole run: channel shares outlive a wave.
+    var evaluators = (0..<workers).map { _ in Evaluator(index: index, output: evaluation) }
     let output = BackgroundWriter(writer)
     while true {
       phase = clock.now
@@ -127,11 +131,8 @@ public enum Pipeline {
       for groupStart in stride(from: 0, to: plan.count, by: groupSize) {
         phase = clock.now
         let group = Array(plan[groupStart..<min(groupStart + groupSize, plan.count)])
-        let evaluation: Evaluator.Output =
-          options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
         let chunks = runChunks(
-          count: group.count, workers: workers, empty: CompressedChunk(gateways: 0),
-          worker: { Evaluator(index: index, output: evaluation) },
+          count: group.count, workers: &evaluators, empty: CompressedChunk(gateways: 0),
           chunk: { evaluator, i in
             var result = ChunkResult(gateways: index.gateways.count)
             evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
@@ -185,7 +186,8 @@ public enum Pipeline {
   /// With `sharedCounting` (`--summary-only`: see `ChannelShare`), a message
   /// in a large channel whose channel and UTC minute already occur in the
   /// chunk costs its named users rather than its pairs; as counting writes
-  /// no lines, a chunk may then cost 64 times as much.
+  /// no lines, a chunk may then cost 8 times as much (much more, and a wave
+  /// of chat traffic would fit in one chunk, evaluated by one thread).
   package static func planChunks(
     _ batches: [MessageBatch], index: Index, chunkPairs: Int = Pipeline.chunkPairs,
     sharedCounting: Bool = false
@@ -194,7 +196,7 @@ public enum Pipeline {
       var channel: Int32
       var minute: Int64
     }
-    let budget = sharedCounting ? chunkPairs * 64 : chunkPairs
+    let budget = sharedCounting ? chunkPairs * 8 : chunkPairs
     var plan: [(batch: Int, messages: Range<Int>)] = []
     var seen = Set<ChannelMinute>()
     for (b, batch) in batches.enumerated() {

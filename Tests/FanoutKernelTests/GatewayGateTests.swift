@@ -13,7 +13,8 @@ struct GatewayGateTests {
 
   /// The devices of b that received message m.
   func devices(_ s: Scenario, _ m: String, _ user: String = "b") -> [Int] {
-    ["apns", "email", "fcm"].flatMap { s.deliveries($0) }.filter { $0["message"] as? String == m }
+    (0..<s.index.gateways.count).flatMap { s.deliveries(s.index.gateways[$0]) }
+      .filter { $0["message"] as? String == m }
       .flatMap { $0["recipients"] as! [[String: Any]] }.filter { $0["user"] as? String == user }
       .map { $0["device"] as! Int }.sorted()
   }
@@ -27,6 +28,30 @@ struct GatewayGateTests {
     #expect(devices(s, "m") == [2, 19, 20])
     let apns = s.deliveries("apns").first!["recipients"] as! [[String: Any]]
     #expect(apns.map { $0["device"] as! Int } == [19, 3])  // users in id order: b then c
+  }
+
+  /// The kernel reads up to four devices on gateway rows below 128 from the
+  /// user's record; others come from the device columns. Both must agree.
+  @Test("more than four devices, or a device on gateway row 128 or later")
+  func devicesOutsideTheUserRecord() throws {
+    // A filler user's 130 gateways sort before 'zz', which comes after row 127.
+    let filler = (0..<130).map { "(\(1000 + $0), 'f', 'gw\(1000 + $0)', 't\($0)')" }
+    let sql =
+      setup + """
+        INSERT INTO users (user_id) VALUES ('f'), ('h'), ('k');
+        INSERT INTO members VALUES ('g', 'h'), ('g', 'k');
+        INSERT INTO devices VALUES \(filler.joined(separator: ", "));
+        INSERT INTO devices VALUES (21, 'b', 'fcm', 'tb3'), (22, 'b', 'fcm', 'tb4'),
+          (23, 'b', 'webpush', 'tb5'), (30, 'h', 'zz', 'th'), (31, 'k', 'zz', 'tk');
+        INSERT INTO gateway_prefs VALUES ('b', 'fcm', 1), ('k', 'zz', 1);
+        INSERT INTO category_prefs VALUES ('b', 'promo', 'webpush', 'opt_out');
+        """
+    let s = try run(sql, msg("plain"), msg("p", #""category":"promo""#))
+    #expect(try #require(s.index.gateways.find("zz")) >= 128)
+    #expect(devices(s, "plain") == [19, 20, 23])  // b's fcm devices restricted
+    #expect(devices(s, "p") == [19, 20])  // and webpush opted out of promo
+    #expect(devices(s, "plain", "h") == [30])
+    #expect(s.outcome("plain", "k") == "-opted_out")
   }
 
   @Test("category default opt_out blocks; a category opt-in lifts it; a gateway opt-in does not")

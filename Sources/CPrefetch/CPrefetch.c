@@ -1,0 +1,2 @@
+// Header-only module: CPrefetch.h holds the one static inline function.
+#include "CPrefetch.h"
