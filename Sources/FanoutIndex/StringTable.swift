@@ -235,6 +235,21 @@ public enum JSONText {
 
   public static func quoted(_ s: String) -> [UInt8] { quoted(s.utf8) }
 
+  /// Appends `value` in decimal, as JSON writes an integer; builds no String.
+  public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    if value < 0 { out.append(UInt8(ascii: "-")) }
+    var rest = value.magnitude
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+      var first = digits.count
+      repeat {
+        first -= 1
+        digits[first] = UInt8(ascii: "0") &+ UInt8(rest % 10)
+        rest /= 10
+      } while rest > 0
+      out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+    }
+  }
+
   /// Appends `s` quoted to `out`; copies runs that need no escape in one go.
   public static func appendQuoted(_ s: UnsafeRawBufferPointer, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))

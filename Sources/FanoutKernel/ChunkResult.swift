@@ -52,4 +52,16 @@ public struct ChunkResult: Sendable {
     gatewayLines = [[UInt8]](repeating: [], count: gateways)
     counters = Counters(gateways: gateways)
   }
+
+  /// Empties the result for the next chunk, keeping its buffers' capacity:
+  /// a worker that reuses one result stops growing and faulting in fresh
+  /// line buffers once it has seen its largest chunk.
+  public mutating func removeAll() {
+    for g in gatewayLines.indices { gatewayLines[g].removeAll(keepingCapacity: true) }
+    decisionLines.removeAll(keepingCapacity: true)
+    pairUsers.removeAll(keepingCapacity: true)
+    pairOutcomes.removeAll(keepingCapacity: true)
+    messagePairEnds.removeAll(keepingCapacity: true)
+    counters = Counters(gateways: gatewayLines.count)
+  }
 }

@@ -129,6 +129,32 @@ public struct Evaluator {
     if slot < end { cprefetch_read(columns.userState.baseAddress! + Int(columns.memberUser[slot])) }
   }
 
+  /// With lines on: asks for where the device fragments of the member in
+  /// `slot` lie (its user record was asked for 3 members earlier).
+  @inline(__always)
+  private func prefetchDeviceOffsets(_ slot: Int, before end: Int) {
+    guard slot < end else { return }
+    let c = columns
+    let first = Int(c.userState[Int(c.memberUser[slot])].firstDevice)
+    cprefetch_read(c.deviceJSON.offsets.baseAddress! + first)
+  }
+
+  /// With lines on: asks for the device fragments of the member in `slot`
+  /// (where they lie was asked for 3 members earlier), which a delivery copies.
+  @inline(__always)
+  private func prefetchDeviceLines(_ slot: Int, before end: Int) {
+    guard slot < end else { return }
+    let c = columns
+    let u = Int(c.memberUser[slot])
+    let first = Int(c.userState[u].firstDevice)
+    let devices = c.deviceCount(user: u, c.userState[u])
+    guard devices > 0 else { return }
+    let bytes = c.deviceJSON.offsets[first]..<c.deviceJSON.offsets[first &+ devices]
+    for line in stride(from: bytes.lowerBound, to: bytes.upperBound, by: 64) {
+      cprefetch_read(c.deviceJSON.bytes.baseAddress! + line)
+    }
+  }
+
   private mutating func evaluateMessage(
     _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>,
     _ result: inout ChunkResult
@@ -161,6 +187,10 @@ public struct Evaluator {
 
     for slot in members {
       prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
+      if writeLines {
+        prefetchDeviceOffsets(slot &+ 5, before: members.upperBound)
+        prefetchDeviceLines(slot &+ 2, before: members.upperBound)
+      }
       let u = c.memberUser[slot]
       if u == sender { continue }
       pairs &+= 1
@@ -537,7 +567,14 @@ public struct Evaluator {
     linePrefix += batch.idJSON[m]
     linePrefix += #","channel":"#.utf8
     index.channels.pool.withBytes(channel) { JSONText.appendQuoted($0, to: &linePrefix) }
-    linePrefix += #","ts":\#(batch.ts[m]),"kind":"\#(batch.kind[m].name)","recipients":["#.utf8
+    linePrefix += #","ts":"#.utf8
+    JSONText.appendDecimal(batch.ts[m], to: &linePrefix)
+    linePrefix += Self.kindAndRecipients[Int(batch.kind[m].rawValue)]
+  }
+
+  /// `,"kind":"…","recipients":[` per `MessageKind`.
+  private static let kindAndRecipients: [[UInt8]] = MessageKind.allCases.map {
+    Array(#","kind":"\#($0.name)","recipients":["#.utf8)
   }
 
   /// Rule 1: ts lies in a window of the snooze group (a slot's windows at
@@ -599,9 +636,18 @@ public struct Evaluator {
     return categoryPreference == .optIn && onGateway != .optOut
   }
 
-  private static let recipientSuffix: [[UInt8]] = Trigger.allCases.flatMap { trigger in
-    [false, true].map { Array(#","trigger":"\#(trigger.name)","preview":\#($0)}"#.utf8) }
-  }
+  /// `,"trigger":"…","preview":…}` per trigger and preview, as raw bytes
+  /// (a delivery copies one without touching a reference count).
+  private static let recipientSuffixPool: BytePool = {
+    var pool = BytePool()
+    for trigger in Trigger.allCases {
+      for preview in [false, true] {
+        pool.append(Array(#","trigger":"\#(trigger.name)","preview":\#(preview)}"#.utf8))
+      }
+    }
+    return pool
+  }()
+  private let recipientSuffixes = IndexColumns.PoolView(Evaluator.recipientSuffixPool)
 
   @inline(__always)
   private mutating func appendDelivery(
@@ -618,7 +664,8 @@ public struct Evaluator {
       result.gatewayLines[g].append(UInt8(ascii: ","))
     }
     result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
-    result.gatewayLines[g] += Self.recipientSuffix[Int(trigger.rawValue) * 2 + (preview ? 1 : 0)]
+    result.gatewayLines[g].append(
+      contentsOf: recipientSuffixes[Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)])
   }
 
   private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (

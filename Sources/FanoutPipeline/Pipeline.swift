@@ -73,6 +73,17 @@ public struct RunReport: Sendable {
   public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
 }
 
+/// A worker thread's evaluator and the result it reuses from chunk to chunk.
+struct EvalWorker {
+  var evaluator: Evaluator
+  var result: ChunkResult
+
+  init(evaluator: Evaluator, gateways: Int) {
+    self.evaluator = evaluator
+    result = ChunkResult(gateways: gateways)
+  }
+}
+
 public enum Pipeline {
   /// Lines read and parsed per wave, and per parse chunk.
   package static let waveLines = 65_536
@@ -112,8 +123,12 @@ public enum Pipeline {
     let workers = max(1, options.threads)
     let evaluation: Evaluator.Output =
       options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
-    // One evaluator per worker for the whole run: channel shares outlive a wave.
-    var evaluators = (0..<workers).map { _ in Evaluator(index: index, output: evaluation) }
+    // One evaluator and result per worker for the whole run: channel shares
+    // outlive a wave, line buffers keep their capacity.
+    var evaluators = (0..<workers).map { _ in
+      EvalWorker(
+        evaluator: Evaluator(index: index, output: evaluation), gateways: index.gateways.count)
+    }
     let output = BackgroundWriter(writer)
     while true {
       phase = clock.now
@@ -133,10 +148,11 @@ public enum Pipeline {
         let group = Array(plan[groupStart..<min(groupStart + groupSize, plan.count)])
         let chunks = runChunks(
           count: group.count, workers: &evaluators, empty: CompressedChunk(gateways: 0),
-          chunk: { evaluator, i in
-            var result = ChunkResult(gateways: index.gateways.count)
-            evaluator.evaluate(batches[group[i].batch], messages: group[i].messages, into: &result)
-            return CompressedChunk(result)
+          chunk: { worker, i in
+            worker.result.removeAll()
+            worker.evaluator.evaluate(
+              batches[group[i].batch], messages: group[i].messages, into: &worker.result)
+            return CompressedChunk(worker.result)
           })
         timings.evaluate += lap(phase)
         for chunk in chunks { counters.add(chunk.counters) }
