@@ -129,13 +129,17 @@ public final class Index: Sendable {
     self.categoryPrefCategory = categoryPrefCategory
     self.categoryPrefGateway = categoryPrefGateway
     self.categoryPref = categoryPref
-    userState = (0..<userDND.count).map { u in
+    var states: [UserState] = []
+    states.reserveCapacity(userDND.count)
+    for u in userDND.indices {
       let devices = Int(userDevices[u])..<Int(userDevices[u + 1])
-      return UserState(
-        firstDevice: userDevices[u], dnd: userDND[u], zone: userZone[u],
-        hasCategoryPrefs: userCategoryPrefs[u + 1] > userCategoryPrefs[u],
-        devices: devices.map { (deviceGateway[$0], deviceRestricted[$0]) })
+      let hasCategoryPrefs = userCategoryPrefs[u + 1] > userCategoryPrefs[u]
+      states.append(
+        UserState(
+          dnd: userDND[u], zone: userZone[u], hasCategoryPrefs: hasCategoryPrefs,
+          devices: devices, deviceGateway: deviceGateway, deviceRestricted: deviceRestricted))
     }
+    userState = states
   }
 
   public var memberCount: Int { memberUser.count }

@@ -21,6 +21,35 @@ public struct BytePool: Sendable {
     offsets.append(bytes.count)
   }
 
+  /// Appends raw bytes (the loader's path: no generic sequence walk).
+  public mutating func append(_ s: UnsafeRawBufferPointer) {
+    bytes.append(contentsOf: s)
+    offsets.append(bytes.count)
+  }
+
+  /// Whether string `i` is `key`, byte for byte.
+  public func equals(_ i: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+    let start = offsets[i]
+    guard offsets[i + 1] - start == key.count else { return false }
+    return key.isEmpty
+      || bytes.withUnsafeBufferPointer {
+        memcmp($0.baseAddress! + start, key.baseAddress!, key.count)
+      }
+        == 0
+  }
+
+  /// Whether string `i` sorts before `key` in byte order.
+  public func precedes(_ i: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+    let start = offsets[i]
+    let count = offsets[i + 1] - start
+    let common = min(count, key.count)
+    let order =
+      common == 0
+      ? 0
+      : bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + start, key.baseAddress!, common) }
+    return order < 0 || (order == 0 && count < key.count)
+  }
+
   /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
   public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
     JSONText.appendQuoted(s, to: &bytes)

@@ -23,20 +23,21 @@ public struct UserState: Sendable, Equatable {
   static let maxInlineDevices = 4
   static let maxInlineGateway = 127
 
+  /// The record of a user whose devices are rows `devices` of the device columns.
   init(
-    firstDevice: Int32, dnd: Int32, zone: UInt16, hasCategoryPrefs: Bool,
-    devices: [(gateway: UInt16, restricted: Bool)]
+    dnd: Int32, zone: UInt16, hasCategoryPrefs: Bool, devices: Range<Int>,
+    deviceGateway: [UInt16], deviceRestricted: [Bool]
   ) {
-    self.firstDevice = firstDevice
+    firstDevice = Int32(devices.lowerBound)
     self.dnd = dnd
     self.zone = zone
     let inline =
       devices.count <= Self.maxInlineDevices
-      && devices.allSatisfy { Int($0.gateway) <= Self.maxInlineGateway }
+      && devices.allSatisfy { Int(deviceGateway[$0]) <= Self.maxInlineGateway }
     var gates: UInt32 = 0
     if inline {
-      for (k, device) in devices.enumerated() {
-        gates |= (UInt32(device.gateway) | (device.restricted ? 0x80 : 0)) << (8 * k)
+      for (k, d) in devices.enumerated() {
+        gates |= (UInt32(deviceGateway[d]) | (deviceRestricted[d] ? 0x80 : 0)) << (8 * k)
       }
     }
     inlineGates = gates

@@ -68,15 +68,12 @@ struct MemberRange: Sendable {
 
     while try r.next() {
       let name = try r.textBytes(0)
-      while cursor < channelNames.count
-        && channelNames.withBytes(cursor, { $0.lexicographicallyPrecedes(name) })
-      {
-        cursor += 1
-      }
-      guard
-        cursor < channelNames.count && channelNames.withBytes(cursor, { $0.elementsEqual(name) })
-      else {
-        throw r.fail(0, "unknown channel '\(try r.text(0))'")
+      // Most rows name the channel of the row before.
+      if cursor >= channelNames.count || !channelNames.equals(cursor, name) {
+        while cursor < channelNames.count && channelNames.precedes(cursor, name) { cursor += 1 }
+        guard cursor < channelNames.count && channelNames.equals(cursor, name) else {
+          throw r.fail(0, "unknown channel '\(try r.text(0))'")
+        }
       }
       batchChannels.append(Int32(cursor))
       batchUsers.append(try r.textBytes(1))

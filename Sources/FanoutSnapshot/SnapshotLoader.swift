@@ -220,9 +220,8 @@ struct Load {
     while try r.next() {
       let id = try r.textBytes(0)
       if let last = users.count > 0 ? users.count - 1 : nil {
-        let previous = users.pool[last]
-        if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
-        guard previous.lexicographicallyPrecedes(id) else {
+        if users.pool.equals(last, id) { throw r.fail(0, "duplicate key") }
+        guard users.pool.precedes(last, id) else {
           throw r.fail(
             0, "user ids are not in byte order; the database must use UTF-8 text encoding")
         }
@@ -272,9 +271,8 @@ struct Load {
     while try r.next() {
       let id = try r.textBytes(0)
       if let last = channelNames.count > 0 ? channelNames.count - 1 : nil {
-        let previous = channelNames[last]
-        if previous.elementsEqual(id) { throw r.fail(0, "duplicate key") }
-        guard previous.lexicographicallyPrecedes(id) else {
+        if channelNames.equals(last, id) { throw r.fail(0, "duplicate key") }
+        guard channelNames.precedes(last, id) else {
           throw r.fail(
             0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
         }

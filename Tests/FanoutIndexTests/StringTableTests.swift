@@ -34,4 +34,22 @@ struct StringTableTests {
     #expect(table.find("e") == 4)
     #expect(table.find("f") == nil)
   }
+
+  @Test("byte pool comparisons agree with byte order, prefixes and the empty string included")
+  func poolComparisons() {
+    let words = ["", "a", "ab", "abc", "abd", "b", "\u{00e9}", "u0000001", "u000001"]
+    var pool = BytePool()
+    for w in words { pool.append(Array(w.utf8)) }
+    for (i, w) in words.enumerated() {
+      for key in words {
+        let keyBytes = Array(key.utf8)
+        keyBytes.withUnsafeBytes { raw in
+          #expect(pool.equals(i, raw) == (w == key), "\(w) == \(key)")
+          #expect(
+            pool.precedes(i, raw) == Array(w.utf8).lexicographicallyPrecedes(keyBytes),
+            "\(w) < \(key)")
+        }
+      }
+    }
+  }
 }
