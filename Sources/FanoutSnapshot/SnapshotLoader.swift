@@ -82,6 +82,9 @@ struct Load {
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
+  /// The devices table, read on another connection and core while the
+  /// channels and members are read (it needs only the users).
+  var pendingDevices: Pending<Result<DeviceRows, SnapshotError>>? = nil
 
   init(connection: Connection, path: String, tzdb: TimeZoneDatabase) {
     self.connection = connection
@@ -93,6 +96,7 @@ struct Load {
     try checkSchema()
     if present.contains("settings") { try readSettings() }
     try readUsers()
+    startDevices()
     if present.contains("dnd_weekly") { try readWeekly() }
     try readChannels()
     try readMembers()
@@ -100,7 +104,7 @@ struct Load {
     awaitChannels()
     try readChannelPrefs()
     if present.contains("categories") { try readCategories() }
-    try readDevices()
+    try awaitDevices()
     if present.contains("category_gateways") { try readCategoryGateways() }
     if present.contains("category_prefs") { try readCategoryPrefs() }
     if present.contains("gateway_prefs") { try readGatewayPrefs() }
@@ -113,6 +117,43 @@ struct Load {
       channels = pending.wait()
       pendingChannels = nil
     }
+  }
+
+  /// What reading the devices table gives; the first table to name gateways.
+  struct DeviceRows: Sendable {
+    var devices: [(id: Int64, user: Int32, gateway: Int32)]
+    var tokens: BytePool
+    var gateways: StringTable
+  }
+
+  /// Starts reading the devices table on its own connection: the same
+  /// `readDevices`, run by a second `Load` that shares the users.
+  mutating func startDevices() {
+    let (path, tzdb, users) = (path, tzdb, users)
+    pendingDevices = Pending {
+      Result { () throws(SnapshotError) in
+        let connection: Connection
+        do throws(SQLiteError) { connection = try Connection(path: path) } catch {
+          throw SnapshotError(table: "devices", reason: error.message)
+        }
+        var side = Load(connection: connection, path: path, tzdb: tzdb)
+        side.users = users
+        try side.readDevices()
+        return DeviceRows(devices: side.devices, tokens: side.tokens, gateways: side.gatewaysSeen)
+      }
+    }
+  }
+
+  /// Takes the devices read by `startDevices`; its error, if any, is
+  /// thrown here, where a serial load would have met it.
+  mutating func awaitDevices() throws(SnapshotError) {
+    guard let pending = pendingDevices else { return try readDevices() }
+    pendingDevices = nil
+    let rows = try pending.wait().get()
+    devices = rows.devices
+    tokens = rows.tokens
+    gatewaysSeen = rows.gateways
+    count("devices", devices.count)
   }
 
   // MARK: Schema

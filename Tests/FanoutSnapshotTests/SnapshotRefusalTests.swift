@@ -338,6 +338,33 @@ struct SnapshotRefusalTests {
     #expect(error.column == "user_id")
   }
 
+  @Test(
+    "devices, read alongside the channels and members, report after them as a serial load would")
+  func devicesReportInTableOrder() {
+    let base = """
+      INSERT INTO settings VALUES ('schema_version', '1');
+      INSERT INTO users (user_id) VALUES ('u1');
+      INSERT INTO channels VALUES ('c', 'group');
+      INSERT INTO devices VALUES (1, 'ghost', 'apns', 't1');
+
+      """
+    // Devices and members both bad: members come first in table order.
+    guard case .failure(let first) = load(base + "INSERT INTO members VALUES ('c', 'nobody');")
+    else {
+      Issue.record("accepted a snapshot with bad members and devices")
+      return
+    }
+    #expect(first.table == "members")
+    // Devices alone bad: their error, whole.
+    guard case .failure(let only) = load(base + "INSERT INTO members VALUES ('c', 'u1');") else {
+      Issue.record("accepted a device of an unknown user")
+      return
+    }
+    #expect(only.table == "devices")
+    #expect(only.key == "device_id=1")
+    #expect(only.column == "user_id")
+  }
+
   @Test("a file that is not a database, or does not exist, is refused")
   func notADatabase() {
     let dir = makeTemporaryDirectory()
