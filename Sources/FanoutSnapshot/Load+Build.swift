@@ -46,7 +46,9 @@ extension Load {
       fragment.removeAll(keepingCapacity: true)
       fragment += #"{"user":"#.utf8
       fragment += userJSON[Int(device.user)]
-      fragment += #","device":\#(device.id),"token":"#.utf8
+      fragment += #","device":"#.utf8
+      JSONText.appendDecimal(device.id, to: &fragment)
+      fragment += #","token":"#.utf8
       fragment += tokens[d]
       deviceJSON.append(fragment)
     }
@@ -73,6 +75,8 @@ extension Load {
 
     // DND: weekly windows replace the daily window; equal schedules share a pattern.
     var patternIDs: [DNDPattern: Int32] = [:]
+    // Most schedules are a daily window: each distinct one is built and hashed once.
+    var dailyIDs: [Int: Int32] = [:]  // start << 11 | end
     var dndWords: [UInt64] = []
     var userDND = [Int32](repeating: -1, count: userCount)
     var weeklyPatterns: [Int32: DNDPattern] = [:]
@@ -82,22 +86,31 @@ extension Load {
     }
     for u in 0..<userCount {
       var pattern: DNDPattern
+      var dailyKey: Int? = nil
       if let weeklyPattern = weeklyPatterns[Int32(u)] {
         pattern = weeklyPattern
       } else if let daily = dailyDND[u] {
+        let key = daily.start << 11 | daily.end
+        if let id = dailyIDs[key] {
+          userDND[u] = id
+          continue
+        }
+        dailyKey = key
         pattern = DNDPattern()
         pattern.addDaily(start: daily.start, end: daily.end)
       } else {
         continue
       }
-      if let id = patternIDs[pattern] {
-        userDND[u] = id
+      let id: Int32
+      if let existing = patternIDs[pattern] {
+        id = existing
       } else {
-        let id = Int32(patternIDs.count)
+        id = Int32(patternIDs.count)
         patternIDs[pattern] = id
         dndWords += pattern.words
-        userDND[u] = id
       }
+      userDND[u] = id
+      if let dailyKey { dailyIDs[dailyKey] = id }
     }
     info.dndPatterns = patternIDs.count
 
