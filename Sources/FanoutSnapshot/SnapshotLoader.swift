@@ -82,9 +82,11 @@ struct Load {
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
-  /// The devices table, read on another connection and core while the
-  /// channels and members are read (it needs only the users).
+  /// Tables read on their own connections, on another core, while the
+  /// channels and members are read: devices need only the users,
+  /// channel_prefs the users and the channel hash.
   var pendingDevices: Pending<Result<DeviceRows, SnapshotError>>? = nil
+  var pendingChannelPrefs: Pending<Result<ChannelPrefRows, SnapshotError>>? = nil
 
   init(connection: Connection, path: String, tzdb: TimeZoneDatabase) {
     self.connection = connection
@@ -99,10 +101,11 @@ struct Load {
     startDevices()
     if present.contains("dnd_weekly") { try readWeekly() }
     try readChannels()
+    startChannelPrefs()
     try readMembers()
     if present.contains("scope_prefs") { try readScopePrefs() }
     awaitChannels()
-    try readChannelPrefs()
+    try awaitChannelPrefs()
     if present.contains("categories") { try readCategories() }
     try awaitDevices()
     if present.contains("category_gateways") { try readCategoryGateways() }
@@ -119,6 +122,24 @@ struct Load {
     }
   }
 
+  /// Runs `read` on a second `Load` over its own connection, on another
+  /// core; `read` first gives it what it needs of this one.
+  func readAside<T: Sendable>(
+    _ table: String, _ read: @escaping @Sendable (inout Load) throws(SnapshotError) -> T
+  ) -> Pending<Result<T, SnapshotError>> {
+    let (path, tzdb) = (path, tzdb)
+    return Pending {
+      Result { () throws(SnapshotError) in
+        let connection: Connection
+        do throws(SQLiteError) { connection = try Connection(path: path) } catch {
+          throw SnapshotError(table: table, reason: error.message)
+        }
+        var side = Load(connection: connection, path: path, tzdb: tzdb)
+        return try read(&side)
+      }
+    }
+  }
+
   /// What reading the devices table gives; the first table to name gateways.
   struct DeviceRows: Sendable {
     var devices: [(id: Int64, user: Int32, gateway: Int32)]
@@ -126,26 +147,16 @@ struct Load {
     var gateways: StringTable
   }
 
-  /// Starts reading the devices table on its own connection: the same
-  /// `readDevices`, run by a second `Load` that shares the users.
   mutating func startDevices() {
-    let (path, tzdb, users) = (path, tzdb, users)
-    pendingDevices = Pending {
-      Result { () throws(SnapshotError) in
-        let connection: Connection
-        do throws(SQLiteError) { connection = try Connection(path: path) } catch {
-          throw SnapshotError(table: "devices", reason: error.message)
-        }
-        var side = Load(connection: connection, path: path, tzdb: tzdb)
-        side.users = users
-        try side.readDevices()
-        return DeviceRows(devices: side.devices, tokens: side.tokens, gateways: side.gatewaysSeen)
-      }
+    pendingDevices = readAside("devices") { [users] side throws(SnapshotError) in
+      side.users = users
+      try side.readDevices()
+      return DeviceRows(devices: side.devices, tokens: side.tokens, gateways: side.gatewaysSeen)
     }
   }
 
-  /// Takes the devices read by `startDevices`; its error, if any, is
-  /// thrown here, where a serial load would have met it.
+  /// Takes the devices read aside; their error, if any, is thrown here,
+  /// where a serial load would have met it.
   mutating func awaitDevices() throws(SnapshotError) {
     guard let pending = pendingDevices else { return try readDevices() }
     pendingDevices = nil
@@ -154,6 +165,34 @@ struct Load {
     tokens = rows.tokens
     gatewaysSeen = rows.gateways
     count("devices", devices.count)
+  }
+
+  struct ChannelPrefRows: Sendable {
+    var keys: [(key: UInt64, row: Int32)]
+    var prefs: [LevelRow]
+  }
+
+  /// Call after `readChannels`: the reader waits for the channel hash itself.
+  mutating func startChannelPrefs() {
+    guard let channelHash = pendingChannels else { return }
+    pendingChannelPrefs = readAside("channel_prefs") {
+      [users, channelNames] side throws(SnapshotError) in
+      side.users = users
+      side.channelNames = channelNames
+      side.channels = channelHash.wait()
+      try side.readChannelPrefs()
+      return ChannelPrefRows(keys: side.channelPrefKeys, prefs: side.channelPrefs)
+    }
+  }
+
+  /// Takes channel_prefs read aside (see `awaitDevices`).
+  mutating func awaitChannelPrefs() throws(SnapshotError) {
+    guard let pending = pendingChannelPrefs else { return try readChannelPrefs() }
+    pendingChannelPrefs = nil
+    let rows = try pending.wait().get()
+    channelPrefKeys = rows.keys
+    channelPrefs = rows.prefs
+    count("channel_prefs", channelPrefs.count)
   }
 
   // MARK: Schema

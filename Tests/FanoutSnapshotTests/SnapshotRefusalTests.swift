@@ -338,31 +338,36 @@ struct SnapshotRefusalTests {
     #expect(error.column == "user_id")
   }
 
-  @Test(
-    "devices, read alongside the channels and members, report after them as a serial load would")
-  func devicesReportInTableOrder() {
+  @Test("devices and channel_prefs, read aside, report where a serial load meets them")
+  func tablesReadAsideReportInTableOrder() {
     let base = """
       INSERT INTO settings VALUES ('schema_version', '1');
       INSERT INTO users (user_id) VALUES ('u1');
       INSERT INTO channels VALUES ('c', 'group');
-      INSERT INTO devices VALUES (1, 'ghost', 'apns', 't1');
 
       """
-    // Devices and members both bad: members come first in table order.
-    guard case .failure(let first) = load(base + "INSERT INTO members VALUES ('c', 'nobody');")
-    else {
-      Issue.record("accepted a snapshot with bad members and devices")
-      return
+    let badMembers = "INSERT INTO members VALUES ('c', 'nobody');\n"
+    let goodMembers = "INSERT INTO members VALUES ('c', 'u1');\n"
+    let badPrefs = "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'gone');\n"
+    let badDevice = "INSERT INTO devices VALUES (1, 'ghost', 'apns', 't1');\n"
+    // In table order: members, then channel_prefs, then devices.
+    let cases = [
+      (badMembers + badPrefs + badDevice, "members", "channel_id='c', user_id='nobody'", "user_id"),
+      (
+        goodMembers + badPrefs + badDevice, "channel_prefs", "user_id='u1', channel_id='gone'",
+        "channel_id"
+      ),
+      (goodMembers + badDevice, "devices", "device_id=1", "user_id"),
+    ]
+    for (sql, table, key, column) in cases {
+      guard case .failure(let error) = load(base + sql) else {
+        Issue.record("accepted: \(sql)")
+        continue
+      }
+      #expect(error.table == table)
+      #expect(error.key == key)
+      #expect(error.column == column)
     }
-    #expect(first.table == "members")
-    // Devices alone bad: their error, whole.
-    guard case .failure(let only) = load(base + "INSERT INTO members VALUES ('c', 'u1');") else {
-      Issue.record("accepted a device of an unknown user")
-      return
-    }
-    #expect(only.table == "devices")
-    #expect(only.key == "device_id=1")
-    #expect(only.column == "user_id")
   }
 
   @Test("a file that is not a database, or does not exist, is refused")
