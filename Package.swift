@@ -19,12 +19,12 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
 
-    // One static inline function: the kernel's cache prefetch.
+    // One static inline function: a cache prefetch, for the kernel and lookups.
     .target(name: "CPrefetch"),
 
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
-    .target(name: "FanoutIndex", dependencies: ["FanoutModel", "FanoutTime"]),
+    .target(name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"]),
     .target(name: "FanoutSnapshot", dependencies: ["CSQLite", "FanoutIndex"]),
     .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
     .target(

@@ -1,3 +1,5 @@
+import CPrefetch
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -163,8 +165,9 @@ public struct StringTable: Sendable {
   }
 
   /// Looks up every key of `batch` (in order), writing the ids (-1 when
-  /// absent) to `ids`. Each phase issues independent loads for the whole
-  /// batch, so their cache misses overlap instead of following one another.
+  /// absent) to `ids`. Each phase issues independent loads (or prefetches,
+  /// for the stored keys' bytes) for the whole batch, so their cache misses
+  /// overlap instead of following one another.
   public func find(batch: BytePool, into ids: inout [Int32]) {
     let n = batch.count
     ids.removeAll(keepingCapacity: true)
@@ -187,6 +190,9 @@ public struct StringTable: Sendable {
         }
       }
       pool.bytes.withUnsafeBufferPointer { bytes in
+        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
+          cprefetch_read(bytes.baseAddress! + starts[k])
+        }
         for k in 0..<n {
           let key = UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]])
           let slot = candidates[k]
