@@ -146,8 +146,9 @@ public struct Evaluator {
     guard slot < end else { return }
     let c = columns
     let u = Int(c.memberUser[slot])
-    let first = Int(c.userState[u].firstDevice)
-    let devices = c.deviceCount(user: u, c.userState[u])
+    let state = c.userState[u]
+    let first = Int(state.firstDevice)
+    let devices = c.deviceCount(user: u, state)
     guard devices > 0 else { return }
     let bytes = c.deviceJSON.offsets[first]..<c.deviceJSON.offsets[first &+ devices]
     for line in stride(from: bytes.lowerBound, to: bytes.upperBound, by: 64) {

@@ -82,11 +82,6 @@ struct Load {
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
-  /// Tables read on their own connections, on another core, while the
-  /// channels and members are read: devices need only the users,
-  /// channel_prefs the users and the channel hash.
-  var pendingDevices: Pending<Result<DeviceRows, SnapshotError>>? = nil
-  var pendingChannelPrefs: Pending<Result<ChannelPrefRows, SnapshotError>>? = nil
 
   init(connection: Connection, path: String, tzdb: TimeZoneDatabase) {
     self.connection = connection
@@ -98,16 +93,20 @@ struct Load {
     try checkSchema()
     if present.contains("settings") { try readSettings() }
     try readUsers()
-    startDevices()
+    // Devices need only the users, channel_prefs the users and the channel
+    // hash: both are read on their own connections, on another core, while
+    // the channels and members are read. Their errors are thrown where a
+    // serial load meets them.
+    let devicesRead = devicesAside()
     if present.contains("dnd_weekly") { try readWeekly() }
     try readChannels()
-    startChannelPrefs()
+    let channelPrefsRead = channelPrefsAside()
     try readMembers()
     if present.contains("scope_prefs") { try readScopePrefs() }
     awaitChannels()
-    try awaitChannelPrefs()
+    take(try channelPrefsRead.wait().get())
     if present.contains("categories") { try readCategories() }
-    try awaitDevices()
+    take(try devicesRead.wait().get())
     if present.contains("category_gateways") { try readCategoryGateways() }
     if present.contains("category_prefs") { try readCategoryPrefs() }
     if present.contains("gateway_prefs") { try readGatewayPrefs() }
@@ -147,20 +146,15 @@ struct Load {
     var gateways: StringTable
   }
 
-  mutating func startDevices() {
-    pendingDevices = readAside("devices") { [users] side throws(SnapshotError) in
+  func devicesAside() -> Pending<Result<DeviceRows, SnapshotError>> {
+    readAside("devices") { [users] side throws(SnapshotError) in
       side.users = users
       try side.readDevices()
       return DeviceRows(devices: side.devices, tokens: side.tokens, gateways: side.gatewaysSeen)
     }
   }
 
-  /// Takes the devices read aside; their error, if any, is thrown here,
-  /// where a serial load would have met it.
-  mutating func awaitDevices() throws(SnapshotError) {
-    guard let pending = pendingDevices else { return try readDevices() }
-    pendingDevices = nil
-    let rows = try pending.wait().get()
+  mutating func take(_ rows: DeviceRows) {
     devices = rows.devices
     tokens = rows.tokens
     gatewaysSeen = rows.gateways
@@ -173,10 +167,11 @@ struct Load {
   }
 
   /// Call after `readChannels`: the reader waits for the channel hash itself.
-  mutating func startChannelPrefs() {
-    guard let channelHash = pendingChannels else { return }
-    pendingChannelPrefs = readAside("channel_prefs") {
-      [users, channelNames] side throws(SnapshotError) in
+  func channelPrefsAside() -> Pending<Result<ChannelPrefRows, SnapshotError>> {
+    guard let channelHash = pendingChannels else {
+      preconditionFailure("channelPrefsAside before readChannels")
+    }
+    return readAside("channel_prefs") { [users, channelNames] side throws(SnapshotError) in
       side.users = users
       side.channelNames = channelNames
       side.channels = channelHash.wait()
@@ -185,11 +180,7 @@ struct Load {
     }
   }
 
-  /// Takes channel_prefs read aside (see `awaitDevices`).
-  mutating func awaitChannelPrefs() throws(SnapshotError) {
-    guard let pending = pendingChannelPrefs else { return try readChannelPrefs() }
-    pendingChannelPrefs = nil
-    let rows = try pending.wait().get()
+  mutating func take(_ rows: ChannelPrefRows) {
     channelPrefKeys = rows.keys
     channelPrefs = rows.prefs
     count("channel_prefs", channelPrefs.count)
