@@ -29,6 +29,13 @@ public struct BytePool: Sendable {
     offsets.append(bytes.count)
   }
 
+  /// Removes every string, keeping the storage.
+  public mutating func removeAll() {
+    bytes.removeAll(keepingCapacity: true)
+    offsets.removeAll(keepingCapacity: true)
+    offsets.append(0)
+  }
+
   /// Whether string `i` is `key`, byte for byte.
   public func equals(_ i: Int, _ key: UnsafeRawBufferPointer) -> Bool {
     let start = offsets[i]
@@ -182,7 +189,17 @@ public struct StringTable: Sendable {
           UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]]))
       }
       slots.withUnsafeBufferPointer { slots in
-        for k in 0..<n { candidates[k] = slots[Int(truncatingIfNeeded: hashes[k]) & mask] }
+        for k in 0..<n {
+          cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hashes[k]) & mask)
+        }
+        // The first slot with the key's tag, or an empty one: probing on
+        // mostly stays in the cache line already loaded.
+        for k in 0..<n {
+          let tag = hashes[k] >> 32
+          var i = Int(truncatingIfNeeded: hashes[k]) & mask
+          while slots[i] != Self.empty && slots[i] >> 32 != tag { i = (i + 1) & mask }
+          candidates[k] = slots[i]
+        }
       }
       pool.offsets.withUnsafeBufferPointer { offsets in
         for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
@@ -206,7 +223,7 @@ public struct StringTable: Sendable {
               continue
             }
           }
-          ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // first slot missed: probe on
+          ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // tags alike, keys not: probe on
         }
       }
     }

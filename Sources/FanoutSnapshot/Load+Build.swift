@@ -6,6 +6,11 @@ extension Load {
   /// Turns the validated rows into the index. Nothing here can fail.
   mutating func build() -> Snapshot {
     let userCount = users.count
+    let slotRows = MembershipSlots.Rows(
+      memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
+      scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
+      channelPrefs: channelPrefs, defaults: .init(chat: defaultChat, call: defaultCall))
+    let pendingSlots = Pending { MembershipSlots(slotRows) }
 
     // Gateways, renumbered in name (byte) order so that every listing is sorted.
     let byName = (0..<gatewaysSeen.count).sorted {
@@ -114,76 +119,19 @@ extension Load {
     }
     info.dndPatterns = patternIDs.count
 
-    // Membership slots: settings resolved channel → scope → user → settings → default.
-    var channelMembers = [Int](repeating: 0, count: channels.count + 1)
-    var memberUser = [Int32]()
-    var memberSettings = [MemberSettings]()
-    var memberSnooze = [Int32]()
-    memberUser.reserveCapacity(memberKeys.count)
-    memberSettings.reserveCapacity(memberKeys.count)
-    memberSnooze.reserveCapacity(memberKeys.count)
-    var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
-    var snoozeGroups: [Int32] = [0]
-    var snoozeBounds: [Int64] = []
-    // Most slots have no scope or channel row: their settings are the user's
-    // own, resolved once per user into one byte (one cache line per 64 users).
-    var userBase = [MemberSettings](repeating: MemberSettings(raw: 0), count: userCount)
-    var userPlain = [Bool](repeating: true, count: userCount)  // no scope rows, no snooze
-    for u in 0..<userCount {
-      let up = userPrefs[u]
-      userBase[u] = resolve(LevelRow.none, LevelRow.none, up)
-      userPlain[u] = !up.hasSnooze && (0..<3).allSatisfy { scopeRow[u * 3 + $0] < 0 }
-    }
-    var nextPref = 0
-    for key in memberKeys {
-      let c = Int(key >> 32)
-      let u = Int(UInt32(truncatingIfNeeded: key))
-      channelMembers[c + 1] += 1
-      memberUser.append(Int32(u))
-      while nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key < key {
-        nextPref += 1
-      }
-      let cpRow =
-        nextPref < channelPrefKeys.count && channelPrefKeys[nextPref].key == key
-        ? Int(channelPrefKeys[nextPref].row) : -1
-      if cpRow < 0 && userPlain[u] {
-        memberSettings.append(userBase[u])
-        memberSnooze.append(-1)
-        continue
-      }
-      let spRow = Int(scopeRow[u * 3 + Int(channelScope[c].rawValue)])
-      let cp = cpRow >= 0 ? channelPrefs[cpRow] : LevelRow.none
-      let sp = spRow >= 0 ? scopePrefs[spRow] : LevelRow.none
-      let up = userPrefs[u]
-      memberSettings.append(resolve(cp, sp, up))
-
-      // Each level's snooze window stands alone; the windows add up.
-      guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else {
-        memberSnooze.append(-1)
-        continue
-      }
-      let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
-      if let id = snoozeIDs[group] {
-        memberSnooze.append(id)
-      } else {
-        let id = Int32(snoozeIDs.count)
-        snoozeIDs[group] = id
-        snoozeBounds += group.windows
-        snoozeGroups.append(Int32(snoozeBounds.count / 2))
-        memberSnooze.append(id)
-      }
-    }
-    for c in 0..<channels.count { channelMembers[c + 1] += channelMembers[c] }
-    info.snoozeGroups = snoozeIDs.count
+    let slots = pendingSlots.wait()
+    info.snoozeGroups = slots.snoozeGroupCount
 
     let index = Index(
       users: users, userJSON: userJSON, userZone: userZone, userDND: userDND,
       userDevices: userDevices,
       userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
       deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
-      channelScope: channelScope, channelMembers: channelMembers, memberUser: memberUser,
-      memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
-      snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones, gateways: gateways,
+      channelScope: channelScope, channelMembers: slots.channelMembers,
+      memberUser: slots.memberUser,
+      memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
+      snoozeGroups: slots.snoozeGroups, snoozeBounds: slots.snoozeBounds, dndWords: dndWords,
+      zones: zones, gateways: gateways,
       gatewayJSON: gatewayJSON,
       categories: categories, categoryMandatory: categoryMandatory,
       categoryDefault: categoryDefault,
@@ -191,30 +139,5 @@ extension Load {
       categoryPrefCategory: prefRows.map { $0.1 },
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
     return Snapshot(index: index, info: info)
-  }
-}
-
-extension Load {
-  /// A member's settings from the channel, scope and user rows, then the
-  /// settings table's defaults, then the contract's.
-  func resolve(_ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow) -> MemberSettings {
-    MemberSettings(
-      chatLevel: Level(
-        rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, defaultChat.rawValue))!,
-      callLevel: Level(
-        rawValue: LevelRow.resolve(cp.call, sp.call, up.call, defaultCall.rawValue))!,
-      mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
-      pinnedNotifications: LevelRow.resolve(cp.pinned, sp.pinned, up.pinned, 1) == 1,
-      showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
-  }
-}
-
-/// The non-empty snooze windows that apply to one membership slot.
-struct SnoozeGroupKey: Hashable {
-  var windows: [Int64] = []
-  init(user: LevelRow, scope: LevelRow, channel: LevelRow) {
-    for level in [user, scope, channel] where level.hasSnooze {
-      windows += [level.snoozeStart, level.snoozeUntil]
-    }
   }
 }

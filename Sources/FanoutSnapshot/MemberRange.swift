@@ -37,16 +37,15 @@ struct MemberRange: Sendable {
     var sorted = true
     var cursor = 0
     var batchChannels: [Int32] = []
-    var batchUsers = BytePool()
-    var rows: [Int32] = []
+    var batchUsers = KeyBatch()
 
     func resolveBatch() throws(SnapshotError) {
-      users.find(batch: batchUsers, into: &rows)
-      for k in 0..<rows.count {
+      batchUsers.resolve(in: users)
+      for k in 0..<batchChannels.count {
         let c = batchChannels[k]
-        let u = rows[k]
+        let u = batchUsers.ids[k]
         guard u >= 0 else {
-          let name = batchUsers.string(k)
+          let name = batchUsers.name(k)
           throw SnapshotError(
             table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'",
             column: "user_id", reason: "unknown user '\(name)'")
@@ -59,25 +58,31 @@ struct MemberRange: Sendable {
         keys.append(key)
       }
       batchChannels.removeAll(keepingCapacity: true)
-      batchUsers = BytePool()
+      batchUsers.removeAll()
     }
 
     func duplicate(_ key: UInt64) -> SnapshotError {
       .duplicatePair(in: "members", key: key, channels: channelNames, users: users)
     }
 
-    while try r.next() {
-      let name = try r.textBytes(0)
-      // Most rows name the channel of the row before.
-      if cursor >= channelNames.count || !channelNames.equals(cursor, name) {
-        while cursor < channelNames.count && channelNames.precedes(cursor, name) { cursor += 1 }
-        guard cursor < channelNames.count && channelNames.equals(cursor, name) else {
-          throw r.fail(0, "unknown channel '\(try r.text(0))'")
+    do throws(SnapshotError) {
+      while try r.next() {
+        let name = try r.textBytes(0)
+        // Most rows name the channel of the row before.
+        if cursor >= channelNames.count || !channelNames.equals(cursor, name) {
+          while cursor < channelNames.count && channelNames.precedes(cursor, name) { cursor += 1 }
+          guard cursor < channelNames.count && channelNames.equals(cursor, name) else {
+            throw r.fail(0, "unknown channel '\(try r.text(0))'")
+          }
         }
+        let user = try r.textBytes(1)
+        batchChannels.append(Int32(cursor))
+        batchUsers.append(user)
+        if batchUsers.isFull { try resolveBatch() }
       }
-      batchChannels.append(Int32(cursor))
-      batchUsers.append(try r.textBytes(1))
-      if batchChannels.count == 512 { try resolveBatch() }
+    } catch {
+      try resolveBatch()  // an earlier row's unknown user is the error a scan meets first
+      throw error
     }
     try resolveBatch()
     if !sorted {

@@ -10,8 +10,9 @@ public enum RawScan {
     do { connection = try Connection(path: path) } catch {
       throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
     }
+    // Users and channels in rowid order, as the loader reads them when their
+    // ids were written in order (the generator's files are).
     let orders = [
-      "users": "user_id COLLATE BINARY", "channels": "channel_id COLLATE BINARY",
       "members": "channel_id COLLATE BINARY, user_id COLLATE BINARY", "devices": "device_id",
     ]
     var values = 0

@@ -92,14 +92,18 @@ struct Load {
   mutating func run() throws(SnapshotError) -> Snapshot {
     try checkSchema()
     if present.contains("settings") { try readSettings() }
-    try readUsers()
+    try readInIDOrder("user_id") { load, order throws(SnapshotError) in
+      try load.readUsers(orderBy: order)
+    }
     // Devices need only the users, channel_prefs the users and the channel
     // hash: both are read on their own connections, on another core, while
     // the channels and members are read. Their errors are thrown where a
     // serial load meets them.
     let devicesRead = devicesAside()
     if present.contains("dnd_weekly") { try readWeekly() }
-    try readChannels()
+    try readInIDOrder("channel_id") { load, order throws(SnapshotError) in
+      try load.readChannels(orderBy: order)
+    }
     let channelPrefsRead = channelPrefsAside()
     try readMembers()
     if present.contains("scope_prefs") { try readScopePrefs() }
@@ -285,8 +289,27 @@ struct Load {
     count("settings", rows)
   }
 
-  mutating func readUsers() throws(SnapshotError) {
-    let r = try reader("users", key: [0], orderBy: "user_id COLLATE BINARY")
+  /// Reads a table whose rows must come in byte order of their text id
+  /// (users, channels: ids are numbered in that order). First in rowid
+  /// order: tables are usually written in id order, and that spares SQLite a
+  /// walk of the id index with a table lookup per row. If the ids are not in
+  /// order there, or anything else is wrong, that pass is forgotten and the
+  /// table is read again in index order, where every check applies as always.
+  mutating func readInIDOrder(
+    _ id: String, _ read: (inout Load, _ orderBy: String?) throws(SnapshotError) -> Void
+  ) throws(SnapshotError) {
+    let before = self
+    do throws(SnapshotError) {
+      try read(&self, nil)
+      return
+    } catch {
+      self = before
+    }
+    try read(&self, "\(id) COLLATE BINARY")
+  }
+
+  mutating func readUsers(orderBy: String?) throws(SnapshotError) {
+    let r = try reader("users", key: [0], orderBy: orderBy)
     users = StringTable(capacity: try rowCount("users"))
     while try r.next() {
       let id = try r.textBytes(0)
@@ -337,8 +360,8 @@ struct Load {
     count("dnd_weekly", weekly.count)
   }
 
-  mutating func readChannels() throws(SnapshotError) {
-    let r = try reader("channels", key: [0], orderBy: "channel_id COLLATE BINARY")
+  mutating func readChannels(orderBy: String?) throws(SnapshotError) {
+    let r = try reader("channels", key: [0], orderBy: orderBy)
     while try r.next() {
       let id = try r.textBytes(0)
       if let last = channelNames.count > 0 ? channelNames.count - 1 : nil {
@@ -359,21 +382,10 @@ struct Load {
   /// the largest table, and each range comes back sorted, so the two simply
   /// follow each other. The first range's error wins, as in one scan.
   mutating func readMembers() throws(SnapshotError) {
-    let rows = try rowCount("members")
-    var split: String? = nil
-    if rows >= 2 {  // even small tables split, so every test takes this path
-      do {
-        let median = try connection.prepare(
-          "SELECT channel_id FROM members ORDER BY channel_id COLLATE BINARY LIMIT 1 OFFSET \(rows / 2)"
-        )
-        if try median.step() { split = median.text(0) }
-      } catch {
-        throw SnapshotError(table: "members", reason: error.message)
-      }
-    }
-    let first = MemberRange(upper: split)
+    let first: MemberRange
     var keys: [UInt64]
-    if let split {
+    if let split = try memberSplit() {  // even small tables split, so every test takes this path
+      first = MemberRange(upper: split)
       let second = MemberRange(lower: split)
       let (path, users, channelNames) = (path, users, channelNames)
       let later = Pending { () -> Result<[UInt64], SnapshotError> in
@@ -388,10 +400,38 @@ struct Load {
       keys = try first.read(connection, users: users, channelNames: channelNames)
       keys += try later.wait().get()
     } else {
-      keys = try first.read(connection, users: users, channelNames: channelNames)
+      keys = try MemberRange().read(connection, users: users, channelNames: channelNames)
     }
     memberKeys = keys
     count("members", memberKeys.count)
+  }
+
+  /// A channel id near the middle of the members table in byte order, from
+  /// 256 rows sampled at evenly spaced rowids (a few index seeks, where an
+  /// exact median would step through half the table). Nil when the table
+  /// has no text channel id or no rowid (`WITHOUT ROWID`): one range then.
+  /// The split only balances the work; any split gives the same keys.
+  func memberSplit() throws(SnapshotError) -> String? {
+    var samples: [[UInt8]] = []
+    do {
+      // One aggregate per query: SQLite answers a lone min() or max() from the b-tree's end.
+      let low = try connection.prepare("SELECT min(rowid) FROM members")
+      let high = try connection.prepare("SELECT max(rowid) FROM members")
+      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER else { return nil }
+      let (first, last) = (low.int64(0), high.int64(0))
+      let row = try connection.prepare(
+        "SELECT channel_id FROM members WHERE rowid >= ? ORDER BY rowid LIMIT 1")
+      for i in Int64(0)..<256 {
+        row.bind(1, first + (last - first) / 256 * i + (last - first) % 256 * i / 256)
+        if try row.step(), row.type(0) == SQLITE_TEXT { samples.append(Array(row.textBytes(0))) }
+        row.reset()
+      }
+    } catch {
+      return nil  // no rowid
+    }
+    guard !samples.isEmpty else { return nil }
+    samples.sort { $0.lexicographicallyPrecedes($1) }
+    return String(decoding: samples[samples.count / 2], as: UTF8.self)
   }
 
   /// The number of rows in `table`, to size arrays and hash tables up front.
@@ -420,13 +460,47 @@ struct Load {
 
   mutating func readChannelPrefs() throws(SnapshotError) {
     let r = try reader("channel_prefs", key: [0, 1])
-    while try r.next() {
-      let u = try user(r, 0)
-      let c = try channel(r, 1)
-      channelPrefKeys.append(
-        (UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
-      channelPrefs.append(try LevelRow(r, first: 2, acceptDefault: true))
+    var userKeys = KeyBatch()
+    var channelKeys = KeyBatch()
+    var awaitingIDs: [LevelRow] = []
+
+    func resolveIDs() throws(SnapshotError) {
+      userKeys.resolve(in: users)
+      channelKeys.resolve(in: channels)
+      for k in 0..<userKeys.count {
+        let (u, c) = (userKeys.ids[k], k < channelKeys.count ? channelKeys.ids[k] : 0)
+        guard u >= 0, c >= 0 else {
+          // A row whose later column failed is the reader's current row.
+          let key =
+            k < awaitingIDs.count
+            ? "user_id='\(userKeys.name(k))', channel_id='\(channelKeys.name(k))'" : r.rowKey
+          throw SnapshotError(
+            table: "channel_prefs", key: key, column: u < 0 ? "user_id" : "channel_id",
+            reason: u < 0
+              ? "unknown user '\(userKeys.name(k))'" : "unknown channel '\(channelKeys.name(k))'")
+        }
+        guard k < awaitingIDs.count else { return }  // the failing row: its own error follows
+        channelPrefKeys.append(
+          (UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(channelPrefs.count)))
+        channelPrefs.append(awaitingIDs[k])
+      }
+      userKeys.removeAll()
+      channelKeys.removeAll()
+      awaitingIDs.removeAll(keepingCapacity: true)
     }
+
+    do throws(SnapshotError) {
+      while try r.next() {
+        userKeys.append(try r.textBytes(0))
+        channelKeys.append(try r.textBytes(1))
+        awaitingIDs.append(try LevelRow(r, first: 2, acceptDefault: true))
+        if userKeys.isFull { try resolveIDs() }
+      }
+    } catch {
+      try resolveIDs()  // an earlier row's unknown id is the error a row-by-row scan meets first
+      throw error
+    }
+    try resolveIDs()
     channelPrefKeys.sort { $0.key < $1.key }
     for i in channelPrefKeys.indices.dropFirst()
     where channelPrefKeys[i].key == channelPrefKeys[i - 1].key {
@@ -448,34 +522,63 @@ struct Load {
 
   mutating func readDevices() throws(SnapshotError) {
     let r = try reader("devices", key: [0], orderBy: "device_id")
-    var gatewayTokens = StringTable()
+    var gatewayTokens = StringTable(capacity: try rowCount("devices"))
     var pair: [UInt8] = []
-    while try r.next() {
-      let id = try r.int(0)
-      if let last = devices.last?.id, last >= id { throw r.fail(0, "duplicate key") }
-      let u = try user(r, 1)
-      let gatewayName = try r.textBytes(2)
-      guard SnapshotSchema.isValidGatewayName(gatewayName) else {
-        throw r.fail(
-          2,
-          "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
-        )
+    var lastID: Int64? = nil
+    var userKeys = KeyBatch()
+    var awaitingUser: [(id: Int64, gateway: Int32)] = []
+
+    func resolveUsers() throws(SnapshotError) {
+      userKeys.resolve(in: users)
+      for (k, row) in awaitingUser.enumerated() {
+        let u = userKeys.ids[k]
+        guard u >= 0 else {
+          throw SnapshotError(
+            table: "devices", key: "device_id=\(row.id)", column: "user_id",
+            reason: "unknown user '\(userKeys.name(k))'")
+        }
+        devices.append((row.id, u, row.gateway))
       }
-      let g = try gateway(r, 2)
-      let token = try r.textBytes(3)
-      pair.removeAll(keepingCapacity: true)
-      pair.append(contentsOf: gatewayName)
-      pair.append(0)
-      pair.append(contentsOf: token)
-      guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
-        throw r.fail(
-          3,
-          "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique"
-        )
-      }
-      tokens.appendQuoted(token)
-      devices.append((id, u, g))
+      userKeys.removeAll()
+      awaitingUser.removeAll(keepingCapacity: true)
     }
+
+    do throws(SnapshotError) {
+      while try r.next() {
+        let id = try r.int(0)
+        if let lastID, lastID >= id { throw r.fail(0, "duplicate key") }
+        lastID = id
+        userKeys.append(try r.textBytes(1))
+        let gatewayName = try r.textBytes(2)
+        guard SnapshotSchema.isValidGatewayName(gatewayName) else {
+          throw r.fail(
+            2,
+            "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
+          )
+        }
+        let g = try gateway(r, 2)
+        let token = try r.textBytes(3)
+        pair.removeAll(keepingCapacity: true)
+        pair.append(contentsOf: gatewayName)
+        pair.append(0)
+        pair.append(contentsOf: token)
+        guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
+          throw r.fail(
+            3,
+            "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique"
+          )
+        }
+        tokens.appendQuoted(token)
+        awaitingUser.append((id, g))
+        if userKeys.isFull { try resolveUsers() }
+      }
+    } catch {
+      // This row's user, or an earlier one's, is the error a row-by-row scan meets first.
+      if userKeys.count > awaitingUser.count { awaitingUser.append((lastID ?? 0, 0)) }
+      try resolveUsers()
+      throw error
+    }
+    try resolveUsers()
     count("devices", devices.count)
   }
 

@@ -1,5 +1,6 @@
 import FanoutSnapshot
 import FanoutTestSupport
+import Foundation
 import Testing
 
 @Suite("Snapshot index")
@@ -15,6 +16,31 @@ struct SnapshotIndexTests {
     let index = try SnapshotLoader.load(path: SQLiteFixture.make(SQLiteFixture.header + sql)).index
     #expect((0..<index.users.count).map { index.users[$0] } == ["B", "a", "a10", "a9", "é"])
     #expect(Array(index.members(of: 0)) == [0, 1, 2, 3, 4])
+  }
+
+  @Test("tables written out of id order, or without rowids, load as if written in order")
+  func writingOrder() throws {
+    let rows = """
+      INSERT INTO users (user_id) VALUES ('u3'), ('u1'), ('u2');
+      INSERT INTO channels VALUES ('c2', 'group'), ('c1', 'direct');
+      INSERT INTO members VALUES ('c2', 'u3'), ('c1', 'u2'), ('c2', 'u1'), ('c1', 'u1');
+      """
+    // The same tables as WITHOUT ROWID: scanned in key order, no rowids to sample.
+    let withoutRowIDs = SQLiteFixture.schema.components(separatedBy: "CREATE TABLE ").map {
+      ["users (", "channels (", "members ("].contains(where: $0.hasPrefix)
+        ? $0.replacingOccurrences(of: "\n);", with: "\n) WITHOUT ROWID;") : $0
+    }.joined(separator: "CREATE TABLE ")
+    #expect(withoutRowIDs.components(separatedBy: "WITHOUT ROWID").count == 4)
+    for schema in [SQLiteFixture.schema, withoutRowIDs] {
+      let index = try SnapshotLoader.load(
+        path: SQLiteFixture.make(SQLiteFixture.header + rows, schema: schema)
+      ).index
+      #expect((0..<index.users.count).map { index.users[$0] } == ["u1", "u2", "u3"])
+      #expect((0..<index.channels.count).map { index.channels[$0] } == ["c1", "c2"])
+      #expect(index.channelScope == [.direct, .group])
+      #expect(Array(index.members(of: 0)) == [0, 1])
+      #expect(Array(index.members(of: 1)) == [0, 2])
+    }
   }
 
   @Test("equal DND schedules share one pattern; snooze groups are interned")

@@ -338,6 +338,52 @@ struct SnapshotRefusalTests {
     #expect(error.column == "user_id")
   }
 
+  @Test("ids looked up in batches: the error a row-by-row scan meets first is reported")
+  func batchedLookupsReportInOrder() {
+    let base = """
+      INSERT INTO settings VALUES ('schema_version', '1');
+      INSERT INTO users (user_id) VALUES ('u1');
+      INSERT INTO channels VALUES ('c', 'group');
+
+      """
+    // Each case: an unknown id, then (same row or a later one) a fault found
+    // without a lookup. The later fault must not be reported first.
+    let cases = [
+      (
+        "INSERT INTO members VALUES ('c', 'ghost'), ('zz', 'u1');", "members",
+        "channel_id='c', user_id='ghost'", "user_id"
+      ),
+      (
+        "INSERT INTO devices VALUES (1, 'ghost', 'apns', 't1'), (2, 'u1', 'Bad!', 't2');",
+        "devices", "device_id=1", "user_id"
+      ),
+      (
+        "INSERT INTO devices VALUES (1, 'ghost', 'Bad!', 't1');", "devices", "device_id=1",
+        "user_id"
+      ),
+      (
+        """
+        INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'gone');
+        INSERT INTO channel_prefs (user_id, channel_id, chat_level) VALUES ('u1', 'c', 'loud');
+        """,
+        "channel_prefs", "user_id='u1', channel_id='gone'", "channel_id"
+      ),
+      (
+        "INSERT INTO channel_prefs (user_id, channel_id, chat_level) VALUES ('ghost', 'c', 'loud');",
+        "channel_prefs", "user_id='ghost', channel_id='c'", "user_id"
+      ),
+    ]
+    for (sql, table, key, column) in cases {
+      guard case .failure(let error) = load(base + sql) else {
+        Issue.record("accepted: \(sql)")
+        continue
+      }
+      #expect(error.table == table, "\(sql)")
+      #expect(error.key == key, "\(sql)")
+      #expect(error.column == column, "\(sql)")
+    }
+  }
+
   @Test("devices and channel_prefs, read aside, report where a serial load meets them")
   func tablesReadAsideReportInTableOrder() {
     let base = """

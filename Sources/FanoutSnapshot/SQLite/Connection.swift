@@ -64,6 +64,9 @@ package final class Statement {
     }
   }
 
+  /// Rewinds the statement to run again; bindings are kept.
+  func reset() { sqlite3_reset(handle) }
+
   @inline(__always) func type(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
   @inline(__always) func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
   @inline(__always) func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }

@@ -1,0 +1,130 @@
+import FanoutIndex
+import FanoutModel
+
+/// One slot per membership, in member-key order (by channel, then user):
+/// the user, the settings resolved channel → scope → user → settings table →
+/// contract default, and the snooze group. The largest part of `build()`,
+/// and independent of the rest, so it is built on a core of its own.
+struct MembershipSlots: Sendable {
+  var channelMembers: [Int]
+  var memberUser: [Int32]
+  var memberSettings: [MemberSettings]
+  var memberSnooze: [Int32]
+  var snoozeGroups: [Int32] = [0]
+  var snoozeBounds: [Int64] = []
+  var snoozeGroupCount = 0
+
+  /// What the slots are built from: the validated rows of members, users,
+  /// scope_prefs and channel_prefs.
+  struct Rows: Sendable {
+    var memberKeys: [UInt64]  // channel << 32 | user, sorted
+    var channelScope: [Scope]
+    var userPrefs: [LevelRow]
+    var scopeRow: [Int32]  // user * 3 + scope -> scope_prefs row
+    var scopePrefs: [LevelRow]
+    var channelPrefKeys: [(key: UInt64, row: Int32)]  // sorted
+    var channelPrefs: [LevelRow]
+    var defaults: Defaults
+  }
+
+  /// The settings table's default levels.
+  struct Defaults: Sendable {
+    var chat: Level
+    var call: Level
+
+    /// A member's settings from the channel, scope and user rows, then these
+    /// defaults, then the contract's.
+    func resolve(_ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow) -> MemberSettings {
+      MemberSettings(
+        chatLevel: Level(rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, chat.rawValue))!,
+        callLevel: Level(rawValue: LevelRow.resolve(cp.call, sp.call, up.call, call.rawValue))!,
+        mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
+        pinnedNotifications: LevelRow.resolve(cp.pinned, sp.pinned, up.pinned, 1) == 1,
+        showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
+    }
+  }
+
+  init(_ rows: Rows) {
+    let userCount = rows.userPrefs.count
+    let slotCount = rows.memberKeys.count
+    var channelStarts = [Int](repeating: 0, count: rows.channelScope.count + 1)
+    // Most slots have no scope or channel row: their settings are the user's
+    // own, resolved once per user into one byte (one cache line per 64 users).
+    var userBase = [MemberSettings](repeating: MemberSettings(raw: 0), count: userCount)
+    var userPlain = [Bool](repeating: true, count: userCount)  // no scope rows, no snooze
+    for u in 0..<userCount {
+      let up = rows.userPrefs[u]
+      userBase[u] = rows.defaults.resolve(LevelRow.none, LevelRow.none, up)
+      userPlain[u] = !up.hasSnooze && (0..<3).allSatisfy { rows.scopeRow[u * 3 + $0] < 0 }
+    }
+    var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
+    var groups: [Int32] = [0]
+    var bounds: [Int64] = []
+    var settings = [MemberSettings](repeating: MemberSettings(raw: 0), count: slotCount)
+    var snooze = [Int32](repeating: -1, count: slotCount)
+    var users = [Int32](repeating: 0, count: slotCount)
+    let prefKeys = rows.channelPrefKeys
+    var nextPref = 0
+    // Flat buffers: 19M slots at 1M users, no per-append checks.
+    rows.memberKeys.withUnsafeBufferPointer { keys in
+      users.withUnsafeMutableBufferPointer { users in
+        settings.withUnsafeMutableBufferPointer { settings in
+          snooze.withUnsafeMutableBufferPointer { snooze in
+            channelStarts.withUnsafeMutableBufferPointer { channelMembers in
+              for (slot, key) in keys.enumerated() {
+                let c = Int(key >> 32)
+                let u = Int(UInt32(truncatingIfNeeded: key))
+                channelMembers[c + 1] += 1
+                users[slot] = Int32(u)
+                while nextPref < prefKeys.count && prefKeys[nextPref].key < key { nextPref += 1 }
+                let cpRow =
+                  nextPref < prefKeys.count && prefKeys[nextPref].key == key
+                  ? Int(prefKeys[nextPref].row) : -1
+                if cpRow < 0 && userPlain[u] {
+                  settings[slot] = userBase[u]
+                  continue
+                }
+                let spRow = Int(rows.scopeRow[u * 3 + Int(rows.channelScope[c].rawValue)])
+                let cp = cpRow >= 0 ? rows.channelPrefs[cpRow] : LevelRow.none
+                let sp = spRow >= 0 ? rows.scopePrefs[spRow] : LevelRow.none
+                let up = rows.userPrefs[u]
+                settings[slot] = rows.defaults.resolve(cp, sp, up)
+
+                // Each level's snooze window stands alone; the windows add up.
+                guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else { continue }
+                let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
+                if let id = snoozeIDs[group] {
+                  snooze[slot] = id
+                } else {
+                  let id = Int32(snoozeIDs.count)
+                  snoozeIDs[group] = id
+                  bounds += group.windows
+                  groups.append(Int32(bounds.count / 2))
+                  snooze[slot] = id
+                }
+              }
+              for c in 0..<channelMembers.count - 1 { channelMembers[c + 1] += channelMembers[c] }
+            }
+          }
+        }
+      }
+    }
+    channelMembers = channelStarts
+    memberUser = users
+    memberSettings = settings
+    memberSnooze = snooze
+    snoozeGroups = groups
+    snoozeBounds = bounds
+    snoozeGroupCount = snoozeIDs.count
+  }
+}
+
+/// The non-empty snooze windows that apply to one membership slot.
+struct SnoozeGroupKey: Hashable {
+  var windows: [Int64] = []
+  init(user: LevelRow, scope: LevelRow, channel: LevelRow) {
+    for level in [user, scope, channel] where level.hasSnooze {
+      windows += [level.snoozeStart, level.snoozeUntil]
+    }
+  }
+}
