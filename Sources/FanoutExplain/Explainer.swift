@@ -59,10 +59,10 @@ public final class Explainer {
   public func explain(line text: String, number line: Int = 1, user: String) throws(ExplainError)
     -> Explanation
   {
-    var batch = MessageBatch()
     var parser = TrafficParser(index: index)
     let bytes = Array(text.utf8)
-    bytes.withUnsafeBytes { parser.parse($0, line: line, into: &batch) }
+    bytes.withUnsafeBytes { parser.parse($0, line: line) }
+    let batch = parser.finish()
     if let rejection = batch.rejections.first { throw .rejected(rejection) }
     guard batch.count == 1 else { throw .rejected(Rejection(line: line, reason: "blank line")) }
     return try explain(batch, 0, text: text, user: user)

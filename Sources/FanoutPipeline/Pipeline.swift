@@ -184,14 +184,13 @@ public enum Pipeline {
     let count = (block.count + parseChunkLines - 1) / parseChunkLines
     return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
       var parser = TrafficParser(index: index)
-      var batch = MessageBatch()
       block.bytes.withUnsafeBytes { raw in
         for k in (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count) {
           let line = UnsafeRawBufferPointer(rebasing: raw[block.starts[k]..<block.ends[k]])
-          parser.parse(line, line: block.firstLine + k, into: &batch)
+          parser.parse(line, line: block.firstLine + k)
         }
       }
-      return batch
+      return parser.finish()
     }
   }
 

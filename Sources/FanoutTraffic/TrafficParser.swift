@@ -2,15 +2,35 @@ import FanoutIndex
 import FanoutModel
 
 /// Turns traffic lines into a `MessageBatch`, rejecting what the contract rejects.
+///
+/// `parse` checks each line and keeps the names it carries; `finish` looks
+/// all the batch's channel and user names up at once (`StringTable.find(batch:)`:
+/// the cache misses of a thousand lines overlap instead of following one
+/// another) and returns the batch, unknown channels rejected in line order.
 public struct TrafficParser {
   let index: Index
+  private var batch = MessageBatch()
+  /// One channel name per parsed message; `batch.channel` is filled by `finish`.
+  private var channelNames = BytePool()
+  /// Senders, reply_tos and mentions; until `finish`, `batch.sender`,
+  /// `batch.replyTo` and `batch.mentions` hold positions in this pool (or -1).
+  private var userNames = BytePool()
+  /// Messages whose category is unknown (`batch.category` -2), with its name.
+  private var unknownCategories: [Int: String] = [:]
   // Scratch space reused from line to line, so parsing allocates only to
   // grow the batch.
   private var ranges = [Range<Int>?](repeating: nil, count: Field.all.count)
   private var key: [UInt8] = []
-  private var text: [UInt8] = []
-  private var quotedID: [UInt8] = []
-  private var mentionRows: [Int32] = []
+  private var scratch = Scratch()
+
+  private struct Scratch {
+    var text: [UInt8] = []
+    var channel: [UInt8] = []
+    var sender: [UInt8] = []
+    var replyTo: [UInt8] = []
+    var quotedID: [UInt8] = []
+    var mentions = BytePool()
+  }
 
   public init(index: Index) { self.index = index }
 
@@ -51,19 +71,78 @@ public struct TrafficParser {
 
   /// Parses one line (without its line end) as line number `line`. Blank
   /// lines are skipped; anything else becomes a message or a rejection.
-  public mutating func parse(
-    _ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch
-  ) {
+  public mutating func parse(_ bytes: UnsafeRawBufferPointer, line: Int) {
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+    var scratch = Scratch()
+    swap(&scratch, &self.scratch)  // moved out for the duration (no copy)
+    defer { swap(&scratch, &self.scratch) }
     do {
-      try parseMessage(bytes, line: line, into: &batch)
+      try parseMessage(bytes, line: line, scratch: &scratch)
     } catch {
       batch.rejections.append(Rejection(line: line, reason: error.reason))
     }
   }
 
+  /// The messages parsed since the last `finish`, their names looked up;
+  /// the parser starts a new batch.
+  public mutating func finish() -> MessageBatch {
+    var channels: [Int32] = []
+    var users: [Int32] = []
+    index.channels.find(batch: channelNames, into: &channels)
+    index.users.find(batch: userNames, into: &users)
+    var parsed = MessageBatch()
+    swap(&parsed, &batch)
+    defer {
+      channelNames.removeAll()
+      userNames.removeAll()
+      unknownCategories.removeAll()
+    }
+
+    func user(_ position: Int32) -> Int32 { position < 0 ? -1 : users[Int(position)] }
+    var done = MessageBatch()
+    done.rejections = parsed.rejections
+    var mentionRows: [Int32] = []
+    for m in 0..<parsed.count {
+      guard channels[m] >= 0 else {
+        done.rejections.append(
+          Rejection(
+            line: parsed.lines[m], reason: "unknown channel '\(channelNames.string(m))'"))
+        continue
+      }
+      if let category = unknownCategories[m] {
+        done.rejections.append(
+          Rejection(line: parsed.lines[m], reason: "unknown category '\(category)'"))
+        continue
+      }
+      done.lines.append(parsed.lines[m])
+      parsed.idJSON.withBytes(m) { done.idJSON.append($0) }
+      done.channel.append(channels[m])
+      done.sender.append(user(parsed.sender[m]))
+      done.ts.append(parsed.ts[m])
+      done.kind.append(parsed.kind[m])
+      done.mentionAll.append(parsed.mentionAll[m])
+      done.force.append(parsed.force[m])
+      done.replyTo.append(user(parsed.replyTo[m]))
+      done.category.append(parsed.category[m])
+      // Mentioned rows sorted, each user once; unknown users dropped.
+      mentionRows.removeAll(keepingCapacity: true)
+      for position in parsed.mentions(of: m) where users[Int(position)] >= 0 {
+        mentionRows.append(users[Int(position)])
+      }
+      mentionRows.sort()
+      for (i, row) in mentionRows.enumerated() where i == 0 || row != mentionRows[i - 1] {
+        done.mentions.append(row)
+      }
+      done.mentionOffsets.append(Int32(done.mentions.count))
+    }
+    if done.rejections.count > parsed.rejections.count {
+      done.rejections.sort { $0.line < $1.line }
+    }
+    return done
+  }
+
   private mutating func parseMessage(
-    _ bytes: UnsafeRawBufferPointer, line: Int, into batch: inout MessageBatch
+    _ bytes: UnsafeRawBufferPointer, line: Int, scratch: inout Scratch
   )
     throws(Rejected)
   {
@@ -81,73 +160,63 @@ public struct TrafficParser {
     }
 
     // Pass 2: types and meaning. JSON null in an optional field means absent.
-    // Every type is checked before any name is looked up. The scratch arrays
-    // are moved out of self for the duration (no copy), so closures may use them.
+    // Every type is checked before the message is kept; names are looked up
+    // by `finish`.
     let values = Values(bytes: bytes, ranges: ranges)
-    var text: [UInt8] = []
-    var mentionRows: [Int32] = []
-    swap(&text, &self.text)
-    swap(&mentionRows, &self.mentionRows)
-    defer {
-      swap(&text, &self.text)
-      swap(&mentionRows, &self.mentionRows)
+    guard try values.string(.id, into: &scratch.text) else {
+      throw Rejected(reason: "missing field 'id'")
     }
-    guard try values.string(.id, into: &text) else { throw Rejected(reason: "missing field 'id'") }
-    quotedID.removeAll(keepingCapacity: true)
-    text.withUnsafeBytes { JSONText.appendQuoted($0, to: &quotedID) }
-    guard try values.string(.channel, into: &text) else {
+    scratch.quotedID.removeAll(keepingCapacity: true)
+    scratch.text.withUnsafeBytes { JSONText.appendQuoted($0, to: &scratch.quotedID) }
+    guard try values.string(.channel, into: &scratch.channel) else {
       throw Rejected(reason: "missing field 'channel'")
     }
-    let channel = find(index.channels, text)
     guard let ts = try values.timestamp() else { throw Rejected(reason: "missing field 'ts'") }
-    let sender = try values.string(.sender, into: &text) ? find(index.users, text) ?? -1 : -1
+    let hasSender = try values.string(.sender, into: &scratch.sender)
     var kind = MessageKind.message
-    if try values.string(.kind, into: &text) {
-      guard let k = Self.kinds.first(where: { $0.name.utf8.elementsEqual(text) }) else {
-        throw Rejected(reason: "unknown kind '\(String(decoding: text, as: UTF8.self))'")
+    if try values.string(.kind, into: &scratch.text) {
+      guard let k = Self.kinds.first(where: { $0.name.utf8.elementsEqual(scratch.text) }) else {
+        throw Rejected(reason: "unknown kind '\(String(decoding: scratch.text, as: UTF8.self))'")
       }
       kind = k
     }
-    mentionRows.removeAll(keepingCapacity: true)
-    try values.forEachString(.mentions, into: &text) { name in
-      if let row = find(index.users, name) { mentionRows.append(row) }
-    }
+    var mentions = BytePool()
+    swap(&mentions, &scratch.mentions)
+    defer { swap(&mentions, &scratch.mentions) }
+    mentions.removeAll()
+    try values.forEachString(.mentions, into: &scratch.text) { mentions.append($0) }
     let mentionAll = try values.bool(.mentionAll) ?? false
-    let replyTo = try values.string(.replyTo, into: &text) ? find(index.users, text) ?? -1 : -1
+    let hasReplyTo = try values.string(.replyTo, into: &scratch.replyTo)
     var category: Int32 = -1
-    let hasCategory = try values.string(.category, into: &text)
-    if hasCategory { category = find(index.categories, text) ?? -2 }
+    if try values.string(.category, into: &scratch.text) {
+      category = scratch.text.withUnsafeBytes { index.categories.find($0) } ?? -2
+    }
     let force = try values.bool(.force) ?? false
 
-    guard let channel else {
-      _ = try values.string(.channel, into: &text)
-      throw Rejected(reason: "unknown channel '\(String(decoding: text, as: UTF8.self))'")
-    }
-    guard category != -2 else {
-      _ = try values.string(.category, into: &text)
-      throw Rejected(reason: "unknown category '\(String(decoding: text, as: UTF8.self))'")
-    }
-
+    // Kept: the names wait for `finish`.
+    let m = batch.count
+    if category == -2 { unknownCategories[m] = String(decoding: scratch.text, as: UTF8.self) }
+    scratch.channel.withUnsafeBytes { channelNames.append($0) }
     batch.lines.append(line)
-    batch.idJSON.append(quotedID)
-    batch.channel.append(channel)
-    batch.sender.append(sender)
+    batch.idJSON.append(scratch.quotedID)
+    batch.sender.append(hasSender ? keepUser(scratch.sender) : -1)
     batch.ts.append(ts)
     batch.kind.append(kind)
     batch.mentionAll.append(mentionAll)
     batch.force.append(force)
-    batch.replyTo.append(replyTo)
+    batch.replyTo.append(hasReplyTo ? keepUser(scratch.replyTo) : -1)
     batch.category.append(category)
-    // Mentioned rows sorted, each user once.
-    mentionRows.sort()
-    for (i, row) in mentionRows.enumerated() where i == 0 || row != mentionRows[i - 1] {
-      batch.mentions.append(row)
+    for k in 0..<mentions.count {
+      batch.mentions.append(Int32(userNames.count))
+      mentions.withBytes(k) { userNames.append($0) }
     }
     batch.mentionOffsets.append(Int32(batch.mentions.count))
   }
 
-  private func find(_ table: StringTable, _ name: [UInt8]) -> Int32? {
-    name.withUnsafeBytes { table.find($0) }
+  /// Keeps a user name for `finish`; returns its position.
+  private mutating func keepUser(_ name: [UInt8]) -> Int32 {
+    defer { name.withUnsafeBytes { userNames.append($0) } }
+    return Int32(userNames.count)
   }
 
   /// Typed access to the captured field values.

@@ -45,12 +45,12 @@ private func checkEveryPair(snapshot: String, messages: String) throws -> Int {
   let explainer = try Explainer(snapshot: snapshot)
   let index = explainer.index
   let lines = readText(messages).split(separator: "\n", omittingEmptySubsequences: false)
-  var batch = MessageBatch()
   var parser = TrafficParser(index: index)
   for (i, line) in lines.enumerated() {
     let bytes = Array(line.utf8)
-    bytes.withUnsafeBytes { parser.parse($0, line: i + 1, into: &batch) }
+    bytes.withUnsafeBytes { parser.parse($0, line: i + 1) }
   }
+  let batch = parser.finish()
   var next = 0
   var deliveries: [String] = []
   var mismatches: [String] = []

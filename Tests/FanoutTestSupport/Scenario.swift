@@ -58,14 +58,11 @@ public struct Scenario {
 /// NDJSON lines parsed against `index`, numbered from 1.
 public func parseTraffic(_ lines: [String], index: Index) -> MessageBatch {
   var parser = TrafficParser(index: index)
-  var batch = MessageBatch()
   for (i, line) in lines.enumerated() {
     var bytes = Array(line.utf8)
-    bytes.withUnsafeMutableBytes {
-      parser.parse(UnsafeRawBufferPointer($0), line: i + 1, into: &batch)
-    }
+    bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: i + 1) }
   }
-  return batch
+  return parser.finish()
 }
 
 /// A message line with the given fields (values as JSON text).

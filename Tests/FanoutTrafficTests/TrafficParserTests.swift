@@ -65,10 +65,10 @@ struct TrafficParserTests {
   @Test("invalid UTF-8 is rejected")
   func invalidUTF8() {
     var parser = TrafficParser(index: index)
-    var batch = MessageBatch()
     var bytes = Array(#"{"id":"m","channel":"c","ts":1}"#.utf8)
     bytes[7] = 0xFF
-    bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: 1, into: &batch) }
+    bytes.withUnsafeMutableBytes { parser.parse(UnsafeRawBufferPointer($0), line: 1) }
+    let batch = parser.finish()
     #expect(batch.rejections.count == 1)
   }
 
@@ -94,6 +94,31 @@ struct TrafficParserTests {
     #expect(batch.category == [-1, 0, -1])
     #expect(batch.force == [false, true, false])
     #expect(batch.mentionAll == [false, true, false])
+  }
+
+  @Test("names looked up per batch: rejections in line order, the kept messages' columns aligned")
+  func lookupsPerBatch() {
+    let batch = parse([
+      #"{"id":"m1","channel":"c","ts":1,"sender":"u3","mentions":["u2"]}"#,
+      #"{"id":"m2","channel":"gone","ts":2,"sender":"u1","mentions":["u1"]}"#,
+      #"not json"#,
+      #"{"id":"m4","channel":"gone","ts":4,"category":"promo"}"#,
+      #"{"id":"m5","channel":"c","ts":5,"category":"promo","sender":"u2"}"#,
+      #"{"id":"m6","channel":"c","ts":6,"sender":"u2","reply_to":"u1","mentions":["u3","u1"]}"#,
+      #"{"id":"m7","channel":"c","ts":"soon"}"#,
+    ])
+    #expect(batch.rejections.map(\.line) == [2, 3, 4, 5, 7])
+    #expect(batch.rejections[0].reason == "unknown channel 'gone'")
+    #expect(batch.rejections[2].reason == "unknown channel 'gone'")  // before its category
+    #expect(batch.rejections[3].reason == "unknown category 'promo'")
+    #expect(batch.lines == [1, 6])
+    #expect(batch.idJSON.string(0) == #""m1""#)
+    #expect(batch.idJSON.string(1) == #""m6""#)
+    #expect(batch.ts == [1, 6])
+    #expect(batch.sender == [2, 1])
+    #expect(batch.replyTo == [-1, 0])
+    #expect(Array(batch.mentions(of: 0)) == [1])
+    #expect(Array(batch.mentions(of: 1)) == [0, 2])
   }
 
   @Test("RFC 3339 times: offsets, lower case, fractions truncated to the millisecond")
