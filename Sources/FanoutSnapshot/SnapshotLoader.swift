@@ -92,18 +92,17 @@ struct Load {
   mutating func run() throws(SnapshotError) -> Snapshot {
     try checkSchema()
     if present.contains("settings") { try readSettings() }
+    // Channels need nothing before them, devices only the users,
+    // channel_prefs the users and the channel hash: each is read on a
+    // connection of its own, on another core, alongside what the load does
+    // meanwhile. Their errors are thrown where a serial load meets them.
+    let channelsRead = channelsAside()
     try readInIDOrder("user_id") { load, order throws(SnapshotError) in
       try load.readUsers(orderBy: order)
     }
-    // Devices need only the users, channel_prefs the users and the channel
-    // hash: both are read on their own connections, on another core, while
-    // the channels and members are read. Their errors are thrown where a
-    // serial load meets them.
     let devicesRead = devicesAside()
     if present.contains("dnd_weekly") { try readWeekly() }
-    try readInIDOrder("channel_id") { load, order throws(SnapshotError) in
-      try load.readChannels(orderBy: order)
-    }
+    take(try channelsRead.wait().get())
     let channelPrefsRead = channelPrefsAside()
     try readMembers()
     if present.contains("scope_prefs") { try readScopePrefs() }
@@ -143,6 +142,29 @@ struct Load {
     }
   }
 
+  struct ChannelRows: Sendable {
+    var names: BytePool
+    var scopes: [Scope]
+  }
+
+  func channelsAside() -> Pending<Result<ChannelRows, SnapshotError>> {
+    readAside("channels") { side throws(SnapshotError) in
+      try side.readInIDOrder("channel_id") { load, order throws(SnapshotError) in
+        try load.readChannels(orderBy: order)
+      }
+      return ChannelRows(names: side.channelNames, scopes: side.channelScope)
+    }
+  }
+
+  /// Takes the channels and starts hashing their ids on another core
+  /// (members need only the names: they arrive in the same order).
+  mutating func take(_ rows: ChannelRows) {
+    channelNames = rows.names
+    channelScope = rows.scopes
+    count("channels", channelNames.count)
+    pendingChannels = Pending { [channelNames] in StringTable(indexing: channelNames) }
+  }
+
   /// What reading the devices table gives; the first table to name gateways.
   struct DeviceRows: Sendable {
     var devices: [(id: Int64, user: Int32, gateway: Int32)]
@@ -170,7 +192,7 @@ struct Load {
     var prefs: [LevelRow]
   }
 
-  /// Call after `readChannels`: the reader waits for the channel hash itself.
+  /// Call after taking the channels: the reader waits for the channel hash itself.
   func channelPrefsAside() -> Pending<Result<ChannelPrefRows, SnapshotError>> {
     guard let channelHash = pendingChannels else {
       preconditionFailure("channelPrefsAside before readChannels")
@@ -374,8 +396,6 @@ struct Load {
       channelNames.append(id)
       channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
     }
-    count("channels", channelNames.count)
-    pendingChannels = Pending { [channelNames] in StringTable(indexing: channelNames) }
   }
 
   /// Reads members in two ranges of channel ids at once, on two connections:

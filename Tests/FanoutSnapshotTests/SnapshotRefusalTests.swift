@@ -384,7 +384,7 @@ struct SnapshotRefusalTests {
     }
   }
 
-  @Test("devices and channel_prefs, read aside, report where a serial load meets them")
+  @Test("channels, devices and channel_prefs, read aside, report where a serial load meets them")
   func tablesReadAsideReportInTableOrder() {
     let base = """
       INSERT INTO settings VALUES ('schema_version', '1');
@@ -396,8 +396,18 @@ struct SnapshotRefusalTests {
     let goodMembers = "INSERT INTO members VALUES ('c', 'u1');\n"
     let badPrefs = "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'gone');\n"
     let badDevice = "INSERT INTO devices VALUES (1, 'ghost', 'apns', 't1');\n"
-    // In table order: members, then channel_prefs, then devices.
+    let badChannel = "INSERT INTO channels VALUES ('d', 'weird');\n"
+    // In table order: users, dnd_weekly, channels, members, channel_prefs, devices.
     let cases = [
+      (
+        "INSERT INTO users (user_id, chat_level) VALUES ('u2', 'loud');\n" + badChannel,
+        "users", "user_id='u2'", "chat_level"
+      ),
+      (
+        "INSERT INTO dnd_weekly VALUES ('u1', 9, 0, 10);\n" + badChannel, "dnd_weekly",
+        "user_id='u1', weekday=9, start_min=0", "weekday"
+      ),
+      (badChannel + badMembers + badDevice, "channels", "channel_id='d'", "kind"),
       (badMembers + badPrefs + badDevice, "members", "channel_id='c', user_id='nobody'", "user_id"),
       (
         goodMembers + badPrefs + badDevice, "channel_prefs", "user_id='u1', channel_id='gone'",
