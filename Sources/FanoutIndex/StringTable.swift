@@ -42,9 +42,8 @@ public struct BytePool: Sendable {
     guard offsets[i + 1] - start == key.count else { return false }
     return key.isEmpty
       || bytes.withUnsafeBufferPointer {
-        memcmp($0.baseAddress! + start, key.baseAddress!, key.count)
+        sameBytes(UnsafeRawPointer($0.baseAddress! + start), key.baseAddress!, key.count)
       }
-        == 0
   }
 
   /// Whether string `i` sorts before `key` in byte order.
@@ -77,6 +76,31 @@ public struct BytePool: Sendable {
   public func string(_ i: Int) -> String { String(decoding: self[i], as: UTF8.self) }
 }
 
+/// Whether `count` bytes at `a` and `b` are equal. Ids are mostly a few
+/// bytes long: up to 16 are compared as two (overlapping) 8-byte words,
+/// inline, where a call to `memcmp` would cost more than the comparison.
+@inline(__always)
+func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+  switch count {
+  case 8...16:
+    return a.loadUnaligned(as: UInt64.self) == b.loadUnaligned(as: UInt64.self)
+      && a.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        == b.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+  case 4..<8:
+    return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+      && a.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        == b.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+  case 0..<4:
+    for i in 0..<count
+    where a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) {
+      return false
+    }
+    return true
+  default:
+    return memcmp(a, b, count) == 0
+  }
+}
+
 /// An interned set of strings: dense ids in insertion order, and a lookup
 /// from raw bytes to id that hashes the bytes without making a `String`.
 public struct StringTable: Sendable {
@@ -92,12 +116,23 @@ public struct StringTable: Sendable {
   public init(indexing pool: BytePool) {
     self.init(capacity: pool.count)
     self.pool = pool
+    // In batches: each batch's first slots are asked for before any is
+    // written, so that their cache misses overlap.
+    let batch = 256
+    var hashes = [UInt64](repeating: 0, count: batch)
+    let mask = slots.count - 1
     pool.bytes.withUnsafeBytes { raw in
-      for id in 0..<pool.count {
-        place(
-          Int32(id),
-          hash: Self.hash(
-            UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]])))
+      for first in stride(from: 0, to: pool.count, by: batch) {
+        let ids = first..<min(first + batch, pool.count)
+        slots.withUnsafeBufferPointer { slots in
+          for id in ids {
+            let hash = Self.hash(
+              UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]]))
+            hashes[id - first] = hash
+            cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hash) & mask)
+          }
+        }
+        for id in ids { place(Int32(id), hash: hashes[id - first]) }
       }
     }
   }
@@ -160,7 +195,7 @@ public struct StringTable: Sendable {
             }
             let lo = offsets[Int(id)]
             if offsets[Int(id) + 1] - lo == key.count
-              && (key.isEmpty || memcmp(bytes.baseAddress! + lo, key.baseAddress!, key.count) == 0)
+              && (key.isEmpty || sameBytes(bytes.baseAddress! + lo, key.baseAddress!, key.count))
             {
               return id
             }
@@ -203,6 +238,9 @@ public struct StringTable: Sendable {
       }
       pool.offsets.withUnsafeBufferPointer { offsets in
         for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
+          cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
+        }
+        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
           starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
         }
       }
@@ -217,7 +255,7 @@ public struct StringTable: Sendable {
             let id = Int(UInt32(truncatingIfNeeded: slot))
             if pool.offsets[id + 1] - starts[k] == key.count
               && (key.isEmpty
-                || memcmp(bytes.baseAddress! + starts[k], key.baseAddress!, key.count) == 0)
+                || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
             {
               ids.append(Int32(id))
               continue

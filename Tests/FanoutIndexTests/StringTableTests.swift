@@ -52,4 +52,34 @@ struct StringTableTests {
       }
     }
   }
+
+  @Test("ids of every length up to 40 bytes match only themselves, whichever byte differs")
+  func equalityAtEveryLength() {
+    let ids = (0...40).map { n in (0..<n).map { UInt8(ascii: "a") + UInt8($0 % 26) } }
+    var table = StringTable()
+    var pool = BytePool()
+    for id in ids {
+      id.withUnsafeBytes { _ = table.insert($0) }
+      pool.append(id)
+    }
+    for (n, id) in ids.enumerated() {
+      id.withUnsafeBytes {
+        #expect(table.find($0) == Int32(n))
+        #expect(pool.equals(n, $0))
+      }
+      for k in 0..<n {  // one byte changed, anywhere
+        var other = id
+        other[k] ^= 0x20
+        other.withUnsafeBytes {
+          #expect(table.find($0) == nil, "\(n) bytes, byte \(k) changed")
+          #expect(!pool.equals(n, $0))
+        }
+      }
+      var batch = BytePool()
+      batch.append(id)
+      var found: [Int32] = []
+      table.find(batch: batch, into: &found)
+      #expect(found == [Int32(n)])
+    }
+  }
 }
