@@ -71,11 +71,10 @@ struct JSONScanner {
         i += 1
         return
       }
-      var scratch: [UInt8] = []
+      var skipped: [UInt8] = []
       while true {
         skipWhitespace()
-        scratch.removeAll(keepingCapacity: true)
-        try string(into: &scratch)
+        try string(into: &skipped, keeping: false)
         skipWhitespace()
         try expect(UInt8(ascii: ":"))
         skipWhitespace()
@@ -107,8 +106,8 @@ struct JSONScanner {
         return
       }
     case UInt8(ascii: "\""):
-      var scratch: [UInt8] = []
-      try string(into: &scratch)
+      var skipped: [UInt8] = []
+      try string(into: &skipped, keeping: false)
     case UInt8(ascii: "t"): try literal("true")
     case UInt8(ascii: "f"): try literal("false")
     case UInt8(ascii: "n"): try literal("null")
@@ -156,8 +155,9 @@ struct JSONScanner {
     return NumberShape(range: start..<i, isInteger: isInteger)
   }
 
-  /// Decodes a string literal into UTF-8 bytes.
-  mutating func string(into out: inout [UInt8]) throws(Failure) {
+  /// Decodes a string literal into UTF-8 bytes; with `keeping` false, only
+  /// checks it (values skipped are not copied anywhere).
+  mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
     try expect(UInt8(ascii: "\""))
     while true {
       guard let c = peek else { throw fail("unterminated string") }
@@ -169,13 +169,14 @@ struct JSONScanner {
         i += 1
         guard let e = peek else { throw fail("unterminated escape") }
         i += 1
+        let decoded: UInt8
         switch e {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-        case UInt8(ascii: "b"): out.append(0x08)
-        case UInt8(ascii: "f"): out.append(0x0C)
-        case UInt8(ascii: "n"): out.append(0x0A)
-        case UInt8(ascii: "r"): out.append(0x0D)
-        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded = e
+        case UInt8(ascii: "b"): decoded = 0x08
+        case UInt8(ascii: "f"): decoded = 0x0C
+        case UInt8(ascii: "n"): decoded = 0x0A
+        case UInt8(ascii: "r"): decoded = 0x0D
+        case UInt8(ascii: "t"): decoded = 0x09
         case UInt8(ascii: "u"):
           var scalar = try hex4()
           if scalar >= 0xD800 && scalar < 0xDC00 {
@@ -190,16 +191,18 @@ struct JSONScanner {
           } else if scalar >= 0xDC00 && scalar < 0xE000 {
             throw fail("lone surrogate")
           }
-          out.append(contentsOf: Unicode.UTF8.encode(Unicode.Scalar(scalar)!)!)
+          if keeping { out.append(contentsOf: Unicode.UTF8.encode(Unicode.Scalar(scalar)!)!) }
+          continue
         default: throw fail("bad escape")
         }
+        if keeping { out.append(decoded) }
       case 0..<0x20:
         throw fail("control character in string")
       case 0x20..<0x80:
-        out.append(c)
+        if keeping { out.append(c) }
         i += 1
       default:
-        try utf8Sequence(into: &out)
+        try utf8Sequence(into: &out, keeping: keeping)
       }
     }
   }
@@ -223,7 +226,7 @@ struct JSONScanner {
   }
 
   /// Copies one well-formed multi-byte UTF-8 sequence.
-  mutating func utf8Sequence(into out: inout [UInt8]) throws(Failure) {
+  mutating func utf8Sequence(into out: inout [UInt8], keeping: Bool) throws(Failure) {
     let c = bytes[i]
     let (length, minimum): (Int, UInt32) =
       switch c {
@@ -242,7 +245,7 @@ struct JSONScanner {
     guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800..<0xE000).contains(scalar) else {
       throw fail("invalid UTF-8")
     }
-    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + length)]))
+    if keeping { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + length)])) }
     i += length
   }
 }

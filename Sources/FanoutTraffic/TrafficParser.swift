@@ -21,9 +21,10 @@ public struct TrafficParser {
   // grow the batch.
   private var ranges = [Range<Int>?](repeating: nil, count: Field.all.count)
   private var key: [UInt8] = []
-  private var scratch = Scratch()
+  private let scratch = Scratch()
 
-  private struct Scratch {
+  /// A class, so that parsing can fill it while it appends to the parser's batch.
+  private final class Scratch {
     var text: [UInt8] = []
     var channel: [UInt8] = []
     var sender: [UInt8] = []
@@ -73,11 +74,8 @@ public struct TrafficParser {
   /// lines are skipped; anything else becomes a message or a rejection.
   public mutating func parse(_ bytes: UnsafeRawBufferPointer, line: Int) {
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-    var scratch = Scratch()
-    swap(&scratch, &self.scratch)  // moved out for the duration (no copy)
-    defer { swap(&scratch, &self.scratch) }
     do {
-      try parseMessage(bytes, line: line, scratch: &scratch)
+      try parseMessage(bytes, line: line)
     } catch {
       batch.rejections.append(Rejection(line: line, reason: error.reason))
     }
@@ -141,11 +139,7 @@ public struct TrafficParser {
     return done
   }
 
-  private mutating func parseMessage(
-    _ bytes: UnsafeRawBufferPointer, line: Int, scratch: inout Scratch
-  )
-    throws(Rejected)
-  {
+  private mutating func parseMessage(_ bytes: UnsafeRawBufferPointer, line: Int) throws(Rejected) {
     // Pass 1: syntax, and where each known field's value is (the last one wins).
     for i in ranges.indices { ranges[i] = nil }
     var scanner = JSONScanner(bytes)
@@ -163,6 +157,7 @@ public struct TrafficParser {
     // Every type is checked before the message is kept; names are looked up
     // by `finish`.
     let values = Values(bytes: bytes, ranges: ranges)
+    let scratch = self.scratch
     guard try values.string(.id, into: &scratch.text) else {
       throw Rejected(reason: "missing field 'id'")
     }
@@ -180,11 +175,8 @@ public struct TrafficParser {
       }
       kind = k
     }
-    var mentions = BytePool()
-    swap(&mentions, &scratch.mentions)
-    defer { swap(&mentions, &scratch.mentions) }
-    mentions.removeAll()
-    try values.forEachString(.mentions, into: &scratch.text) { mentions.append($0) }
+    scratch.mentions.removeAll()
+    try values.forEachString(.mentions, into: &scratch.text) { scratch.mentions.append($0) }
     let mentionAll = try values.bool(.mentionAll) ?? false
     let hasReplyTo = try values.string(.replyTo, into: &scratch.replyTo)
     var category: Int32 = -1
@@ -206,9 +198,9 @@ public struct TrafficParser {
     batch.force.append(force)
     batch.replyTo.append(hasReplyTo ? keepUser(scratch.replyTo) : -1)
     batch.category.append(category)
-    for k in 0..<mentions.count {
+    for k in 0..<scratch.mentions.count {
       batch.mentions.append(Int32(userNames.count))
-      mentions.withBytes(k) { userNames.append($0) }
+      scratch.mentions.withBytes(k) { userNames.append($0) }
     }
     batch.mentionOffsets.append(Int32(batch.mentions.count))
   }
