@@ -29,6 +29,7 @@ struct IndexColumns {
   let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
   let deviceJSON: PoolView
   let userJSON: PoolView
+  let channelNames: PoolView
 
   /// The number of devices of user `u`, whose record is `state`.
   @inline(__always)
@@ -84,6 +85,7 @@ struct IndexColumns {
     categoryGatewayMandatory = view(index.categoryGatewayMandatory)
     deviceJSON = PoolView(index.deviceJSON)
     userJSON = PoolView(index.userJSON)
+    channelNames = PoolView(index.channels.pool)
   }
 }
 
