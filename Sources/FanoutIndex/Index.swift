@@ -31,6 +31,13 @@ public struct MemberSettings: Sendable, Equatable {
   @inlinable public var pinnedNotifications: Bool { raw & (1 << 4) != 0 }
   @inlinable public var showPreview: Bool { raw & (1 << 5) != 0 }
   @inlinable public var callLevel: Level { callsOn ? .all : .none }
+
+  /// Whether the slot has a snooze group (`Index.memberSnooze` ≥ 0): most
+  /// have none, and the evaluator then skips reading that column.
+  @inlinable public var hasSnooze: Bool { raw & (1 << 6) != 0 }
+
+  /// These settings, marked as belonging to a slot with a snooze group.
+  public func withSnooze() -> MemberSettings { MemberSettings(raw: raw | 1 << 6) }
 }
 
 /// The whole snapshot, ready for evaluation. Shared read-only between workers.

@@ -117,7 +117,6 @@ public struct Evaluator {
       let first = c.channelMembers[Int(channels[m &+ 4])]
       cprefetch_read(c.memberUser.baseAddress! + first)
       cprefetch_read(c.memberSettings.baseAddress! + first)
-      cprefetch_read(c.memberSnooze.baseAddress! + first)
     }
     if m &+ 2 < end {
       let channel = Int(channels[m &+ 2])
@@ -248,7 +247,7 @@ public struct Evaluator {
     var reason: Reason? = nil
     var trigger = Trigger.message
 
-    if !terms.force && isSnoozed(group: c.memberSnooze[slot], terms.ts) {
+    if !terms.force && settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], terms.ts) {
       reason = .snoozed
     } else if !terms.force && isInDND(state, terms.ts) {
       reason = .dnd
@@ -379,7 +378,7 @@ public struct Evaluator {
       let u = c.memberUser[slot]
       let state = c.userState[Int(u)]
       let settings = c.memberSettings[slot]
-      if c.memberSnooze[slot] >= 0 || state.dnd >= 0 {
+      if settings.hasSnooze || state.dnd >= 0 {
         timedMembers.append(
           TimedMember(
             slot: slot, user: u, snooze: c.memberSnooze[slot], settings: settings, state: state))

@@ -92,6 +92,7 @@ struct MembershipSlots: Sendable {
 
                 // Each level's snooze window stands alone; the windows add up.
                 guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else { continue }
+                settings[slot] = settings[slot].withSnooze()
                 let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
                 if let id = snoozeIDs[group] {
                   snooze[slot] = id
