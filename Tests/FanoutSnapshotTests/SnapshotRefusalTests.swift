@@ -21,6 +21,28 @@ private func load(_ sql: String, schema: String = SQLiteFixture.schema) -> Resul
   }
 }
 
+/// One user 'u1' and one group channel 'c': what the ordering cases add to.
+private let oneUserOneChannel = """
+  INSERT INTO settings VALUES ('schema_version', '1');
+  INSERT INTO users (user_id) VALUES ('u1');
+  INSERT INTO channels VALUES ('c', 'group');
+
+  """
+
+/// For each case (rows, table, key, column): loads `oneUserOneChannel` plus
+/// the rows and checks that the refusal names that table, key and column.
+private func expectRefused(_ cases: [(String, String, String, String)]) {
+  for (sql, table, key, column) in cases {
+    guard case .failure(let error) = load(oneUserOneChannel + sql) else {
+      Issue.record("accepted: \(sql)")
+      continue
+    }
+    #expect(error.table == table, "\(sql)")
+    #expect(error.key == key, "\(sql)")
+    #expect(error.column == column, "\(sql)")
+  }
+}
+
 struct Refusal: CustomStringConvertible, Sendable {
   let what: String
   let sql: String
@@ -340,12 +362,6 @@ struct SnapshotRefusalTests {
 
   @Test("ids looked up in batches: the error a row-by-row scan meets first is reported")
   func batchedLookupsReportInOrder() {
-    let base = """
-      INSERT INTO settings VALUES ('schema_version', '1');
-      INSERT INTO users (user_id) VALUES ('u1');
-      INSERT INTO channels VALUES ('c', 'group');
-
-      """
     // Each case: an unknown id, then (same row or a later one) a fault found
     // without a lookup. The later fault must not be reported first.
     let cases = [
@@ -373,25 +389,11 @@ struct SnapshotRefusalTests {
         "channel_prefs", "user_id='ghost', channel_id='c'", "user_id"
       ),
     ]
-    for (sql, table, key, column) in cases {
-      guard case .failure(let error) = load(base + sql) else {
-        Issue.record("accepted: \(sql)")
-        continue
-      }
-      #expect(error.table == table, "\(sql)")
-      #expect(error.key == key, "\(sql)")
-      #expect(error.column == column, "\(sql)")
-    }
+    expectRefused(cases)
   }
 
   @Test("channels, devices and channel_prefs, read aside, report where a serial load meets them")
   func tablesReadAsideReportInTableOrder() {
-    let base = """
-      INSERT INTO settings VALUES ('schema_version', '1');
-      INSERT INTO users (user_id) VALUES ('u1');
-      INSERT INTO channels VALUES ('c', 'group');
-
-      """
     let badMembers = "INSERT INTO members VALUES ('c', 'nobody');\n"
     let goodMembers = "INSERT INTO members VALUES ('c', 'u1');\n"
     let badPrefs = "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'gone');\n"
@@ -415,15 +417,7 @@ struct SnapshotRefusalTests {
       ),
       (goodMembers + badDevice, "devices", "device_id=1", "user_id"),
     ]
-    for (sql, table, key, column) in cases {
-      guard case .failure(let error) = load(base + sql) else {
-        Issue.record("accepted: \(sql)")
-        continue
-      }
-      #expect(error.table == table)
-      #expect(error.key == key)
-      #expect(error.column == column)
-    }
+    expectRefused(cases)
   }
 
   @Test("a file that is not a database, or does not exist, is refused")
