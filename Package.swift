@@ -25,7 +25,7 @@ let package = Package(
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
     .target(name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"]),
-    .target(name: "FanoutSnapshot", dependencies: ["CSQLite", "FanoutIndex"]),
+    .target(name: "FanoutSnapshot", dependencies: ["CPrefetch", "CSQLite", "FanoutIndex"]),
     .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
     .target(
       name: "FanoutKernel",

@@ -28,11 +28,17 @@ extension Load {
     var userJSON = BytePool()
     for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
 
-    // Devices: grouped by user, by device_id within a user.
-    let deviceOrder = devices.indices.sorted {
-      (devices[$0].user, devices[$0].id) < (devices[$1].user, devices[$1].id)
-    }
+    // Devices: grouped by user, by device_id within a user. They were read
+    // in device_id order, so placing them by user in that order sorts them.
     var userDevices = [Int32](repeating: 0, count: userCount + 1)
+    for device in devices { userDevices[Int(device.user) + 1] += 1 }
+    for u in 0..<userCount { userDevices[u + 1] += userDevices[u] }
+    var deviceOrder = [Int](repeating: 0, count: devices.count)
+    var nextPlace = userDevices
+    for (d, device) in devices.enumerated() {
+      deviceOrder[Int(nextPlace[Int(device.user)])] = d
+      nextPlace[Int(device.user)] += 1
+    }
     var deviceIDs: [Int64] = []
     var deviceGateway: [UInt16] = []
     var deviceRestricted: [Bool] = []
@@ -42,7 +48,6 @@ extension Load {
     for d in deviceOrder {
       let device = devices[d]
       let g = gatewayRenumber[Int(device.gateway)]
-      userDevices[Int(device.user) + 1] += 1
       deviceIDs.append(device.id)
       deviceGateway.append(UInt16(g))
       devicesPerGateway[Int(g)] += 1
@@ -57,7 +62,6 @@ extension Load {
       fragment += tokens[d]
       deviceJSON.append(fragment)
     }
-    for u in 0..<userCount { userDevices[u + 1] += userDevices[u] }
     info.devicesPerGateway = (0..<gateways.count).compactMap {
       devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil
     }

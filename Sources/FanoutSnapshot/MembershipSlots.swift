@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 
@@ -49,13 +50,15 @@ struct MembershipSlots: Sendable {
     let slotCount = rows.memberKeys.count
     var channelStarts = [Int](repeating: 0, count: rows.channelScope.count + 1)
     // Most slots have no scope or channel row: their settings are the user's
-    // own, resolved once per user into one byte (one cache line per 64 users).
-    var userBase = [MemberSettings](repeating: MemberSettings(raw: 0), count: userCount)
-    var userPlain = [Bool](repeating: true, count: userCount)  // no scope rows, no snooze
+    // own, resolved once per user into one byte (one cache line per 64
+    // users), with `plain` set when the user has no scope rows and no snooze.
+    let plain: UInt8 = 0x80
+    var userBase = [UInt8](repeating: 0, count: userCount)
     for u in 0..<userCount {
       let up = rows.userPrefs[u]
-      userBase[u] = rows.defaults.resolve(LevelRow.none, LevelRow.none, up)
-      userPlain[u] = !up.hasSnooze && (0..<3).allSatisfy { rows.scopeRow[u * 3 + $0] < 0 }
+      let isPlain = !up.hasSnooze && (0..<3).allSatisfy { rows.scopeRow[u * 3 + $0] < 0 }
+      userBase[u] =
+        rows.defaults.resolve(LevelRow.none, LevelRow.none, up).raw | (isPlain ? plain : 0)
     }
     var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
     var groups: [Int32] = [0]
@@ -67,11 +70,28 @@ struct MembershipSlots: Sendable {
     var nextPref = 0
     // Flat buffers: 19M slots at 1M users, no per-append checks.
     rows.memberKeys.withUnsafeBufferPointer { keys in
+      // Read only, and alive below: raw views, so that asking ahead costs no checks.
+      let userBase = userBase.withUnsafeBufferPointer { $0 }
+      let scopeRows = rows.scopeRow.withUnsafeBufferPointer { $0 }
+      let userPrefs = rows.userPrefs.withUnsafeBufferPointer { $0 }
       users.withUnsafeMutableBufferPointer { users in
         settings.withUnsafeMutableBufferPointer { settings in
           snooze.withUnsafeMutableBufferPointer { snooze in
             channelStarts.withUnsafeMutableBufferPointer { channelMembers in
               for (slot, key) in keys.enumerated() {
+                // Users come in no useful order: ask for a user's byte 16
+                // slots ahead and, 8 ahead, for the rows of one who is not plain.
+                if slot &+ 16 < keys.count {
+                  cprefetch_read(
+                    userBase.baseAddress! + Int(UInt32(truncatingIfNeeded: keys[slot &+ 16])))
+                }
+                if slot &+ 8 < keys.count {
+                  let ahead = Int(UInt32(truncatingIfNeeded: keys[slot &+ 8]))
+                  if userBase[ahead] & plain == 0 {
+                    cprefetch_read(scopeRows.baseAddress! + ahead &* 3)
+                    cprefetch_read(userPrefs.baseAddress! + ahead)
+                  }
+                }
                 let c = Int(key >> 32)
                 let u = Int(UInt32(truncatingIfNeeded: key))
                 channelMembers[c + 1] += 1
@@ -80,8 +100,8 @@ struct MembershipSlots: Sendable {
                 let cpRow =
                   nextPref < prefKeys.count && prefKeys[nextPref].key == key
                   ? Int(prefKeys[nextPref].row) : -1
-                if cpRow < 0 && userPlain[u] {
-                  settings[slot] = userBase[u]
+                if cpRow < 0 && userBase[u] & plain != 0 {
+                  settings[slot] = MemberSettings(raw: userBase[u] & ~plain)
                   continue
                 }
                 let spRow = Int(rows.scopeRow[u * 3 + Int(rows.channelScope[c].rawValue)])
