@@ -69,11 +69,12 @@ struct MembershipSlots: Sendable {
     let prefKeys = rows.channelPrefKeys
     var nextPref = 0
     // Flat buffers: 19M slots at 1M users, no per-append checks.
+    // Where the user bytes and rows lie, to ask for them ahead: a hint
+    // only (a prefetch never faults), all reads go through the arrays.
+    let userBaseStart = userBase.withUnsafeBufferPointer { $0.baseAddress }
+    let scopeRowStart = rows.scopeRow.withUnsafeBufferPointer { $0.baseAddress }
+    let userPrefsStart = rows.userPrefs.withUnsafeBufferPointer { $0.baseAddress }
     rows.memberKeys.withUnsafeBufferPointer { keys in
-      // Read only, and alive below: raw views, so that asking ahead costs no checks.
-      let userBase = userBase.withUnsafeBufferPointer { $0 }
-      let scopeRows = rows.scopeRow.withUnsafeBufferPointer { $0 }
-      let userPrefs = rows.userPrefs.withUnsafeBufferPointer { $0 }
       users.withUnsafeMutableBufferPointer { users in
         settings.withUnsafeMutableBufferPointer { settings in
           snooze.withUnsafeMutableBufferPointer { snooze in
@@ -81,15 +82,14 @@ struct MembershipSlots: Sendable {
               for (slot, key) in keys.enumerated() {
                 // Users come in no useful order: ask for a user's byte 16
                 // slots ahead and, 8 ahead, for the rows of one who is not plain.
-                if slot &+ 16 < keys.count {
-                  cprefetch_read(
-                    userBase.baseAddress! + Int(UInt32(truncatingIfNeeded: keys[slot &+ 16])))
+                if slot &+ 16 < keys.count, let userBaseStart {
+                  cprefetch_read(userBaseStart + Int(UInt32(truncatingIfNeeded: keys[slot &+ 16])))
                 }
-                if slot &+ 8 < keys.count {
+                if slot &+ 8 < keys.count, let scopeRowStart, let userPrefsStart {
                   let ahead = Int(UInt32(truncatingIfNeeded: keys[slot &+ 8]))
                   if userBase[ahead] & plain == 0 {
-                    cprefetch_read(scopeRows.baseAddress! + ahead &* 3)
-                    cprefetch_read(userPrefs.baseAddress! + ahead)
+                    cprefetch_read(scopeRowStart + ahead &* 3)
+                    cprefetch_read(userPrefsStart + ahead)
                   }
                 }
                 let c = Int(key >> 32)
