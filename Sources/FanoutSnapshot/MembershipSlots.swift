@@ -68,12 +68,12 @@ struct MembershipSlots: Sendable {
     var users = [Int32](repeating: 0, count: slotCount)
     let prefKeys = rows.channelPrefKeys
     var nextPref = 0
-    // Flat buffers: 19M slots at 1M users, no per-append checks.
     // Where the user bytes and rows lie, to ask for them ahead: a hint
     // only (a prefetch never faults), all reads go through the arrays.
     let userBaseStart = userBase.withUnsafeBufferPointer { $0.baseAddress }
     let scopeRowStart = rows.scopeRow.withUnsafeBufferPointer { $0.baseAddress }
     let userPrefsStart = rows.userPrefs.withUnsafeBufferPointer { $0.baseAddress }
+    // Flat buffers: 19M slots at 1M users, no per-append checks.
     rows.memberKeys.withUnsafeBufferPointer { keys in
       users.withUnsafeMutableBufferPointer { users in
         settings.withUnsafeMutableBufferPointer { settings in
