@@ -160,6 +160,16 @@ struct JSONScanner {
   mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
     try expect(UInt8(ascii: "\""))
     while true {
+      // Plain printable ASCII, the bulk of ids, is copied a run at a time.
+      let run = i
+      while i < bytes.count, bytes[i] >= 0x20, bytes[i] < 0x80, bytes[i] != UInt8(ascii: "\""),
+        bytes[i] != UInt8(ascii: "\\")
+      {
+        i += 1
+      }
+      if keeping && i > run {
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[run..<i]))
+      }
       guard let c = peek else { throw fail("unterminated string") }
       switch c {
       case UInt8(ascii: "\""):
@@ -198,10 +208,7 @@ struct JSONScanner {
         if keeping { out.append(decoded) }
       case 0..<0x20:
         throw fail("control character in string")
-      case 0x20..<0x80:
-        if keeping { out.append(c) }
-        i += 1
-      default:
+      default:  // 0x80 and up: plain ASCII was taken by the run above
         try utf8Sequence(into: &out, keeping: keeping)
       }
     }

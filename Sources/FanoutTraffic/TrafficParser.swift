@@ -45,12 +45,15 @@ public struct TrafficParser {
 
     /// The field a key names, matched on its bytes (no `String` per key).
     init?(key: [UInt8]) {
-      for field in Self.all where field.name.utf8.elementsEqual(key) {
+      for field in Self.all where Self.names[field.rawValue] == key {
         self = field
         return
       }
       return nil
     }
+
+    /// Each field's name as bytes, compared with `==` (length first, then memory).
+    static let names = all.map { Array($0.name.utf8) }
 
     var name: String {
       switch self {

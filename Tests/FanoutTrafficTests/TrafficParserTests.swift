@@ -139,7 +139,13 @@ struct TrafficParserTests {
 
   @Test("message ids are echoed as JSON, escapes normalised")
   func ids() {
-    let batch = parse([#"{"id":"q\"\u00e9\/\n","channel":"c","ts":1}"#])
+    let batch = parse([
+      #"{"id":"q\"\u00e9\/\n","channel":"c","ts":1}"#,
+      // Runs of plain text around escapes and multi-byte characters, in a
+      // key and a skipped value too.
+      #"{"ignored key ab\u0063":"xy\tz é€😀 end","id":"ab\\cd é€😀 \ud83d\ude00 tail","channel":"c","ts":2}"#,
+    ])
     #expect(String(decoding: batch.idJSON[0], as: UTF8.self) == #""q\"é/\n""#)
+    #expect(String(decoding: batch.idJSON[1], as: UTF8.self) == #""ab\\cd é€😀 😀 tail""#)
   }
 }
