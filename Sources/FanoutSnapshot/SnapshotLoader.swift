@@ -195,7 +195,7 @@ struct Load {
   /// Call after taking the channels: the reader waits for the channel hash itself.
   func channelPrefsAside() -> Pending<Result<ChannelPrefRows, SnapshotError>> {
     guard let channelHash = pendingChannels else {
-      preconditionFailure("channelPrefsAside before readChannels")
+      preconditionFailure("channelPrefsAside before the channels were taken")
     }
     return readAside("channel_prefs") { [users, channelNames] side throws(SnapshotError) in
       side.users = users
@@ -402,10 +402,9 @@ struct Load {
   /// the largest table, and each range comes back sorted, so the two simply
   /// follow each other. The first range's error wins, as in one scan.
   mutating func readMembers() throws(SnapshotError) {
-    let first: MemberRange
     var keys: [UInt64]
-    if let split = try memberSplit() {  // even small tables split, so every test takes this path
-      first = MemberRange(upper: split)
+    if let split = try memberSplit() {  // even small tables split, so most tests take this path
+      let first = MemberRange(upper: split)
       let second = MemberRange(lower: split)
       let (path, users, channelNames) = (path, users, channelNames)
       let later = Pending { () -> Result<[UInt64], SnapshotError> in
