@@ -528,8 +528,8 @@ public struct Evaluator {
     return (pairs, delivered)
   }
 
-  /// Whether the snooze or DND status of `slot`'s member may change within
-  /// the UTC minute from `minuteStart`.
+  /// Whether the timed member's snooze or DND status may change within the
+  /// UTC minute from `minuteStart`.
   @inline(__always)
   private func isVolatile(_ member: TimedMember, _ minuteStart: Int64) -> Bool {
     let c = columns

@@ -259,14 +259,6 @@ struct Load {
     return row
   }
 
-  /// Needs the channel hash: call after `awaitChannels()`.
-  func channel(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
-    guard let row = channels.find(try r.textBytes(c)) else {
-      throw r.fail(c, "unknown channel '\(try r.text(c))'")
-    }
-    return row
-  }
-
   func category(_ r: TableReader, _ c: Int32) throws(SnapshotError) -> Int32 {
     guard let row = categories.find(try r.textBytes(c)) else {
       throw r.fail(c, "unknown category '\(try r.text(c))'")

@@ -71,10 +71,9 @@ struct JSONScanner {
         i += 1
         return
       }
-      var skipped: [UInt8] = []
       while true {
         skipWhitespace()
-        try string(into: &skipped, keeping: false)
+        try skipString()
         skipWhitespace()
         try expect(UInt8(ascii: ":"))
         skipWhitespace()
@@ -106,8 +105,7 @@ struct JSONScanner {
         return
       }
     case UInt8(ascii: "\""):
-      var skipped: [UInt8] = []
-      try string(into: &skipped, keeping: false)
+      try skipString()
     case UInt8(ascii: "t"): try literal("true")
     case UInt8(ascii: "f"): try literal("false")
     case UInt8(ascii: "n"): try literal("null")
@@ -155,8 +153,15 @@ struct JSONScanner {
     return NumberShape(range: start..<i, isInteger: isInteger)
   }
 
+  /// Checks a string literal without copying it anywhere (keys and values
+  /// the parser skips).
+  mutating func skipString() throws(Failure) {
+    var unused: [UInt8] = []
+    try string(into: &unused, keeping: false)
+  }
+
   /// Decodes a string literal into UTF-8 bytes; with `keeping` false, only
-  /// checks it (values skipped are not copied anywhere).
+  /// checks it.
   mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
     try expect(UInt8(ascii: "\""))
     while true {
