@@ -18,7 +18,8 @@ public enum ExplainError: Error, CustomStringConvertible {
   /// unreadable or without that id, 64 a user or channel that does not exist.
   public var exitCode: Int32 {
     switch self {
-    case .snapshot, .rejected: 65
+    case .snapshot(let e): e.exitCode
+    case .rejected: 65
     case .messages, .noSuchMessage: 66
     case .unknownUser, .unknownChannel: 64
     }

@@ -59,7 +59,8 @@ public enum ApplyError: Error, CustomStringConvertible {
   public var exitCode: Int32 {
     switch self {
     case .usage: 64
-    case .snapshot, .malformed, .entry, .result: 65
+    case .snapshot(let e): e.exitCode
+    case .malformed, .entry, .result: 65
     case .unreadable: 66
     case .write: 73
     }

@@ -72,7 +72,8 @@ public enum LZ4Frame {
 /// A `.lz4` file holding one frame: header now, blocks as they come, end
 /// mark on commit.
 public final class LZ4FrameFile {
-  let file: PendingFile
+  public let file: PendingFile
+  private var closed = false
 
   public init(directory: String, name: String) throws(OutputError) {
     file = try PendingFile(directory: directory, name: name)
@@ -84,8 +85,16 @@ public final class LZ4FrameFile {
     if !blocks.isEmpty { try file.write(blocks) }
   }
 
-  public func commit() throws(OutputError) {
+  /// Writes the end mark: the frame is complete (still under its partial name).
+  public func close() throws(OutputError) {
+    guard !closed else { return }
     try file.write(LZ4Frame.endMark)
+    try file.sync()
+    closed = true
+  }
+
+  public func commit() throws(OutputError) {
+    try close()
     try file.commit()
   }
 

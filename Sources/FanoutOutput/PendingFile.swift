@@ -17,30 +17,46 @@ public struct OutputError: Error, CustomStringConvertible {
     self.reason = reason
   }
 
+  /// The error for `call` on `path`, from `errno` as the failed call left it.
   @inline(never)
-  static func errno(_ path: String, _ call: String) -> OutputError {
-    OutputError(path: path, reason: "\(call): \(String(cString: strerror(Glibc.errno)))")
+  public static func errno(_ path: String, _ call: String) -> OutputError {
+    let code = Glibc.errno  // read first: building the strings may change it
+    return OutputError(path: path, reason: "\(call): \(String(cString: strerror(code)))")
   }
 
   public var description: String { "cannot write '\(path)': \(reason)" }
 }
 
 /// A file written aside as `.NAME.partial` in its folder and renamed to NAME
-/// by `commit()`. Until then (or after `discard()`, or a crash) no file of
-/// that name appears.
+/// by `commit()` (or, with others, by `PendingFile.commit(together:)`). Until
+/// then — or after `discard()`, a failure or a crash — no file of that name
+/// appears.
 public final class PendingFile {
   public let path: String
   let partialPath: String
-  private var fd: Int32
+  private var state: State
+
+  private enum State {
+    /// Being written through this descriptor.
+    case open(Int32)
+    /// Complete and on disk, still under the partial name.
+    case synced
+    /// Renamed to its final name.
+    case published
+    /// Removed.
+    case discarded
+  }
 
   public init(directory: String, name: String) throws(OutputError) {
     path = directory + "/" + name
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
-    fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    let fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw OutputError.errno(partialPath, "open") }
+    state = .open(fd)
   }
 
+  /// A file that is not published by the time it goes leaves nothing behind.
   deinit { discard() }
 
   public func write(_ bytes: [UInt8]) throws(OutputError) {
@@ -52,31 +68,71 @@ public final class PendingFile {
   }
 
   public func write(_ raw: UnsafeRawBufferPointer) throws(OutputError) {
+    guard case .open(let fd) = state else {
+      preconditionFailure("write to '\(partialPath)' after it was closed")
+    }
     var done = 0
     while done < raw.count {
       let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
       if n < 0 {
-        if errno == EINTR { continue }
+        if Glibc.errno == EINTR { continue }
         throw OutputError.errno(partialPath, "write")
       }
       done += n
     }
   }
 
-  /// Syncs, closes and renames the file to its final name.
-  public func commit() throws(OutputError) {
-    guard fd >= 0 else { return }
+  /// Flushes the file to disk and closes it, still under its partial name.
+  public func sync() throws(OutputError) {
+    guard case .open(let fd) = state else { return }
     guard fsync(fd) == 0 else { throw OutputError.errno(partialPath, "fsync") }
+    state = .synced
     guard close(fd) == 0 else { throw OutputError.errno(partialPath, "close") }
-    fd = -1
+  }
+
+  /// Syncs, closes and renames the file to its final name.
+  public func commit() throws(OutputError) { try Self.commit(together: [self]) }
+
+  /// Syncs every file, then renames them in order — so the last one's
+  /// presence means all the others are there. If any step fails, the files
+  /// already renamed are removed again and the rest discarded: either all
+  /// appear under their final names or none does.
+  public static func commit(together files: [PendingFile]) throws(OutputError) {
+    do {
+      for file in files { try file.sync() }
+      for file in files { try file.publish() }
+    } catch {
+      for file in files { file.withdraw() }
+      throw error
+    }
+  }
+
+  private func publish() throws(OutputError) {
+    guard case .synced = state else { return }
     guard rename(partialPath, path) == 0 else { throw OutputError.errno(path, "rename") }
+    state = .published
+  }
+
+  /// Removes the file under whichever name it has.
+  private func withdraw() {
+    if case .published = state {
+      unlink(path)
+      state = .discarded
+    }
+    discard()
   }
 
   /// Removes the partial file; nothing appears under the final name.
   public func discard() {
-    guard fd >= 0 else { return }
-    close(fd)
-    fd = -1
-    unlink(partialPath)
+    switch state {
+    case .open(let fd):
+      close(fd)
+      unlink(partialPath)
+    case .synced:
+      unlink(partialPath)
+    case .published, .discarded:
+      return
+    }
+    state = .discarded
   }
 }

@@ -4,9 +4,100 @@
   import Darwin
 #endif
 
-/// The rules for the output folder: created if needed; an existing one must
-/// be empty unless overwriting, which removes only what a run writes there.
-package enum OutputDirectory {
+/// An output folder held by one run (`eval`, `whatif` or `stream`) from
+/// start to finish.
+///
+/// Claiming it creates the folder if needed and takes an exclusive `flock`
+/// on a lock file inside it, `.fanout.lock`, holding the owner's pid; a
+/// second run on the same folder is refused ("in use by pid N") before it
+/// looks at, removes or writes anything. Only then is the folder checked:
+/// a fresh run needs it empty, or with `overwrite` removes the files a
+/// previous run wrote there. Releasing it (or the process ending) drops the
+/// lock; a folder the claim created and the run left empty is removed again,
+/// so a refused snapshot leaves no trace.
+package final class OutputFolder {
+  /// How a run treats what it finds in the folder.
+  package enum Mode {
+    /// `eval`, `whatif`: the folder must be empty, or with `overwrite` a
+    /// previous run's files are removed first.
+    case fresh(overwrite: Bool)
+    /// `stream`: the folder's segments are kept and continued.
+    case resume
+  }
+
+  package static let lockName = ".fanout.lock"
+
+  package let path: String
+  private var lock: Int32
+  private let created: Bool
+
+  package init(claiming path: String, mode: Mode) throws(PipelineError) {
+    guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
+      throw .usage("the output folder path is empty")
+    }
+    self.path = path
+    var st = stat()
+    if stat(path, &st) == 0 {
+      guard (st.st_mode & S_IFMT) == S_IFDIR else {
+        throw .usage("output path '\(path)' is not a folder")
+      }
+      created = false
+    } else {
+      let code = errno
+      guard code == ENOENT else {
+        throw .usage("output folder '\(path)': \(String(cString: strerror(code)))")
+      }
+      try Self.create(path)
+      created = true
+    }
+    lock = -1
+    lock = try Self.lock(path + "/" + Self.lockName, folder: path)
+    do {
+      if case .fresh(let overwrite) = mode { try prepare(overwrite: overwrite) }
+    } catch {
+      release()
+      throw error
+    }
+  }
+
+  deinit { release() }
+
+  /// Drops the lock (removing the lock file first, so that the next run
+  /// creates its own) and removes the folder if this claim created it and
+  /// it is empty.
+  package func release() {
+    guard lock >= 0 else { return }
+    unlink(path + "/" + Self.lockName)
+    close(lock)
+    lock = -1
+    if created { rmdir(path) }  // fails, harmlessly, unless empty
+  }
+
+  /// The folder's entries other than the lock file, sorted.
+  package func entries() throws(PipelineError) -> [String] {
+    guard let names = Self.entries(path) else {
+      throw .usage("output folder '\(path)' cannot be read: \(String(cString: strerror(errno)))")
+    }
+    return names.filter { $0 != Self.lockName }
+  }
+
+  private func prepare(overwrite: Bool) throws(PipelineError) {
+    let names = try entries()
+    if !overwrite {
+      guard names.isEmpty else {
+        throw .usage(
+          "output folder '\(path)' is not empty (use --overwrite to replace a previous run's files)"
+        )
+      }
+      return
+    }
+    for name in names where Self.isRunOutput(name) {
+      guard unlink(path + "/" + name) == 0 else {
+        throw .usage("cannot remove '\(path)/\(name)': \(String(cString: strerror(errno)))")
+      }
+    }
+  }
+
   /// Whether `name` is a file a run writes (or a partial one it left).
   static func isRunOutput(_ name: String) -> Bool {
     name.hasSuffix(".ndjson.lz4") || name == "rejected.ndjson" || name == "summary.json"
@@ -27,37 +118,54 @@ package enum OutputDirectory {
     return names.sorted()
   }
 
-  /// Checks the folder before anything is loaded; with `overwrite`, removes
-  /// the previous run's files.
-  package static func prepare(_ path: String, overwrite: Bool) throws(PipelineError) {
-    var st = stat()
-    guard stat(path, &st) == 0 else {
-      if errno == ENOENT { return }  // created once the snapshot is loaded
-      throw .usage("output folder '\(path)': \(String(cString: strerror(errno)))")
-    }
-    guard (st.st_mode & S_IFMT) == S_IFDIR else {
-      throw .usage("output path '\(path)' is not a folder")
-    }
-    guard let names = entries(path) else {
-      throw .usage("output folder '\(path)' cannot be read: \(String(cString: strerror(errno)))")
-    }
-    if !overwrite {
-      guard names.isEmpty else {
+  /// Opens and locks the lock file, writing this process's pid into it.
+  /// The file locked must still be the one at `lockPath` (a run that ends
+  /// removes its lock file; one that opened it just before must not go on
+  /// holding a lock on a removed file), so a lock on a file that is gone is
+  /// given up and taken again.
+  private static func lock(_ lockPath: String, folder: String) throws(PipelineError) -> Int32 {
+    for _ in 0..<100 {
+      let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+      guard fd >= 0 else {
         throw .usage(
-          "output folder '\(path)' is not empty (use --overwrite to replace a previous run's files)"
-        )
+          "cannot create the lock file in output folder '\(folder)': "
+            + String(cString: strerror(errno)))
       }
-      return
-    }
-    for name in names where isRunOutput(name) {
-      guard unlink(path + "/" + name) == 0 else {
-        throw .usage("cannot remove '\(path)/\(name)': \(String(cString: strerror(errno)))")
+      if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        let code = errno
+        let holder = readPID(fd)
+        close(fd)
+        guard code == EWOULDBLOCK else {
+          throw .usage("cannot lock output folder '\(folder)': \(String(cString: strerror(code)))")
+        }
+        throw .usage(
+          "output folder '\(folder)' is in use by "
+            + (holder.map { "pid \($0)" } ?? "another run") + " (one run per folder)")
       }
+      var held = stat()
+      var named = stat()
+      if fstat(fd, &held) == 0 && stat(lockPath, &named) == 0 && held.st_ino == named.st_ino
+        && held.st_dev == named.st_dev
+      {
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return fd
+      }
+      close(fd)  // released and removed meanwhile: try again on the new file
     }
+    throw .usage("cannot lock output folder '\(folder)': its lock file keeps changing")
+  }
+
+  private static func readPID(_ fd: Int32) -> Int? {
+    var buffer = [UInt8](repeating: 0, count: 32)
+    let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+    guard n > 0 else { return nil }
+    return Int(String(decoding: buffer[0..<n], as: UTF8.self).filter { $0.isNumber })
   }
 
   /// Creates the folder and its missing parents.
-  package static func create(_ path: String) throws(PipelineError) {
+  private static func create(_ path: String) throws(PipelineError) {
     var prefix = path.hasPrefix("/") ? "/" : ""
     for part in path.split(separator: "/") {
       prefix += part + "/"

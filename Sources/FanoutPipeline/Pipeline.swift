@@ -16,6 +16,8 @@ public struct EvalOptions: Sendable {
   public var summaryOnly: Bool
   public var threads: Int
   public var overwrite: Bool
+  /// How long to wait for a writer holding the snapshot locked.
+  public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
   public init(
     snapshot: String, messages: String, out: String, decisions: Bool = false,
@@ -85,6 +87,9 @@ struct EvalWorker {
 }
 
 public enum Pipeline {
+  /// How long a snapshot load waits for a writer holding the file locked.
+  public static let defaultBusyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+
   /// Lines read and parsed per wave, and per parse chunk.
   package static let waveLines = 65_536
   static let parseChunkLines = 1_024
@@ -101,18 +106,22 @@ public enum Pipeline {
     var timings = Timings()
     func lap(_ since: ContinuousClock.Instant) -> Double { (clock.now - since).seconds }
 
-    try OutputDirectory.prepare(options.out, overwrite: options.overwrite)
+    let folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+    defer { folder.release() }
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .input(error) }
 
     var phase = clock.now
     let index: Index
-    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch {
+    do {
+      index = try SnapshotLoader.load(
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
+      ).index
+    } catch {
       throw .snapshot(error)
     }
     timings.load = lap(phase)
 
-    try OutputDirectory.create(options.out)
     let writer: RunWriter
     do {
       writer = try RunWriter(directory: options.out, index: index, decisions: options.decisions)
@@ -169,7 +178,7 @@ public enum Pipeline {
     }
 
     phase = clock.now
-    do { try output.finish().commitData() } catch { throw .output(error) }
+    do { try output.finish().close() } catch { throw .output(error) }
     timings.write += lap(phase)
     let report = RunReport(
       counters: counters, rejected: rejected,

@@ -27,7 +27,7 @@ public enum PipelineError: Error, CustomStringConvertible {
   public var exitCode: Int32 {
     switch self {
     case .usage: 64  // EX_USAGE
-    case .snapshot: 65  // EX_DATAERR
+    case .snapshot(let e): e.exitCode  // EX_DATAERR, or EX_TEMPFAIL when busy
     case .input: 66  // EX_NOINPUT
     case .output: 73  // EX_CANTCREAT
     }

@@ -71,17 +71,24 @@ package final class RunWriter {
     return bytes
   }
 
-  /// Renames every data file to its final name.
-  func commitData() throws(OutputError) {
-    for file in gatewayFiles { try file?.commit() }
-    try decisions?.commit()
-    try rejected.commit()
+  /// Completes and syncs every data file (the slow part of finishing a run),
+  /// still under their partial names.
+  func close() throws(OutputError) {
+    for file in gatewayFiles { try file?.close() }
+    try decisions?.close()
+    try rejected.sync()
   }
 
-  /// Writes summary.json, last: its presence means the run completed.
+  /// Writes summary.json and renames every file to its final name, the
+  /// summary last: its presence means the run completed. If anything fails,
+  /// no file of the run is left under its final name.
   func commit(summary: [UInt8]) throws(OutputError) {
+    try close()
     let summaryFile = try PendingFile(directory: directory, name: "summary.json")
     try summaryFile.write(summary)
-    try summaryFile.commit()
+    try PendingFile.commit(
+      together: gatewayFiles.compactMap { $0?.file }
+        + [decisions?.file, rejected, summaryFile]
+        .compactMap { $0 })
   }
 }

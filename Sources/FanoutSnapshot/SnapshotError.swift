@@ -1,5 +1,9 @@
 import FanoutIndex
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Why a snapshot was refused: the table, the offending row's key and the
 /// column, as far as they are known, and what is wrong.
 public struct SnapshotError: Error, CustomStringConvertible, Equatable {
@@ -7,20 +11,39 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
   public let key: String?
   public let column: String?
   public let reason: String
+  /// The snapshot could not be read now (a writer holds it locked): a
+  /// temporary condition, worth trying again, not a fault of the file.
+  public let busy: Bool
 
   public init(table: String? = nil, key: String? = nil, column: String? = nil, reason: String) {
     self.table = table
     self.key = key
     self.column = column
     self.reason = reason
+    busy = false
   }
+
+  /// The snapshot stayed locked by a writer for all of `waited` milliseconds.
+  public init(busy path: String, waited milliseconds: Int) {
+    table = nil
+    key = nil
+    column = nil
+    reason =
+      "'\(path)' is locked by a writer; gave up after waiting \(milliseconds) ms (--busy-timeout)"
+    busy = true
+  }
+
+  /// The process exit code (sysexits.h): 75 (EX_TEMPFAIL) when the
+  /// snapshot was busy, else 65 (EX_DATAERR) for a refusal.
+  public var exitCode: Int32 { busy ? 75 : 65 }
 
   public var description: String {
     var parts: [String] = []
     if let table { parts.append("table \(table)") }
     if let key { parts.append("row \(key)") }
     if let column { parts.append("column \(column)") }
-    return "snapshot refused: " + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ")
+    return (busy ? "snapshot busy: " : "snapshot refused: ")
+      + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ")
       + reason
   }
 }
@@ -34,5 +57,45 @@ extension SnapshotError {
     let user = users[Int(UInt32(truncatingIfNeeded: key))]
     return SnapshotError(
       table: table, key: "channel_id='\(channel)', user_id='\(user)'", reason: "duplicate key")
+  }
+}
+
+extension SnapshotError {
+  /// What is wrong with the path itself, in plain words, before SQLite is
+  /// asked: missing, a folder, unreadable, or an empty file (which SQLite
+  /// would open as an empty database).
+  static func checkFile(_ path: String) throws(SnapshotError) {
+    var st = stat()
+    guard stat(path, &st) == 0 else {
+      let code = errno
+      throw SnapshotError(reason: "cannot open '\(path)': \(String(cString: strerror(code)))")
+    }
+    if (st.st_mode & S_IFMT) == S_IFDIR {
+      throw SnapshotError(reason: "'\(path)' is a folder, not a snapshot file")
+    }
+    if access(path, R_OK) != 0 {
+      let code = errno
+      throw SnapshotError(reason: "cannot read '\(path)': \(String(cString: strerror(code)))")
+    }
+    if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 {
+      throw SnapshotError(reason: "'\(path)' is an empty file, not a SQLite database")
+    }
+  }
+
+  /// A failure to open or start reading the snapshot, with a hint where the
+  /// cause is known.
+  @inline(never)
+  static func opening(_ path: String, _ error: SQLiteError) -> SnapshotError {
+    if error.isBusy { return SnapshotError(busy: path, waited: 0) }
+    var hint = ""
+    let code = error.code & 0xFF
+    if code == 8 || code == 14 {  // SQLITE_READONLY, SQLITE_CANTOPEN
+      if access(path + "-wal", F_OK) == 0 || access(path + "-shm", F_OK) == 0 {
+        hint =
+          " (the snapshot is in WAL mode, which needs its folder writable even to read;"
+          + " make the folder writable, or publish the snapshot with PRAGMA journal_mode=DELETE)"
+      }
+    }
+    return SnapshotError(reason: "cannot read '\(path)': \(error.message)\(hint)")
   }
 }

@@ -23,17 +23,21 @@ public struct Snapshot: Sendable {
 
 /// Loads and validates a snapshot file; see `SnapshotSchema` for the tables.
 public enum SnapshotLoader {
-  public static func load(path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase())
-    throws(SnapshotError)
-    -> Snapshot
-  {
-    let connection: Connection
-    do {
-      connection = try Connection(path: path)
-    } catch {
-      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
-    }
-    var load = Load(connection: connection, path: path, tzdb: timeZones)
+  /// How long a load waits for a writer that holds the snapshot locked.
+  public static let defaultBusyTimeoutMilliseconds = 5_000
+
+  /// Connections a load reads on at once: the main one, plus channels,
+  /// devices, channel_prefs and the second range of members, aside.
+  static let connections = 5
+
+  public static func load(
+    path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
+    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
+  ) throws(SnapshotError) -> Snapshot {
+    try SnapshotError.checkFile(path)
+    let readers = try ConsistentReads(
+      path: path, connections: connections, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    var load = Load(readers: readers, path: path, tzdb: timeZones)
     return try load.run()
   }
 }
@@ -41,6 +45,8 @@ public enum SnapshotLoader {
 /// The state of one load, table by table.
 struct Load {
   let connection: Connection
+  /// Where side reads get their connections: all see the main one's state.
+  let readers: ConsistentReads?
   let path: String
   let tzdb: TimeZoneDatabase
   var info = SnapshotInfo()
@@ -83,8 +89,14 @@ struct Load {
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
 
-  init(connection: Connection, path: String, tzdb: TimeZoneDatabase) {
+  init(readers: ConsistentReads, path: String, tzdb: TimeZoneDatabase) {
+    self.init(connection: readers.main, readers: readers, path: path, tzdb: tzdb)
+  }
+
+  /// A side load reads on a connection taken from the main load's readers.
+  init(connection: Connection, readers: ConsistentReads?, path: String, tzdb: TimeZoneDatabase) {
     self.connection = connection
+    self.readers = readers
     self.path = path
     self.tzdb = tzdb
   }
@@ -130,13 +142,10 @@ struct Load {
     _ table: String, _ read: @escaping @Sendable (inout Load) throws(SnapshotError) -> T
   ) -> Pending<Result<T, SnapshotError>> {
     let (path, tzdb) = (path, tzdb)
+    let handed = readers!.take()
     return Pending {
       Result { () throws(SnapshotError) in
-        let connection: Connection
-        do throws(SQLiteError) { connection = try Connection(path: path) } catch {
-          throw SnapshotError(table: table, reason: error.message)
-        }
-        var side = Load(connection: connection, path: path, tzdb: tzdb)
+        var side = Load(connection: handed.connection, readers: nil, path: path, tzdb: tzdb)
         return try read(&side)
       }
     }
@@ -398,14 +407,11 @@ struct Load {
     if let split = try memberSplit() {  // even small tables split, so most tests take this path
       let first = MemberRange(upper: split)
       let second = MemberRange(lower: split)
-      let (path, users, channelNames) = (path, users, channelNames)
+      let (users, channelNames) = (users, channelNames)
+      let handed = readers!.take()
       let later = Pending { () -> Result<[UInt64], SnapshotError> in
         Result { () throws(SnapshotError) in
-          let connection: Connection
-          do throws(SQLiteError) { connection = try Connection(path: path) } catch {
-            throw SnapshotError(table: "members", reason: error.message)
-          }
-          return try second.read(connection, users: users, channelNames: channelNames)
+          try second.read(handed.connection, users: users, channelNames: channelNames)
         }
       }
       keys = try first.read(connection, users: users, channelNames: channelNames)

@@ -78,13 +78,18 @@ public final class SnapshotRecords {
   private var present: Set<String> = []
 
   public init(path: String) throws(SnapshotError) {
+    try SnapshotError.checkFile(path)
     do {
       connection = try Connection(path: path)
+      // One read transaction for the reader's life: every row read comes
+      // from the same committed state.
+      connection.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
+      try connection.beginRead()
       let list = try connection.prepare(
         "SELECT lower(name) FROM sqlite_master WHERE type IN ('table', 'view')")
       while try list.step() { present.insert(list.text(0)) }
     } catch {
-      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
+      throw SnapshotError.opening(path, error)
     }
   }
 

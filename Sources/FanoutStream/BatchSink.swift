@@ -71,6 +71,7 @@ final class StandardOutputSink: BatchSink {
 final class SegmentWriter: BatchSink {
   let encoding = DeliveryEncoding.lz4Blocks
   private let directory: String
+  private let folder: OutputFolder
   private let rotateBytes: Int
   private let rotateSeconds: Double
   private let log: StreamLog
@@ -89,11 +90,10 @@ final class SegmentWriter: BatchSink {
     self.rotateBytes = rotateBytes
     self.rotateSeconds = rotateSeconds
     self.log = log
-    try OutputDirectory.create(directory)
-    guard let names = OutputDirectory.entries(directory) else {
-      throw .usage(
-        "output folder '\(directory)' cannot be read: \(String(cString: strerror(errno)))")
-    }
+    // Held until the stage exits: a second stage on this folder is refused
+    // before it can remove this one's partial files as a crash's leftovers.
+    folder = try OutputFolder(claiming: directory, mode: .resume)
+    let names = try folder.entries()
     // A restart continues the numbering; files a crash left aside are removed.
     var last = 0
     for name in names {
@@ -168,6 +168,7 @@ final class SegmentWriter: BatchSink {
     try closeSegment()
     closing.sync {}
     if let failure = closeFailure.error { throw failure }
+    folder.release()
   }
 
   /// Hands the segment's files to the closing queue, which syncs and renames
@@ -181,7 +182,7 @@ final class SegmentWriter: BatchSink {
       files.indices.filter { $0 != manifest }.map { files[$0].file } + [files[manifest].file])
     closing.async {
       do throws(OutputError) {
-        for file in ordered.files { try file.commit() }
+        try PendingFile.commit(together: ordered.files)
       } catch {
         failure.record(error)
       }

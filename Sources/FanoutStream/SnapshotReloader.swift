@@ -48,13 +48,19 @@ struct LoadedSnapshot: Sendable {
 
   /// Loads the snapshot at `path`; if the file is replaced while it loads,
   /// loads again, so that the identity recorded is the one that was read.
-  static func load(path: String, generation: Int) throws(PipelineError) -> LoadedSnapshot {
+  static func load(path: String, generation: Int, busyTimeoutMilliseconds: Int)
+    throws(PipelineError) -> LoadedSnapshot
+  {
     while true {
       let clock = ContinuousClock()
       let started = clock.now
       let before = SnapshotIdentity(path: path)
       let index: Index
-      do { index = try SnapshotLoader.load(path: path).index } catch { throw .snapshot(error) }
+      do {
+        index = try SnapshotLoader.load(
+          path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds
+        ).index
+      } catch { throw .snapshot(error) }
       guard let before, SnapshotIdentity(path: path) == before else { continue }
       return LoadedSnapshot(
         index: index, generation: generation, path: path, identity: before,
@@ -69,6 +75,7 @@ struct LoadedSnapshot: Sendable {
 /// and the one in use stays.
 final class SnapshotReloader: Sendable {
   private let path: String
+  private let busyTimeoutMilliseconds: Int
   private let log: StreamLog
   private let queue = DispatchQueue(label: "fanout.reload")
   // Set up once in init; DispatchSource is thread-safe.
@@ -85,8 +92,12 @@ final class SnapshotReloader: Sendable {
   }
   private let state: Mutex<State>
 
-  init(current: LoadedSnapshot, log: StreamLog, watchEvery seconds: Double) {
+  init(
+    current: LoadedSnapshot, log: StreamLog, watchEvery seconds: Double,
+    busyTimeoutMilliseconds: Int
+  ) {
     path = current.path
+    self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
     self.log = log
     state = Mutex(State(lastGeneration: current.generation, lastSeen: current.identity))
     watchTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "fanout.watch"))
@@ -136,7 +147,8 @@ final class SnapshotReloader: Sendable {
       let generation = state.withLock { $0.lastGeneration + 1 }
       let seen = SnapshotIdentity(path: path)
       do {
-        let loaded = try LoadedSnapshot.load(path: path, generation: generation)
+        let loaded = try LoadedSnapshot.load(
+          path: path, generation: generation, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         state.withLock {
           $0.ready = loaded
           $0.lastGeneration = generation

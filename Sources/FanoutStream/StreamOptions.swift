@@ -1,3 +1,5 @@
+import FanoutPipeline
+
 /// FanoutStream owns `fanout stream`, the long-running pipeline stage:
 /// messages read continuously (standard input or a Unix socket) through a
 /// bounded queue, evaluated in micro-batches against the snapshot in use,
@@ -39,6 +41,8 @@ public struct StreamOptions: Sendable {
   public var metricsPath: String?
   /// How often the snapshot file is checked for replacement.
   public var watchSeconds = 1.0
+  /// How long a (re)load waits for a writer holding the snapshot locked.
+  public var busyTimeoutMilliseconds = Pipeline.defaultBusyTimeoutMilliseconds
 
   public init(snapshot: String, input: StreamInputSource, destination: StreamDestination) {
     self.snapshot = snapshot

@@ -20,7 +20,9 @@ public final class StreamStage: Sendable {
 
   public init(_ options: StreamOptions) throws(PipelineError) {
     self.options = options
-    first = try LoadedSnapshot.load(path: options.snapshot, generation: 1)
+    first = try LoadedSnapshot.load(
+      path: options.snapshot, generation: 1,
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
     queue = LineQueue(capacity: options.queueLines)
     input = try StreamInput(options.input, queue: queue, log: log)
     // The output folder last: a refused snapshot or socket leaves nothing behind.
@@ -32,7 +34,9 @@ public final class StreamStage: Sendable {
     case .standardOutput:
       sink = StandardOutputSink()
     }
-    reloader = SnapshotReloader(current: first, log: log, watchEvery: options.watchSeconds)
+    reloader = SnapshotReloader(
+      current: first, log: log, watchEvery: options.watchSeconds,
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
   }
 
   /// Stops reading; the lines already read are evaluated and written.

@@ -26,6 +26,8 @@ public struct WhatIfOptions: Sendable {
   public var out: String
   public var threads: Int
   public var overwrite: Bool
+  /// How long to wait for a writer holding a snapshot locked.
+  public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
   /// Called after each wave of messages with the fraction of the input read
   /// (nil when the input's size is unknown, as for standard input).
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
@@ -69,7 +71,8 @@ public enum WhatIfError: Error, CustomStringConvertible {
     case .run(let e): e.exitCode
     case .scenario(.sql): 64
     case .scenario(.copy): 73
-    case .refusedB, .incompatible: 65
+    case .refusedB(let e, _): e.exitCode
+    case .incompatible: 65
     }
   }
 }
@@ -87,9 +90,11 @@ public enum WhatIf {
       phases.append((phase, (now - phaseStart).seconds))
       phaseStart = now
     }
-    do { try OutputDirectory.prepare(options.out, overwrite: options.overwrite) } catch {
-      throw .run(error)
-    }
+    let folder: OutputFolder
+    do {
+      folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+    } catch { throw .run(error) }
+    defer { folder.release() }
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
     let inputSize = fileSize(options.messages)
@@ -105,7 +110,11 @@ public enum WhatIf {
         }
       }
     let a: Index
-    do { a = try SnapshotLoader.load(path: options.snapshot).index } catch {
+    do {
+      a = try SnapshotLoader.load(
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
+      ).index
+    } catch {
       _ = scenarioCopy?.wait()  // so that the copy is removed before exiting
       throw .run(.snapshot(error))
     }
@@ -113,7 +122,6 @@ public enum WhatIf {
     let b = try loadB(options, copy: scenarioCopy, lap: lap)
     try checkComparable(a, b)
 
-    do { try OutputDirectory.create(options.out) } catch { throw .run(error) }
     var totals = ComparisonTotals(a: a, b: b)
     do {
       let changes = try LZ4FrameFile(directory: options.out, name: "changes.ndjson.lz4")
@@ -146,11 +154,15 @@ public enum WhatIf {
           totals.messages, inputSize.map { min(1, Double(bytesRead) / Double(max(1, $0))) })
       }
       lap("evaluate and compare")
-      try changes.commit()
-      try rejected.commit()
+      try changes.close()
+      try rejected.sync()
       var report = WhatIfReport(totals, a: a, b: b, options: options)
-      try write(report.html(), to: "report.html", in: options.out)
-      try write(report.json(), to: "report.json", in: options.out)  // last: marks completion
+      let html = try PendingFile(directory: options.out, name: "report.html")
+      try html.write(report.html())
+      let json = try PendingFile(directory: options.out, name: "report.json")
+      try json.write(report.json())
+      // All or none; report.json last: its presence marks completion.
+      try PendingFile.commit(together: [changes.file, rejected, html, json])
       lap("report")
       report.phases = phases
       return report
@@ -180,7 +192,10 @@ public enum WhatIf {
       }
     defer { lap("load B") }
     let loaded: Snapshot
-    do { loaded = try SnapshotLoader.load(path: path) } catch {
+    do {
+      loaded = try SnapshotLoader.load(
+        path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+    } catch {
       throw .refusedB(error, fromSQL: copy != nil)
     }
     withExtendedLifetime(copy) {}  // the copy's file is removed with it
@@ -208,14 +223,6 @@ public enum WhatIf {
 
   private static func readBlock(_ reader: LineReader) throws(TrafficInputError) -> LineBlock? {
     try reader.next(maxLines: Pipeline.waveLines)
-  }
-
-  private static func write(_ bytes: [UInt8], to name: String, in folder: String)
-    throws(OutputError)
-  {
-    let file = try PendingFile(directory: folder, name: name)
-    try file.write(bytes)
-    try file.commit()
   }
 
   private static func fileSize(_ path: String) -> Int? {

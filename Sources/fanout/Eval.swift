@@ -34,10 +34,11 @@ extension Fanout {
     }
 
     func run() throws {
-      let options = EvalOptions(
+      var options = EvalOptions(
         snapshot: snapshot, messages: messages, out: out, decisions: decisions,
         summaryOnly: summaryOnly,
         threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
+      options.busyTimeoutMilliseconds = runOptions.busyTimeout
       do {
         let report = try Pipeline.eval(options)
         let c = report.counters

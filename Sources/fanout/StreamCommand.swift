@@ -50,11 +50,19 @@ extension Fanout {
     @Option(help: "Rewrite this file with the metrics, as JSON, at every status interval.")
     var metrics: String?
 
+    @Option(
+      help: """
+        Milliseconds a (re)load waits for a writer that holds the snapshot locked; \
+        the first load then exits 75 (busy), a reload keeps the snapshot in use.
+        """)
+    var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
+
     @Option(help: "Seconds between status lines on standard error.")
     var statusSeconds = 10.0
 
     func validate() throws {
       if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+      if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
       for (name, value) in [
         ("--batch-ms", batchMs), ("--rotate-mb", rotateMb), ("--rotate-seconds", rotateSeconds),
@@ -75,6 +83,7 @@ extension Fanout {
       options.threads = threads ?? defaultThreadCount()
       options.metricsPath = metrics
       options.statusSeconds = statusSeconds
+      options.busyTimeoutMilliseconds = busyTimeout
       // A consumer that goes away is an output error, not a silent death.
       signal(SIGPIPE, SIG_IGN)
       do {

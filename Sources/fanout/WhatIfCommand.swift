@@ -64,6 +64,7 @@ extension Fanout {
         scenario: try against.map(WhatIfOptions.Scenario.snapshot) ?? .sql(scenarioSQL()),
         messages: messages, out: out, threads: runOptions.workerThreads,
         overwrite: runOptions.overwrite)
+      options.busyTimeoutMilliseconds = runOptions.busyTimeout
       let progress = ProgressBar()
       if isatty(2) != 0 { options.progress = progress.update }
       do {

@@ -168,6 +168,7 @@ struct StreamCommandTests {
     #expect(accepted >= 2_000 && accepted < lines.count)
     let folder = SegmentFolder(out)
     #expect(folder.partialFiles.isEmpty)
+    #expect(!folder.hasLockFile)
     #expect(sum(folder.records, "lines") == accepted)
     #expect(
       folder.deliveries

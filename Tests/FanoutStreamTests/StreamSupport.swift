@@ -59,9 +59,15 @@ struct SegmentFolder {
   var records: [[String: Any]] = []
   var segments: Set<Int> = []
   var partialFiles: [String] = []
+  /// The running stage's lock file (left behind only by a stage that was killed).
+  var hasLockFile = false
 
   init(_ dir: String) {
     for file in listDirectory(dir) {
+      if file == ".fanout.lock" {
+        hasLockFile = true
+        continue
+      }
       if file.hasPrefix(".") {
         partialFiles.append(file)
         continue

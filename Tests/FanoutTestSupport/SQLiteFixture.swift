@@ -42,3 +42,25 @@ extension SQLiteFixture {
     return copy
   }
 }
+
+/// A second process's view of a snapshot, for concurrency tests: a plain
+/// SQLite connection that waits up to 10 s for locks.
+public final class SQLiteSession: @unchecked Sendable {
+  private var db: OpaquePointer?
+
+  public init(_ path: String) {
+    precondition(sqlite3_open(path, &db) == SQLITE_OK)
+    sqlite3_busy_timeout(db, 10_000)
+  }
+
+  deinit { sqlite3_close(db) }
+
+  /// Runs `sql`; returns SQLite's message on failure.
+  @discardableResult
+  public func execute(_ sql: String) -> String? {
+    var message: UnsafeMutablePointer<CChar>?
+    guard sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK else { return nil }
+    defer { sqlite3_free(message) }
+    return message.map { String(cString: $0) } ?? "?"
+  }
+}

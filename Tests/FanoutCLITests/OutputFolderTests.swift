@@ -1,0 +1,162 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The output folder's promises: one run per folder, never the root for an
+/// empty path, and on any failure no file under a final name.
+@Suite("Output folder promises")
+struct OutputFolderTests {
+  static let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+  static let traffic = datasetURL("sample/traffic.ndjson").path
+
+  static func eval(_ out: String, _ extra: [String] = []) -> ProcessResult {
+    runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", out] + extra)
+  }
+
+  static func whatif(_ out: String) -> ProcessResult {
+    runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", snapshot, "--messages", traffic, "--out", out, "--sql",
+        "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
+      ])
+  }
+
+  @Test("a folder held by another run is refused with its pid, and nothing in it is touched")
+  func heldFolder() throws {
+    let out = makeTemporaryDirectory()
+    try "mine".write(toFile: out + "/.fanout.lock", atomically: false, encoding: .utf8)
+    try "x".write(toFile: out + "/.apns.ndjson.lz4.partial", atomically: false, encoding: .utf8)
+    // This process holds the lock, as a running `fanout` would.
+    let fd = open(out + "/.fanout.lock", O_RDWR)
+    #expect(fd >= 0)
+    defer { close(fd) }
+    #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+    _ = ftruncate(fd, 0)
+    _ = "4242\n".withCString { pwrite(fd, $0, 5, 0) }
+
+    for result in [
+      Self.eval(out, ["--overwrite"]), Self.whatif(out),
+      runProcess(
+        fanoutExecutable, ["stream", "--snapshot", Self.snapshot, "--out", out],
+        input: Array(readText(Self.traffic).utf8)),
+    ] {
+      #expect(result.status == 64, "\(result.stderr)")
+      #expect(result.stderr.contains("output folder '\(out)' is in use by pid 4242"))
+    }
+    // The other run's partial file survives: nothing was removed or written.
+    #expect(listDirectory(out) == [".apns.ndjson.lz4.partial", ".fanout.lock"])
+  }
+
+  @Test("two runs started together on one folder: one completes whole, the other is refused")
+  func concurrentRuns() throws {
+    // Enough traffic that the runs overlap.
+    let lines = readText(Self.traffic).split(separator: "\n")
+    let big = makeTemporaryDirectory() + "/traffic.ndjson"
+    try (0..<20_000).map { String(lines[$0 % lines.count]) }.joined(separator: "\n")
+      .write(toFile: big, atomically: true, encoding: .utf8)
+    for _ in 0..<3 {
+      let out = makeTemporaryDirectory() + "/out"
+      let arguments = [
+        "eval", "--snapshot", Self.snapshot, "--messages", big, "--out", out, "--decisions",
+      ]
+      let results = ResultSlots()
+      DispatchQueue.concurrentPerform(iterations: 2) { i in
+        results.store(runProcess(fanoutExecutable, arguments), at: i)
+      }
+      let statuses = results.all.map(\.status).sorted()
+      #expect(statuses == [0, 64], "\(results.all.map(\.stderr))")
+      #expect(
+        listDirectory(out) == [
+          "apns.ndjson.lz4", "decisions.ndjson.lz4", "email.ndjson.lz4", "fcm.ndjson.lz4",
+          "rejected.ndjson", "summary.json", "webpush.ndjson.lz4",
+        ])
+      for name in listDirectory(out) where name.hasSuffix(".lz4") {
+        #expect(runProcess("/usr/bin/lz4", ["-t", out + "/" + name]).status == 0, "\(name)")
+      }
+    }
+  }
+
+  @Test("an empty or blank output path is refused, never taken as the root", arguments: ["", " "])
+  func emptyPath(path: String) {
+    let result = Self.eval(path)
+    #expect(result.status == 64)
+    #expect(result.stderr.contains("the output folder path is empty"))
+    #expect(!FileManager.default.fileExists(atPath: "/summary.json"))
+  }
+
+  @Test("a full disk at any point: exit 73 and no file under a final name, or a whole run")
+  func fullDisk() throws {
+    guard let disk = SmallDisk(bytes: 1 << 20) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    var failures = 0
+    // Leave 0, 1, 2, … free pages: the run fails at every file in turn, then fits.
+    for freePages in 0..<24 {
+      disk.fill(leavingPages: freePages)
+      for command in ["eval", "whatif"] {
+        let out = disk.path + "/out-\(command)"
+        let result = command == "eval" ? Self.eval(out, ["--decisions"]) : Self.whatif(out)
+        let left = listDirectory(out)
+        if result.status == 0 {
+          #expect(left.contains(command == "eval" ? "summary.json" : "report.json"))
+        } else {
+          failures += 1
+          #expect(result.status == 73, "\(command) \(freePages): \(result.stderr)")
+          #expect(left.isEmpty, "\(command) with \(freePages) free pages left \(left)")
+        }
+        try? FileManager.default.removeItem(atPath: out)
+      }
+    }
+    #expect(failures > 4)  // the sweep did reach failures at several files
+  }
+}
+
+/// A small tmpfs mounted for one test, so that writes run out of space.
+struct SmallDisk {
+  let path: String
+
+  init?(bytes: Int) {
+    path = makeTemporaryDirectory("fanout-disk")
+    guard
+      runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", path]).status == 0
+    else { return nil }
+  }
+
+  /// Replaces the filler file so that `pages` pages of 4 KiB stay free.
+  func fill(leavingPages pages: Int) {
+    let filler = path + "/filler"
+    unlink(filler)
+    var st = statvfs()
+    statvfs(path, &st)
+    let free = Int(st.f_bavail) * Int(st.f_frsize)
+    let size = max(0, free - pages * 4096)
+    let fd = open(filler, O_WRONLY | O_CREAT, 0o644)
+    let chunk = [UInt8](repeating: 1, count: 4096)
+    var written = 0
+    while written < size {
+      let n = chunk.withUnsafeBytes { write(fd, $0.baseAddress, min(4096, size - written)) }
+      if n <= 0 { break }
+      written += n
+    }
+    close(fd)
+  }
+
+  func unmount() { _ = runProcess("/bin/umount", [path]) }
+}
+
+/// Two processes' results, stored from two threads.
+final class ResultSlots: @unchecked Sendable {
+  private let lock = NSLock()
+  private var slots: [ProcessResult?] = [nil, nil]
+  func store(_ result: ProcessResult, at i: Int) { lock.withLock { slots[i] = result } }
+  var all: [ProcessResult] { lock.withLock { slots.map { $0! } } }
+}
