@@ -1,3 +1,5 @@
+import CSQLite
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -10,11 +12,14 @@ public enum ScenarioError: Error, CustomStringConvertible {
   case copy(String)
   /// The scenario's SQL failed on the copy.
   case sql(SQLiteError)
+  /// The scenario's SQL tried what a scenario may not do.
+  case refused(String)
 
   public var description: String {
     switch self {
     case .copy(let reason): "cannot copy the snapshot for --sql: \(reason)"
     case .sql(let error): "--sql failed: \(error.message)"
+    case .refused(let reason): "--sql refused: \(reason)"
     }
   }
 }
@@ -49,21 +54,109 @@ public final class ScenarioCopy: Sendable {
       removeFiles()
       throw .copy(error.message)
     }
-    do {
-      let copy = try Connection(path: path, writable: true)
-      // The copy is thrown away after the run: no journal, no fsync.
-      try copy.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-      try copy.execute(sql)
+    do throws(ScenarioError) {
+      let copy: Connection
+      do throws(SQLiteError) {
+        copy = try Connection(path: path, writable: true)
+        // The copy is thrown away after the run: no journal, no fsync.
+        try copy.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+      } catch {
+        throw .sql(error)
+      }
+      try Self.apply(sql, to: copy)
     } catch {
       removeFiles()
-      throw .sql(error)
+      throw error
     }
   }
 
   deinit { removeFiles() }
 
   private func removeFiles() {
-    unlink(path)
+    for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
     rmdir(folder)
+  }
+
+  static let confinement =
+    "a scenario changes only its private copy of A's rows and tables "
+    + "(ATTACH, DETACH, VACUUM, PRAGMA and extensions are refused)"
+
+  /// Runs the scenario's statements one by one on the copy, confined to it:
+  /// an authorizer denies ATTACH, DETACH and PRAGMA (which could reach other
+  /// files, A among them, or change how the copy is stored), VACUUM (`VACUUM
+  /// INTO` writes a file anywhere) is refused by its statement, extension
+  /// loading stays off; and SQL that leaves a transaction open is refused
+  /// rather than silently rolled back.
+  static func apply(_ sql: String, to copy: Connection) throws(ScenarioError) {
+    let deny:
+      @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?, UnsafePointer<CChar>?
+      ) -> Int32 = { _, action, _, _, _, _ in
+        switch action {
+        case SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA: SQLITE_DENY
+        default: SQLITE_OK
+        }
+      }
+    sqlite3_set_authorizer(copy.handle, deny, nil)
+    defer { sqlite3_set_authorizer(copy.handle, nil, nil) }
+    var failure: ScenarioError?
+    sql.withCString { text in
+      var next: UnsafePointer<CChar>? = text
+      while let start = next, start.pointee != 0 {
+        var statement: OpaquePointer?
+        var code = sqlite3_prepare_v2(copy.handle, start, -1, &statement, &next)
+        guard code == SQLITE_OK else {
+          failure = Self.failure(copy, code)
+          return
+        }
+        guard let statement else { continue }  // only spaces or comments
+        defer { sqlite3_finalize(statement) }
+        if Self.firstKeyword(start) == "VACUUM" {
+          failure = .refused(confinement)
+          return
+        }
+        repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
+        guard code == SQLITE_DONE else {
+          failure = Self.failure(copy, code)
+          return
+        }
+      }
+    }
+    if let failure { throw failure }
+    if sqlite3_get_autocommit(copy.handle) == 0 {
+      try? copy.execute("ROLLBACK")
+      throw .refused(
+        "it leaves a transaction open (BEGIN or SAVEPOINT without COMMIT or RELEASE);"
+          + " end it, or leave transactions out: the scenario runs as one")
+    }
+  }
+
+  private static func failure(_ copy: Connection, _ code: Int32) -> ScenarioError {
+    if code == SQLITE_AUTH { return .refused(confinement) }
+    return .sql(SQLiteError.from(copy.handle, code: code, sql: nil))
+  }
+
+  /// The statement's first keyword, upper-cased, past spaces and comments.
+  static func firstKeyword(_ text: UnsafePointer<CChar>) -> String {
+    var p = text
+    while true {
+      while p.pointee != 0, isspace(Int32(UInt8(bitPattern: p.pointee))) != 0 { p += 1 }
+      if p[0] == 0x2D && p[1] == 0x2D {  // -- to the end of the line
+        while p.pointee != 0 && p.pointee != 0x0A { p += 1 }
+      } else if p[0] == 0x2F && p[1] == 0x2A {  // /* to */
+        p += 2
+        while p.pointee != 0 && !(p[0] == 0x2A && p[1] == 0x2F) { p += 1 }
+        if p.pointee != 0 { p += 2 }
+      } else {
+        break
+      }
+    }
+    var word: [UInt8] = []
+    while isalpha(Int32(UInt8(bitPattern: p.pointee))) != 0 {
+      word.append(UInt8(toupper(Int32(UInt8(bitPattern: p.pointee)))))
+      p += 1
+    }
+    return String(decoding: word, as: UTF8.self)
   }
 }

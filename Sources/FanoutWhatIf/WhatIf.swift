@@ -69,7 +69,7 @@ public enum WhatIfError: Error, CustomStringConvertible {
   public var exitCode: Int32 {
     switch self {
     case .run(let e): e.exitCode
-    case .scenario(.sql): 64
+    case .scenario(.sql), .scenario(.refused): 64
     case .scenario(.copy): 73
     case .refusedB(let e, _): e.exitCode
     case .incompatible: 65

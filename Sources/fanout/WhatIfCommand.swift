@@ -14,17 +14,23 @@ extension Fanout {
       abstract: "Replay traffic against two snapshots and report what changes.",
       discussion: """
         B is either another snapshot (--against) or A with SQL applied to a private copy \
-        (--sql; A itself is never modified). Writes report.json, report.html, \
-        changes.ndjson.lz4 and rejected.ndjson to the output folder.
+        (--sql / --sql-file; A itself is never modified): exactly one of the two is required. \
+        The SQL may change only the copy's rows and tables: ATTACH, DETACH, VACUUM, PRAGMA, \
+        extensions and a transaction left open are refused (exit 64). Writes report.json, \
+        report.html, changes.ndjson.lz4 and rejected.ndjson to the output folder.
+
+        Exit codes: 0 success, 64 bad command line, refused SQL or output folder, \
+        65 a snapshot refused or B not comparable with A, 66 messages unreadable, \
+        73 output could not be written, 75 a snapshot busy.
         """)
 
     @Option(help: "Snapshot A, the baseline (SQLite).")
     var snapshot: String
 
-    @Option(help: "Snapshot B, compared with A.")
+    @Option(help: "Snapshot B, compared with A (this, or --sql / --sql-file, is required).")
     var against: String?
 
-    @Option(help: "SQL run on a copy of A to make B (repeatable; run in order).")
+    @Option(help: "SQL run on a copy of A to make B (repeatable; run in order; or --against).")
     var sql: [String] = []
 
     @Option(help: "A file of SQL run on a copy of A to make B (repeatable; run before --sql).")
@@ -46,22 +52,26 @@ extension Fanout {
     }
 
     /// The scenario's SQL: the files' text, then the --sql texts.
-    private func scenarioSQL() throws -> String {
+    private func scenarioSQL() throws(PipelineError) -> String {
       var parts: [String] = []
       for path in sqlFile {
-        guard let text = readTextFile(path) else {
-          throw ValidationError(
-            "cannot read --sql-file '\(path)': \(String(cString: strerror(errno)))")
+        switch readTextFile(path) {
+        case .success(let text): parts.append(text)
+        case .failure(let error):
+          throw .usage(
+            "cannot read --sql-file '\(path)': \(String(cString: strerror(error.code)))")
         }
-        parts.append(text)
       }
       return (parts + sql).joined(separator: ";\n")
     }
 
     func run() throws {
+      var scenario = WhatIfOptions.Scenario.snapshot(against ?? "")
+      if against == nil {
+        do { scenario = .sql(try scenarioSQL()) } catch { throw fail(error) }
+      }
       var options = WhatIfOptions(
-        snapshot: snapshot,
-        scenario: try against.map(WhatIfOptions.Scenario.snapshot) ?? .sql(scenarioSQL()),
+        snapshot: snapshot, scenario: scenario,
         messages: messages, out: out, threads: runOptions.workerThreads,
         overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
@@ -121,16 +131,23 @@ extension Fanout {
   }
 }
 
-/// The whole content of a text file, or nil (with errno set).
-func readTextFile(_ path: String) -> String? {
-  guard let file = fopen(path, "rb") else { return nil }
+/// The errno of a failed call, as a value.
+struct Errno: Error { let code: Int32 }
+
+/// The whole content of a text file, or the errno that stopped reading it
+/// (read at once, before `fclose` can change it).
+func readTextFile(_ path: String) -> Result<String, Errno> {
+  guard let file = fopen(path, "rb") else { return .failure(Errno(code: errno)) }
   defer { fclose(file) }
   var bytes: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 1 << 16)
   while true {
     let n = fread(&buffer, 1, buffer.count, file)
     if n > 0 { bytes += buffer[0..<n] }
-    if n < buffer.count { return ferror(file) == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+    if n < buffer.count {
+      if ferror(file) != 0 { return .failure(Errno(code: errno)) }
+      return .success(String(decoding: bytes, as: UTF8.self))
+    }
   }
 }
 

@@ -10,9 +10,10 @@ public struct ProcessResult {
 
 /// Runs `executable` with `arguments`, feeding `input` on standard input.
 /// Streams go through files, so no pipe can fill up and stall the child.
-public func runProcess(_ executable: String, _ arguments: [String], input: [UInt8]? = nil)
-  -> ProcessResult
-{
+public func runProcess(
+  _ executable: String, _ arguments: [String], input: [UInt8]? = nil,
+  environment: [String: String] = [:]
+) -> ProcessResult {
   let dir = makeTemporaryDirectory("fanout-process")
   let paths = (stdin: dir + "/stdin", stdout: dir + "/stdout", stderr: dir + "/stderr")
   _ = FileManager.default.createFile(atPath: paths.stdin, contents: Data(input ?? []))
@@ -21,6 +22,9 @@ public func runProcess(_ executable: String, _ arguments: [String], input: [UInt
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
+  if !environment.isEmpty {
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+  }
   process.standardInput = FileHandle(forReadingAtPath: paths.stdin)
   process.standardOutput = FileHandle(forWritingAtPath: paths.stdout)
   process.standardError = FileHandle(forWritingAtPath: paths.stderr)

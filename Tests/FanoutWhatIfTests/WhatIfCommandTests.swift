@@ -118,6 +118,10 @@ struct WhatIfCommandTests {
       ),
       (["--sql", mentionsOnly, "--against", "x.sqlite"], 64, "exactly one of --against"),
       ([], 64, "exactly one of --against"),
+      (
+        ["--sql-file", "/nonexistent/x.sql"], 64,
+        "fanout: error: cannot read --sql-file '/nonexistent/x.sql': No such file or directory"
+      ),
     ])
   func refused(_ arguments: [String], _ code: Int32, _ message: String) throws {
     let before = contents(sampleSnapshot)
@@ -127,6 +131,52 @@ struct WhatIfCommandTests {
     #expect(result.stderr.contains(message), "\(result.stderr)")
     #expect(!FileManager.default.fileExists(atPath: out))
     #expect(contents(sampleSnapshot) == before)
+  }
+
+  /// `--sql` can touch only its private copy of A: no other file is read,
+  /// changed or created, A stays byte for byte, the temporary copy is removed.
+  @Test(
+    "--sql is confined to the private copy",
+    arguments: [
+      ("ATTACH DATABASE '{A}' AS orig; UPDATE orig.users SET chat_level = 'none'", "--sql refused"),
+      ("VACUUM INTO '{DIR}/elsewhere.db'", "--sql refused"),
+      ("/* a comment */ vacuum", "--sql refused"),
+      ("ATTACH '{DIR}/new.db' AS e; CREATE TABLE e.t(x)", "--sql refused"),
+      ("PRAGMA journal_mode = WAL", "--sql refused"),
+      ("UPDATE users SET chat_level = 'none'; DETACH DATABASE main", "--sql refused"),
+      ("SELECT load_extension('{DIR}/x.so')", "--sql failed"),
+      ("BEGIN; UPDATE users SET chat_level = 'none'", "leaves a transaction open"),
+      ("SAVEPOINT s; UPDATE users SET chat_level = 'none'", "leaves a transaction open"),
+    ])
+  func confined(_ template: String, _ message: String) throws {
+    let dir = makeTemporaryDirectory()
+    let temporary = makeTemporaryDirectory()
+    let sql = template.replacingOccurrences(of: "{A}", with: sampleSnapshot)
+      .replacingOccurrences(of: "{DIR}", with: dir)
+    let before = contents(sampleSnapshot)
+    let out = makeTemporaryDirectory() + "/out"
+    let result = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", sampleSnapshot, "--messages", sampleTraffic, "--out", out,
+        "--sql", sql,
+      ], environment: ["TMPDIR": temporary])
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.contains(message), "\(result.stderr)")
+    #expect(contents(sampleSnapshot) == before)
+    #expect(listDirectory(dir).isEmpty)
+    #expect(listDirectory(temporary).isEmpty)
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
+
+  @Test("a transaction the SQL closes itself is fine")
+  func closedTransaction() {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(
+      ["--sql", "BEGIN; UPDATE users SET chat_level = 'none'; COMMIT; SAVEPOINT s; RELEASE s"],
+      out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(FileManager.default.fileExists(atPath: out + "/report.json"))
   }
 
   @Test("--against a snapshot with other users is refused")
