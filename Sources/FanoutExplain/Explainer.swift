@@ -184,7 +184,7 @@ public final class Explainer {
     let weekday = minuteOfWeek / 1440 + 1
     let minute = minuteOfWeek % 1440
     let date = LocalTime.civilFromDays(
-      LocalTime.floorDiv(ts + Int64(offset) * 1000, 86_400_000))
+      LocalTime.floorDiv(ts &+ Int64(offset) &* 1000, 86_400_000))  // wraps as the kernel's clock
     let clock = Explanation.LocalClock(
       timeZone: records.timeZone, offsetSeconds: offset, year: date.year, month: date.month,
       day: date.day, weekday: weekday, minute: minute)

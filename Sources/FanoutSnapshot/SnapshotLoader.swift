@@ -570,7 +570,8 @@ struct Load {
         guard SnapshotSchema.isValidGatewayName(gatewayName) else {
           throw r.fail(
             2,
-            "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
+            "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, at most "
+              + "\(SnapshotSchema.maxGatewayNameBytes) bytes, not decisions, summary or rejected)"
           )
         }
         let g = try gateway(r, 2)

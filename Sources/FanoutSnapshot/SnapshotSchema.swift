@@ -139,9 +139,15 @@ public enum SnapshotSchema {
     return name.withUTF8 { isValidGatewayName(UnsafeRawBufferPointer($0)) }
   }
 
-  /// Gateway names become file names: `[a-z0-9][a-z0-9._-]*`, minus the
-  /// names of the other output files.
+  /// The longest gateway name: with `.ndjson.lz4`, a stream's segment
+  /// number and the partial file's dots, a file name stays well within the
+  /// 255 bytes file systems allow.
+  public static let maxGatewayNameBytes = 64
+
+  /// Gateway names become file names: `[a-z0-9][a-z0-9._-]*`, at most
+  /// `maxGatewayNameBytes` long, minus the names of the other output files.
   static func isValidGatewayName(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard bytes.count <= maxGatewayNameBytes else { return false }
     guard let first = bytes.first, isLowerAlnum(first) else { return false }
     for c in bytes.dropFirst()
     where

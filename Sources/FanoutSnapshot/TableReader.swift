@@ -50,15 +50,17 @@ struct TableReader {
     statement.type(c) == SQLITE_TEXT && statement.textBytes(c).elementsEqual("default".utf8)
   }
 
-  /// A NOT NULL text column's bytes, valid until the next row.
+  /// A NOT NULL text column's bytes, valid until the next row. Text must
+  /// be UTF-8: it is copied into JSON output and ordered by its bytes.
   func textBytes(_ c: Int32) throws(SnapshotError) -> UnsafeRawBufferPointer {
     try expect(c, SQLITE_TEXT, "TEXT")
-    return statement.textBytes(c)
+    let bytes = statement.textBytes(c)
+    guard UTF8Check.isValid(bytes) else { throw invalidUTF8(c) }
+    return bytes
   }
 
   func text(_ c: Int32) throws(SnapshotError) -> String {
-    try expect(c, SQLITE_TEXT, "TEXT")
-    return statement.text(c)
+    String(decoding: try textBytes(c), as: UTF8.self)
   }
 
   func optionalText(_ c: Int32) throws(SnapshotError) -> String? {
@@ -117,6 +119,20 @@ struct TableReader {
 
   @inline(never)
   func nullError(_ c: Int32) -> SnapshotError { fail(c, "NULL in a NOT NULL or key column") }
+
+  @inline(never)
+  func invalidUTF8(_ c: Int32) -> SnapshotError {
+    fail(c, "text is not valid UTF-8 (bytes \(hex(statement.textBytes(c))))")
+  }
+
+  private func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+    let digits = Array("0123456789ABCDEF".utf8)
+    var out: [UInt8] = []
+    for b in bytes.prefix(32) {
+      out += [digits[Int(b >> 4)], digits[Int(b & 15)]]
+    }
+    return String(decoding: out, as: UTF8.self) + (bytes.count > 32 ? "…" : "")
+  }
 
   /// An error about column `c` of the current row.
   @inline(never)

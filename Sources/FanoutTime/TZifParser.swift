@@ -40,7 +40,7 @@ enum TZifParser {
     var starts: [Int64] = [.min]
     var offsets: [Int32] = [typeOffsets[0]]
     for (time, type) in zip(transitionTimes, transitionTypes) {
-      starts.append(time * 1000)
+      starts.append(Self.millis(time))
       offsets.append(typeOffsets[type])
     }
     if version >= UInt8(ascii: "2"), let footer = reader.footer(), !footer.isEmpty {
@@ -49,7 +49,7 @@ enum TZifParser {
       for (time, offset) in rule.transitions(
         afterSeconds: after, throughYear: lastExpandedYear, initialOffset: offsets.last!)
       {
-        starts.append(time * 1000)
+        starts.append(Self.millis(time))
         offsets.append(offset)
       }
       if transitionTimes.isEmpty && rule.dst == nil { offsets[0] = rule.stdOffset }
@@ -63,6 +63,13 @@ enum TZifParser {
       keptOffsets.append(offsets[i])
     }
     return ZoneTable(name: name, starts: keptStarts, offsets: keptOffsets)
+  }
+
+  /// Seconds as milliseconds, clamped to Int64's range (a "big bang"
+  /// transition at -2^59 s would otherwise overflow).
+  static func millis(_ seconds: Int64) -> Int64 {
+    let (value, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+    return overflow ? (seconds < 0 ? .min : .max) : value
   }
 }
 

@@ -111,7 +111,7 @@ public enum LocalTime {
       return String(repeating: "0", count: max(0, width - s.count)) + s
     }
     let days = floorDiv(millis, 86_400_000)
-    let ms = millis - days * 86_400_000
+    let ms = millis &- days &* 86_400_000  // exact: the true value is in 0..<86_400_000
     let (y, m, d) = civilFromDays(days)
     return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(ms / 3_600_000, 2)):"
       + "\(pad(ms / 60_000 % 60, 2)):\(pad(ms / 1000 % 60, 2)).\(pad(ms % 1000, 3))Z"

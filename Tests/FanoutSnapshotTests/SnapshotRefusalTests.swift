@@ -73,6 +73,18 @@ struct SnapshotRefusalTests {
       sql: "INSERT INTO users (user_id, dnd_start, dnd_end) VALUES ('u3', 1.5, 20);",
       table: "users", key: "user_id='u3'", column: "dnd_start"),
     Refusal(
+      what: "invalid UTF-8 in an id",
+      sql: "INSERT INTO users (user_id) VALUES (CAST(X'75FF80FE' AS TEXT));", table: "users",
+      key: "user_id='u\u{FFFD}\u{FFFD}\u{FFFD}'", column: "user_id"),
+    Refusal(
+      what: "invalid UTF-8 in a token (an overlong '/')",
+      sql: "INSERT INTO devices VALUES (2, 'u2', 'fcm', CAST(X'C0AF' AS TEXT));",
+      table: "devices", key: "device_id=2", column: "token"),
+    Refusal(
+      what: "a gateway name longer than 64 bytes",
+      sql: "INSERT INTO devices VALUES (2, 'u2', '\(String(repeating: "g", count: 65))', 't2');",
+      table: "devices", key: "device_id=2", column: "gateway"),
+    Refusal(
       what: "NULL key", sql: "INSERT INTO users (user_id) VALUES (NULL);", table: "users",
       key: "user_id=NULL", column: "user_id"),
     Refusal(

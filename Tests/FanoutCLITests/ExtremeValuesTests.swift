@@ -1,0 +1,60 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// Arithmetic never traps on input: the extremes of Int64 that a snapshot
+/// or a traffic line may hold go through every command.
+@Suite("Extreme values through every command")
+struct ExtremeValuesTests {
+  static let extremes: [Int64] = [.min, .min + 1, -1, 0, .max - 1, .max]
+
+  @Test("Int64's extremes in snooze windows and timestamps: no command traps")
+  func noTraps() throws {
+    var sql = SQLiteFixture.header
+    sql += "INSERT INTO channels VALUES ('c', 'group');\n"
+    for (i, start) in Self.extremes.enumerated() {
+      let until = Self.extremes[(i + 3) % Self.extremes.count]
+      let zone = ["UTC", "America/New_York", "Asia/Kolkata", "Pacific/Kiritimati"][i % 4]
+      sql += """
+        INSERT INTO users (user_id, timezone, snooze_start, snooze_until, dnd_start, dnd_end)
+          VALUES ('u\(i)', '\(zone)', \(start), \(until), \(i * 200), \(1439 - i * 100));
+        INSERT INTO scope_prefs (user_id, scope, snooze_start, snooze_until)
+          VALUES ('u\(i)', 'group', \(until), \(start));
+        INSERT INTO channel_prefs (user_id, channel_id, snooze_until) VALUES ('u\(i)', 'c', \(start));
+        INSERT INTO members VALUES ('c', 'u\(i)');
+        INSERT INTO devices (user_id, gateway, token) VALUES ('u\(i)', 'apns', 't\(i)');
+
+        """
+    }
+    let snapshot = SQLiteFixture.make(sql)
+    let lines = Self.extremes.enumerated().map { i, ts in
+      #"{"id":"m\#(i)","channel":"c","sender":"u\#(i % 2)","ts":\#(ts),"force":\#(i % 3 == 0)}"#
+    }
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try lines.joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
+
+    func run(_ arguments: [String]) {
+      let result = runProcess(fanoutExecutable, arguments)
+      #expect(result.status == 0, "\(arguments): \(result.stderr.suffix(600))")
+    }
+    run(["snapshot", "check", snapshot])
+    let out = makeTemporaryDirectory()
+    run([
+      "eval", "--snapshot", snapshot, "--messages", traffic, "--out", out + "/eval", "--decisions",
+    ])
+    run([
+      "whatif", "--snapshot", snapshot, "--messages", traffic, "--out", out + "/whatif", "--sql",
+      "UPDATE users SET snooze_until = 9223372036854775807",
+    ])
+    for user in 0..<Self.extremes.count {
+      run(["prefs", "get", "--snapshot", snapshot, "--user", "u\(user)"])
+      run([
+        "prefs", "get", "--snapshot", snapshot, "--user", "u\(user)", "--channel", "c", "--json",
+      ])
+      for line in lines {
+        run(["explain", "--snapshot", snapshot, "--user", "u\(user)", "--message", line])
+        run(["explain", "--snapshot", snapshot, "--user", "u\(user)", "--message", line, "--json"])
+      }
+    }
+  }
+}
