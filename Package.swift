@@ -45,7 +45,7 @@ let package = Package(
       name: "fanout",
       dependencies: [
         "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
-        "FanoutGenerator",
+        "FanoutGenerator", "FanoutSnapshot",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 

@@ -7,8 +7,12 @@ import FoundationEssentials
 /// of the five source systems (Stream Chat, Sendbird, Easemob, SuprSend,
 /// TDLib) to a snapshot, each with that system's documented semantics. A
 /// batch is all or nothing: the changes are made on a copy in one
-/// transaction, the copy is validated like any snapshot, and only then does
-/// it replace the file (renamed over it, so readers never see half a batch).
+/// transaction and the copy is validated like any snapshot. Only then is the
+/// snapshot changed: in place, by the same changes in one transaction begun
+/// before the copy was made (so no other writer comes in between, and
+/// readers — in WAL mode, or processes that have the file open — see either
+/// the whole batch or none of it); with `--out`, the copy is renamed to that
+/// path instead.
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -27,8 +31,10 @@ public struct ApplyOptions: Sendable {
   public var now: Int64
   /// The changes file, or - for standard input.
   public var changes: String
-  /// Where to write the result; nil: replace `snapshot`.
+  /// Where to write the result; nil: change `snapshot` in place.
   public var out: String?
+  /// How long to wait for another writer holding the snapshot.
+  public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
   public init(
     snapshot: String, format: SourceFormat, asUser: String?, now: Int64, changes: String,
@@ -92,43 +98,75 @@ public enum PrefsApply {
       throw .usage("--format tdlib needs --as-user: TDLib requests carry no user id")
     }
     let destination = options.out ?? options.snapshot
-    // Batches for one file take turns, so that none is lost to another's rename.
+    let inPlace = options.out == nil
+    do { try SnapshotLoader.checkFile(options.snapshot) } catch { throw .snapshot(error) }
+    // Batches for one file take turns, so that none is lost to another's write.
     let lock = try Lock(sidecarOf: destination)
     defer { lock.release() }
+    let data = try readChanges(options.changes)
+    // In place: the write transaction first, so that the state copied,
+    // checked and then changed is the one committed last.
+    let target: SnapshotEditor?
+    do {
+      target =
+        inPlace
+        ? try SnapshotEditor(
+          path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds) : nil
+    } catch {
+      throw .snapshot(
+        SnapshotError.writing(
+          options.snapshot, error, waited: options.busyTimeoutMilliseconds))
+    }
     let index: Index
-    do { index = try SnapshotLoader.load(path: options.snapshot).index } catch {
+    do {
+      index = try SnapshotLoader.load(
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
+      ).index
+    } catch {
       throw .snapshot(error)
     }
-    let data = try readChanges(options.changes)
     let partial = sidecar(of: destination, suffix: ".partial")
     unlink(partial)
     defer { unlink(partial) }
-    let entries: Int
-    let changedRows: [String: Int]
     do {
       try copySnapshot(from: options.snapshot, to: partial)
     } catch {
       throw .write(path: partial, reason: error.message)
     }
-    do {
-      let editor: SnapshotEditor
-      do { editor = try SnapshotEditor(path: partial) } catch {
-        throw ApplyError.write(path: partial, reason: error.message)
-      }
-      let context = try ApplyContext(
-        index: index, snapshot: options.snapshot, editor: editor, asUser: options.asUser,
-        now: options.now)
-      entries = try options.format.apply(data, context)
-      do { try editor.commit() } catch {
-        throw ApplyError.write(path: partial, reason: error.message)
-      }
-      changedRows = editor.changedRows
+    let copy: SnapshotEditor
+    do { copy = try SnapshotEditor(path: partial) } catch {
+      throw ApplyError.write(path: partial, reason: error.message)
+    }
+    let entries = try apply(data, options, index: index, to: copy)
+    do { try copy.commit() } catch {
+      throw ApplyError.write(path: partial, reason: error.message)
     }
     do { _ = try SnapshotLoader.load(path: partial) } catch { throw .result(error) }
-    try replace(destination, with: partial)
+    if let target {
+      // The same entries on the same state give the same rows.
+      _ = try apply(data, options, index: index, to: target)
+      do { try target.commit() } catch {
+        throw .write(path: options.snapshot, reason: error.message)
+      }
+    } else {
+      try replace(destination, with: partial)
+    }
     return ApplyReport(
       entries: entries, path: destination,
-      changedRows: changedRows.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+      changedRows: copy.changedRows.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+  }
+
+  /// Applies every entry through `editor`; returns how many there were.
+  /// The context (and the snapshot reader it holds) ends here, before the
+  /// editor commits: in rollback-journal mode a reader still open would keep
+  /// the commit waiting.
+  private static func apply(
+    _ data: Data, _ options: ApplyOptions, index: Index, to editor: SnapshotEditor
+  ) throws(ApplyError) -> Int {
+    let context = try ApplyContext(
+      index: index, snapshot: options.snapshot, editor: editor, asUser: options.asUser,
+      now: options.now)
+    return try options.format.apply(data, context)
   }
 
   private static func readChanges(_ path: String) throws(ApplyError) -> Data {

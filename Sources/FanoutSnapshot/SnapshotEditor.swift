@@ -28,16 +28,23 @@ public final class SnapshotEditor {
   /// Rows inserted, updated or deleted, per table.
   public private(set) var changedRows: [String: Int] = [:]
 
-  /// Opens `path` for writing and begins the transaction.
-  public init(path: String) throws(SQLiteError) {
+  /// Opens `path` for writing and begins the write transaction, waiting up
+  /// to `busyTimeoutMilliseconds` for another writer.
+  public init(path: String, busyTimeoutMilliseconds: Int = 0) throws(SQLiteError) {
     connection = try Connection(path: path, writable: true)
+    connection.waitWhenBusy(milliseconds: busyTimeoutMilliseconds)
+    try connection.execute("BEGIN IMMEDIATE")
     let list = try connection.prepare(
       "SELECT lower(name) FROM sqlite_master WHERE type IN ('table', 'view')")
     while try list.step() { present.insert(list.text(0)) }
-    try connection.execute("BEGIN IMMEDIATE")
   }
 
-  public func commit() throws(SQLiteError) { try connection.execute("COMMIT") }
+  /// Commits; in WAL mode then copies what it can into the main file, so
+  /// that watchers of the file (`fanout stream`) see it change.
+  public func commit() throws(SQLiteError) {
+    try connection.execute("COMMIT")
+    try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+  }
 
   // MARK: Levels
 

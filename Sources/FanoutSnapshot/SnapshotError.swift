@@ -82,6 +82,15 @@ extension SnapshotError {
     }
   }
 
+  /// A failure to open the snapshot for writing or to change it.
+  @inline(never)
+  public static func writing(_ path: String, _ error: SQLiteError, waited milliseconds: Int)
+    -> SnapshotError
+  {
+    if error.isBusy { return SnapshotError(busy: path, waited: milliseconds) }
+    return SnapshotError(reason: "cannot write '\(path)': \(error.message)")
+  }
+
   /// A failure to open or start reading the snapshot, with a hint where the
   /// cause is known.
   @inline(never)

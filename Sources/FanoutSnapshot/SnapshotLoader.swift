@@ -30,6 +30,12 @@ public enum SnapshotLoader {
   /// devices, channel_prefs and the second range of members, aside.
   static let connections = 5
 
+  /// Refuses, in plain words, a path that cannot be a snapshot: missing, a
+  /// folder, unreadable or empty.
+  public static func checkFile(_ path: String) throws(SnapshotError) {
+    try SnapshotError.checkFile(path)
+  }
+
   public static func load(
     path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FanoutExplain
 import FanoutMigration
+import FanoutSnapshot
 import FanoutTime
 import FanoutTraffic
 
@@ -14,11 +15,13 @@ extension Fanout {
       static let configuration = CommandConfiguration(
         abstract: "Apply preference changes written in a source system's request shapes.",
         discussion: """
-          All or nothing: the changes are made in one transaction on a copy, the copy is \
-          validated like any snapshot, then renamed over the snapshot (or written to --out). \
-          See README "Migrating preferences" for each format. Exit codes: 0 applied, 64 bad \
-          command line, 65 snapshot or a change refused (the entry is named), 66 changes \
-          unreadable, 73 result not written.
+          All or nothing: the changes are made in one transaction on a copy and the copy is \
+          validated like any snapshot; then the same changes are made to the snapshot in place, \
+          in one transaction begun before the copy (or the copy is written to --out). Readers, \
+          in WAL mode or not, see the whole batch or none of it. See README "Migrating \
+          preferences" for each format. Exit codes: 0 applied, 64 bad command line, 65 \
+          snapshot or a change refused (the entry is named), 66 changes unreadable, 73 result \
+          not written, 75 snapshot busy (another writer held it past --busy-timeout).
           """)
 
       @Option(help: "The preferences snapshot (SQLite) to change.")
@@ -27,7 +30,7 @@ extension Fanout {
       @Option(
         help:
           "The request shapes: \(SourceFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
-      var format: String
+      var format: SourceFormat
 
       @Option(help: "Client-side use: entries are this user's (may omit the user; others refused).")
       var asUser: String?
@@ -38,18 +41,17 @@ extension Fanout {
       )
       var now: String?
 
-      @Option(help: "Write the result here instead of replacing --snapshot.")
+      @Option(help: "Write the result here instead of changing --snapshot in place.")
       var out: String?
+
+      @Option(help: "Milliseconds to wait for another writer holding the snapshot; then exit 75.")
+      var busyTimeout = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
       @Argument(help: "The changes (JSON), or - for standard input.")
       var changes: String
 
       func validate() throws {
-        guard SourceFormat(rawValue: format) != nil else {
-          throw ValidationError(
-            "--format must be one of \(SourceFormat.allCases.map(\.rawValue).joined(separator: ", "))"
-          )
-        }
+        if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
         if let now, Self.parseTime(now) == nil {
           throw ValidationError("--now '\(now)' is not an RFC 3339 time or Unix milliseconds")
         }
@@ -60,10 +62,11 @@ extension Fanout {
       }
 
       func run() throws {
-        let options = ApplyOptions(
-          snapshot: snapshot, format: SourceFormat(rawValue: format)!, asUser: asUser,
+        var options = ApplyOptions(
+          snapshot: snapshot, format: format, asUser: asUser,
           now: now.flatMap(Self.parseTime) ?? WallClock.nowMillis(),
           changes: changes, out: out)
+        options.busyTimeoutMilliseconds = busyTimeout
         do {
           let report = try PrefsApply.run(options)
           let rows = report.changedRows.map { "\($0.table) \($0.rows)" }.joined(separator: ", ")
@@ -109,3 +112,5 @@ extension Fanout {
     }
   }
 }
+
+extension SourceFormat: ExpressibleByArgument {}

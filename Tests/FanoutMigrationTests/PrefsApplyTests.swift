@@ -415,4 +415,71 @@ struct ConcurrentApplyTests {
       try decision(snapshot, user: "u3", sender: "u1", ts: 0, extra: #","kind":"call""#) == "-muted"
     )
   }
+
+  /// Another process has the snapshot open (WAL frames not yet in the main
+  /// file, a reader in the middle of a transaction): the batch lands in the
+  /// same file, in one transaction, and the file stays whole.
+  @Test(
+    "in place on a snapshot another process has open, in WAL and rollback-journal mode",
+    arguments: ["WAL", "DELETE"])
+  func inPlaceWhileOpen(journalMode: String) throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/s.sqlite"
+    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
+      to: URL(fileURLWithPath: snapshot))
+    let other = SQLiteSession(snapshot)
+    #expect(other.execute("PRAGMA journal_mode = \(journalMode)") == nil)
+    // A commit of its own: in WAL mode it stays in the -wal file for now.
+    #expect(other.execute("UPDATE users SET show_preview = 0 WHERE user_id = 'u3'") == nil)
+    func inode() throws -> Int? {
+      try FileManager.default.attributesOfItem(atPath: snapshot)[.systemFileNumber] as? Int
+    }
+    let before = try inode()
+    try #"{"preferences":[{"user_id":"u1","chat_level":"none"}]}"#.write(
+      toFile: dir + "/changes.json", atomically: true, encoding: .utf8)
+    let result = runProcess(
+      fanoutExecutable,
+      ["prefs", "apply", "--snapshot", snapshot, "--format", "stream", dir + "/changes.json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    // The same file, changed in place: the open connection sees the batch.
+    #expect(try inode() == before)
+    #expect(other.value("SELECT chat_level FROM users WHERE user_id = 'u1'") == "none")
+    #expect(other.value("SELECT show_preview FROM users WHERE user_id = 'u3'") == "0")
+    #expect(other.value("PRAGMA integrity_check") == "ok")
+    #expect(try decision(snapshot, user: "u1", sender: "u2", ts: 0) == "-muted")
+  }
+
+  @Test("a snapshot another writer holds is waited for, then reported busy (exit 75)")
+  func busyWriter() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/s.sqlite"
+    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
+      to: URL(fileURLWithPath: snapshot))
+    let writer = SQLiteSession(snapshot)
+    #expect(writer.execute("BEGIN IMMEDIATE") == nil)
+    try #"{"preferences":[{"user_id":"u1","chat_level":"none"}]}"#.write(
+      toFile: dir + "/changes.json", atomically: true, encoding: .utf8)
+    let result = runProcess(
+      fanoutExecutable,
+      [
+        "prefs", "apply", "--snapshot", snapshot, "--format", "stream", "--busy-timeout", "200",
+        dir + "/changes.json",
+      ])
+    #expect(result.status == 75, "\(result.stderr)")
+    #expect(result.stderr.contains("snapshot busy"))
+    #expect(writer.execute("ROLLBACK") == nil)
+    #expect(try decision(snapshot, user: "u1", sender: "u2", ts: 0) == "message")
+  }
+
+  @Test("a missing snapshot is named, and no lock file is left beside it")
+  func missingSnapshot() {
+    let dir = makeTemporaryDirectory()
+    let result = runProcess(
+      fanoutExecutable,
+      ["prefs", "apply", "--snapshot", dir + "/none.sqlite", "--format", "stream", "-"],
+      input: Array("{}".utf8))
+    #expect(result.status == 65)
+    #expect(result.stderr.contains("No such file or directory"), "\(result.stderr)")
+    #expect(listDirectory(dir).isEmpty)
+  }
 }

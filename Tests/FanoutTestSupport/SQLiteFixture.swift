@@ -63,4 +63,14 @@ public final class SQLiteSession: @unchecked Sendable {
     defer { sqlite3_free(message) }
     return message.map { String(cString: $0) } ?? "?"
   }
+
+  /// The first column of the first row of `sql`, as text; nil if none or on error.
+  public func value(_ sql: String) -> String? {
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
+    defer { sqlite3_finalize(statement) }
+    guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0)
+    else { return nil }
+    return String(cString: text)
+  }
 }
