@@ -193,8 +193,16 @@ public enum Pipeline {
     let count = (block.count + parseChunkLines - 1) / parseChunkLines
     return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
       var parser = TrafficParser(index: index)
+      let lines = (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count)
+      var oversized = block.oversized.drop { $0 < lines.lowerBound }.makeIterator()
+      var nextOversized = oversized.next()
       block.bytes.withUnsafeBytes { raw in
-        for k in (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count) {
+        for k in lines {
+          if k == nextOversized {
+            parser.reject(line: block.firstLine + k, reason: block.oversizedReason)
+            nextOversized = oversized.next()
+            continue
+          }
           let line = UnsafeRawBufferPointer(rebasing: raw[block.starts[k]..<block.ends[k]])
           parser.parse(line, line: block.firstLine + k)
         }

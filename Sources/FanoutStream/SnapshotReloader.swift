@@ -89,6 +89,8 @@ final class SnapshotReloader: Sendable {
     /// The file last loaded or refused: the watcher reloads when it changes.
     var lastSeen: SnapshotIdentity?
     var refused = 0
+    /// The file was missing when last looked at (logged once).
+    var missing = false
   }
   private let state: Mutex<State>
 
@@ -136,7 +138,20 @@ final class SnapshotReloader: Sendable {
   }
 
   private func checkFile() {
-    guard let seen = SnapshotIdentity(path: path) else { return }  // mid-replacement
+    guard let seen = SnapshotIdentity(path: path) else {
+      // Gone: mid-replacement, or deleted. Said once; the snapshot in use stays.
+      let firstTime = state.withLock { state in
+        defer { state.missing = true }
+        return !state.missing
+      }
+      if firstTime {
+        log.line(
+          "the snapshot file '\(path)' is gone (\(String(cString: strerror(errno)))); "
+            + "the snapshot in use stays until a file is there again")
+      }
+      return
+    }
+    state.withLock { $0.missing = false }
     if state.withLock({ $0.lastSeen != seen && !$0.loading }) {
       reload(because: "the file was replaced")
     }

@@ -18,6 +18,7 @@ final class StreamInput: @unchecked Sendable {
   private let source: StreamInputSource
   private let queue: LineQueue
   private let log: StreamLog
+  private let maxLineBytes: Int
   private let listener: Int32
   /// Written to by `stop()` to wake the poll loop.
   private let wakeRead: Int32
@@ -28,15 +29,18 @@ final class StreamInput: @unchecked Sendable {
   private struct Producer {
     var fd: Int32
     var number: Int?
-    var splitter = LineSplitter()
+    var splitter: LineSplitter
     /// Lines read but refused by the queue once stopped.
     var droppedLines = 0
 
     var name: String { number.map { "producer \($0)" } ?? "standard input" }
   }
 
-  init(_ source: StreamInputSource, queue: LineQueue, log: StreamLog) throws(PipelineError) {
+  init(_ source: StreamInputSource, queue: LineQueue, log: StreamLog, maxLineBytes: Int)
+    throws(PipelineError)
+  {
     self.source = source
+    self.maxLineBytes = maxLineBytes
     self.queue = queue
     self.log = log
     var fds: [Int32] = [0, 0]
@@ -135,7 +139,10 @@ final class StreamInput: @unchecked Sendable {
   private func run() {
     var producers: [Producer] = []
     var connections = 0
-    if case .standardInput = source { producers.append(Producer(fd: STDIN_FILENO, number: nil)) }
+    if case .standardInput = source {
+      producers.append(
+        Producer(fd: STDIN_FILENO, number: nil, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
+    }
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     reading: while true {
       var polled = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -176,7 +183,9 @@ final class StreamInput: @unchecked Sendable {
         if fd >= 0 {
           _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
           connections += 1
-          producers.append(Producer(fd: fd, number: connections))
+          producers.append(
+            Producer(
+              fd: fd, number: connections, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
           log.line("producer \(connections) connected")
         }
       }

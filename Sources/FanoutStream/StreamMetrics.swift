@@ -117,10 +117,16 @@ struct StreamMetrics {
 
 /// Rewrites the metrics file whole: written aside, then renamed over the old one.
 func writeMetrics(_ json: [UInt8], to path: String) throws(OutputError) {
+  let (directory, name) = splitPath(path)
+  let file = try PendingFile(directory: directory, name: name)
+  try file.write(json)
+  try file.commit()
+}
+
+/// A file path's folder and name (`.` for a bare name, `/` at the root).
+func splitPath(_ path: String) -> (directory: String, name: String) {
   let slash = path.lastIndex(of: "/")
   let directory = slash.map { String(path[..<$0]) } ?? "."
   let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-  let file = try PendingFile(directory: directory.isEmpty ? "/" : directory, name: name)
-  try file.write(json)
-  try file.commit()
+  return (directory.isEmpty ? "/" : directory, name)
 }

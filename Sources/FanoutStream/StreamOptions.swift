@@ -41,6 +41,12 @@ public struct StreamOptions: Sendable {
   public var metricsPath: String?
   /// How often the snapshot file is checked for replacement.
   public var watchSeconds = 1.0
+  /// A longer input line is rejected (with its producer and number) and
+  /// skipped to its line end, so that no producer can grow memory unboundedly.
+  public var maxLineBytes = 1 << 20
+  /// Written once the stage reads its input (after the snapshot loaded and
+  /// the socket listens): a readiness signal for supervisors and scripts.
+  public var readyFile: String?
   /// How long a (re)load waits for a writer holding the snapshot locked.
   public var busyTimeoutMilliseconds = Pipeline.defaultBusyTimeoutMilliseconds
 

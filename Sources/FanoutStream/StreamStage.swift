@@ -2,6 +2,10 @@ import FanoutOutput
 import FanoutPipeline
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The stage, set up: snapshot loaded, input open, output ready. `run()`
 /// evaluates until the input ends or `requestStop` is called, then finishes
 /// the accepted lines and closes every file. `requestStop` and
@@ -20,11 +24,18 @@ public final class StreamStage: Sendable {
 
   public init(_ options: StreamOptions) throws(PipelineError) {
     self.options = options
+    // Files written later are checked now: a bad path is a bad command line,
+    // found before any input is consumed.
+    for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
+    {
+      if let path { try Self.checkWritable(path, option: option) }
+    }
     first = try LoadedSnapshot.load(
       path: options.snapshot, generation: 1,
       busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
     queue = LineQueue(capacity: options.queueLines)
-    input = try StreamInput(options.input, queue: queue, log: log)
+    input = try StreamInput(
+      options.input, queue: queue, log: log, maxLineBytes: options.maxLineBytes)
     // The output folder last: a refused snapshot or socket leaves nothing behind.
     switch options.destination {
     case .directory(let path):
@@ -37,6 +48,17 @@ public final class StreamStage: Sendable {
     reloader = SnapshotReloader(
       current: first, log: log, watchEvery: options.watchSeconds,
       busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+  }
+
+  /// Whether a file can be written at `path` (aside, then renamed): a
+  /// trial file is made beside it and removed.
+  private static func checkWritable(_ path: String, option: String) throws(PipelineError) {
+    do {
+      let (directory, name) = splitPath(path)
+      try PendingFile(directory: directory, name: name).discard()
+    } catch {
+      throw .usage("\(option) '\(path)' cannot be written: \(error.reason)")
+    }
   }
 
   /// Stops reading; the lines already read are evaluated and written.
@@ -68,6 +90,13 @@ public final class StreamStage: Sendable {
       "reading \(source); snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) "
         + "loaded in \(threeDecimals(snapshot.loadSeconds)) s")
     input.start()
+    log.line("ready: reading \(source)")
+    if let path = options.readyFile {
+      do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch {
+        throw .output(error)
+      }
+    }
+    defer { if let path = options.readyFile { unlink(path) } }
 
     func reportStatus() throws(PipelineError) {
       let report = metrics.closeInterval(
@@ -75,7 +104,11 @@ public final class StreamStage: Sendable {
         reloadsRefused: reloader.refusedCount)
       log.line(report.line)
       if let path = options.metricsPath {
-        do { try writeMetrics(report.json, to: path) } catch { throw .output(error) }
+        // Metrics are a view of the stage, not its output: a failure to
+        // write them is logged and the stage goes on.
+        do { try writeMetrics(report.json, to: path) } catch {
+          log.line("cannot write the metrics: \(error); going on")
+        }
       }
       nextStatus = .now + .seconds(options.statusSeconds)
     }

@@ -24,6 +24,10 @@ public struct LineBlock: Sendable {
   public var starts: [Int] = []
   public var ends: [Int] = []
   public var firstLine = 1
+  /// Lines (indices into `starts`, ascending) that were longer than
+  /// `lineLimit` bytes: their bytes were dropped, and they are rejected.
+  public var oversized: [Int] = []
+  public var lineLimit = Int.max
 
   public init() {}
 
@@ -36,21 +40,38 @@ public struct LineBlock: Sendable {
     part.starts = Array(starts[range])
     part.ends = Array(ends[range])
     part.firstLine = firstLine + range.lowerBound
+    part.oversized = oversized.filter(range.contains).map { $0 - range.lowerBound }
+    part.lineLimit = lineLimit
     return part
+  }
+
+  /// Why an oversized line is rejected.
+  public var oversizedReason: String {
+    "line longer than \(lineLimit) bytes (--max-line-bytes); skipped to the next line end"
   }
 }
 
 /// Cuts a byte stream into numbered lines as it arrives: LF ends a line, a CR
 /// before it is dropped. Each byte is scanned once.
+///
+/// A line that grows past `maxLineBytes` is not kept: its bytes are dropped
+/// as they come, up to its line end, and it takes its place among the lines
+/// as an empty line listed in `LineBlock.oversized` (so it is rejected with
+/// its number). Memory then stays within about `maxLineBytes` plus one read,
+/// whatever a producer sends.
 public struct LineSplitter {
   private var pending: [UInt8] = []
   private var starts: [Int] = []
   private var ends: [Int] = []
+  private var oversized: [Int] = []
   /// Where the line being read starts, and how far it has been scanned.
   private var lineStart = 0
   private var nextLine = 1
+  private let maxLineBytes: Int
+  /// The line being read is over the limit: its bytes are being dropped.
+  private var dropping = false
 
-  public init() {}
+  public init(maxLineBytes: Int = .max) { self.maxLineBytes = maxLineBytes }
 
   /// Complete lines buffered.
   public var completeLines: Int { starts.count }
@@ -60,6 +81,13 @@ public struct LineSplitter {
 
   /// Appends bytes read from the input.
   public mutating func append(_ raw: UnsafeRawBufferPointer) {
+    var raw = raw
+    if dropping {
+      guard let found = memchr(raw.baseAddress!, 0x0A, raw.count) else { return }
+      let after = UnsafeRawPointer(found) - raw.baseAddress! + 1
+      endOversizedLine()
+      raw = UnsafeRawBufferPointer(rebasing: raw[after...])
+    }
     var scanFrom = pending.count
     pending.append(contentsOf: raw)
     pending.withUnsafeBytes { all in
@@ -67,20 +95,46 @@ public struct LineSplitter {
         let found = memchr(all.baseAddress! + scanFrom, 0x0A, all.count - scanFrom)
       {
         let nl = UnsafeRawPointer(found) - all.baseAddress!
-        starts.append(lineStart)
-        ends.append(nl > lineStart && all[nl - 1] == 0x0D ? nl - 1 : nl)
+        addLine(end: nl > lineStart && all[nl - 1] == 0x0D ? nl - 1 : nl)
         lineStart = nl + 1
         scanFrom = nl + 1
       }
     }
+    // (One byte more may be the CR of a line end still to come.)
+    if pending.count - lineStart - 1 > maxLineBytes {
+      // Over the limit with no line end yet: drop it, and what follows up to its end.
+      pending.removeSubrange(lineStart...)
+      dropping = true
+    }
+  }
+
+  /// Adds the line from `lineStart` to `end` (line end excluded); one over
+  /// the limit is kept as an empty, oversized line.
+  private mutating func addLine(end: Int) {
+    if end - lineStart > maxLineBytes {
+      oversized.append(starts.count)
+      starts.append(lineStart)
+      ends.append(lineStart)
+    } else {
+      starts.append(lineStart)
+      ends.append(end)
+    }
+  }
+
+  /// The dropped line takes its place as an empty, oversized line.
+  private mutating func endOversizedLine() {
+    oversized.append(starts.count)
+    starts.append(lineStart)
+    ends.append(lineStart)
+    dropping = false
   }
 
   /// Up to `maxLines` complete lines, or nil if there are none; with
   /// `final` (the input has ended), a last line without a line end counts.
   public mutating func take(maxLines: Int, final: Bool = false) -> LineBlock? {
+    if final && dropping && starts.count < maxLines { endOversizedLine() }
     if final && lineStart < pending.count && starts.count < maxLines {
-      starts.append(lineStart)
-      ends.append(pending.last == 0x0D ? pending.count - 1 : pending.count)
+      addLine(end: pending.last == 0x0D ? pending.count - 1 : pending.count)
       lineStart = pending.count
     }
     let n = min(maxLines, starts.count)
@@ -91,6 +145,10 @@ public struct LineSplitter {
     block.bytes = Array(pending[0..<consumed])
     block.starts = Array(starts[0..<n])
     block.ends = Array(ends[0..<n])
+    block.lineLimit = maxLineBytes
+    let taken = oversized.prefix { $0 < n }
+    block.oversized = Array(taken)
+    oversized = oversized.dropFirst(taken.count).map { $0 - n }
     // Keep the rest, rebased to the start of the buffer.
     pending.removeFirst(consumed)
     starts.removeFirst(n)

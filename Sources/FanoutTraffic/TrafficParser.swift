@@ -84,6 +84,11 @@ public struct TrafficParser {
     }
   }
 
+  /// Rejects line number `line` without reading it (a line over the length limit).
+  public mutating func reject(line: Int, reason: String) {
+    batch.rejections.append(Rejection(line: line, reason: reason))
+  }
+
   /// The messages parsed since the last `finish`, their names looked up;
   /// the parser starts a new batch.
   public mutating func finish() -> MessageBatch {

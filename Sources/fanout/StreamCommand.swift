@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import FanoutPipeline
 import FanoutStream
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -57,12 +58,27 @@ extension Fanout {
         """)
     var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
 
+    @Option(
+      help: """
+        A longer input line is rejected (with its producer and line number) and skipped \
+        to its line end.
+        """)
+    var maxLineBytes = 1 << 20
+
+    @Option(
+      help: """
+        Write this file (holding the pid) once the stage is ready: snapshot loaded, \
+        socket listening. Removed at exit.
+        """)
+    var readyFile: String?
+
     @Option(help: "Seconds between status lines on standard error.")
     var statusSeconds = 10.0
 
     func validate() throws {
       if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
       if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
+      if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
       for (name, value) in [
         ("--batch-ms", batchMs), ("--rotate-mb", rotateMb), ("--rotate-seconds", rotateSeconds),
@@ -84,26 +100,68 @@ extension Fanout {
       options.metricsPath = metrics
       options.statusSeconds = statusSeconds
       options.busyTimeoutMilliseconds = busyTimeout
+      options.maxLineBytes = maxLineBytes
+      options.readyFile = readyFile
       // A consumer that goes away is an output error, not a silent death.
       signal(SIGPIPE, SIG_IGN)
+      // Signals are handled from the start: one that arrives while the first
+      // snapshot loads is kept and acted on once the stage exists.
+      let control = StageControl()
+      let signals = [
+        (SIGTERM, { control.stop(because: "SIGTERM") }),
+        (SIGINT, { control.stop(because: "SIGINT") }),
+        (SIGHUP, { control.reload() }),
+      ].map { number, action in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler(handler: action)
+        source.resume()
+        return source
+      }
+      defer { for source in signals { source.cancel() } }
       do {
         let stage = try StreamStage(options)
-        let signals = [
-          (SIGTERM, { stage.requestStop(because: "SIGTERM") }),
-          (SIGINT, { stage.requestStop(because: "SIGINT") }),
-          (SIGHUP, { stage.requestReload() }),
-        ].map { number, action in
-          signal(number, SIG_IGN)
-          let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-          source.setEventHandler(handler: action)
-          source.resume()
-          return source
-        }
+        control.attach(stage)
         _ = try stage.run()
-        for source in signals { source.cancel() }
       } catch {
         throw fail(error)
       }
     }
+  }
+}
+
+/// Forwards signals to the stage, keeping those that arrive before it exists.
+final class StageControl: Sendable {
+  private struct State {
+    var stage: StreamStage?
+    var stopReason: String?
+    var reloadRequested = false
+  }
+  private let state = Mutex(State())
+
+  func stop(because reason: String) {
+    let stage = state.withLock { state -> StreamStage? in
+      if state.stage == nil { state.stopReason = state.stopReason ?? reason }
+      return state.stage
+    }
+    stage?.requestStop(because: reason)
+  }
+
+  func reload() {
+    let stage = state.withLock { state -> StreamStage? in
+      if state.stage == nil { state.reloadRequested = true }
+      return state.stage
+    }
+    stage?.requestReload()
+  }
+
+  /// The stage is set up: what was asked meanwhile is done now.
+  func attach(_ stage: StreamStage) {
+    let (stopReason, reload) = state.withLock { state in
+      state.stage = stage
+      return (state.stopReason, state.reloadRequested)
+    }
+    if reload { stage.requestReload() }
+    if let stopReason { stage.requestStop(because: stopReason + ", received while loading") }
   }
 }

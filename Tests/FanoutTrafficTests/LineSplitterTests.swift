@@ -1,3 +1,4 @@
+import FanoutTestSupport
 import FanoutTraffic
 import Testing
 
@@ -38,5 +39,50 @@ struct LineSplitterTests {
     input.withUnsafeBytes { splitter.append($0) }
     let block = splitter.take(maxLines: .max, final: true)!
     #expect(numbered([block.lines(0..<2), block.lines(2..<6)]) == expected)
+  }
+
+  /// Lines over the limit, however the reads cut them, come out as empty
+  /// lines listed as oversized, in place and numbered like the others.
+  @Test("lines over --max-line-bytes are marked, wherever the reads split them")
+  func oversized() {
+    var random = SeededRandom(seed: 11)
+    let limit = 20
+    for _ in 0..<300 {
+      // Lines of 0 to 60 bytes, some with CR LF, the last maybe without a line end.
+      var input: [UInt8] = []
+      var expected: [String] = []
+      let lineCount = Int(random.next() % 12) + 1
+      for k in 0..<lineCount {
+        let last = k == lineCount - 1 && random.next() % 2 == 0
+        // (A last line without a line end has at least one byte, or it is no line.)
+        let length = Int(random.next() % 61) + (last ? 1 : 0)
+        let text = String(repeating: "x", count: length)
+        let crlf = random.next() % 3 == 0
+        input += Array(text.utf8) + (last ? [] : crlf ? [0x0D, 0x0A] : [0x0A])
+        expected.append("\(k + 1):" + (length > limit ? "<oversized>" : text))
+      }
+      var splitter = LineSplitter(maxLineBytes: limit)
+      var blocks: [LineBlock] = []
+      var start = 0
+      while start < input.count {
+        let size = Int(random.next() % 25) + 1
+        input[start..<min(start + size, input.count)].withUnsafeBytes { splitter.append($0) }
+        start += size
+        #expect(splitter.bufferedBytes <= limit + 1 + 25 + 2 * 61)
+        while let block = splitter.take(maxLines: Int(random.next() % 3) + 1) {
+          blocks.append(block)
+        }
+      }
+      while let block = splitter.take(maxLines: 2, final: true) { blocks.append(block) }
+      let got = blocks.flatMap { block in
+        (0..<block.count).map { k in
+          "\(block.firstLine + k):"
+            + (block.oversized.contains(k)
+              ? "<oversized>"
+              : String(decoding: block.bytes[block.starts[k]..<block.ends[k]], as: UTF8.self))
+        }
+      }
+      #expect(got == expected, "\(String(decoding: input, as: UTF8.self))")
+    }
   }
 }
