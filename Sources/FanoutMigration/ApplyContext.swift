@@ -2,6 +2,7 @@ import FanoutIndex
 import FanoutModel
 import FanoutSnapshot
 import FanoutTime
+import FanoutTraffic
 import FoundationEssentials
 
 /// A refusal of the entry being applied; `PrefsApply` adds its number.
@@ -38,6 +39,10 @@ final class ApplyContext {
     let decoder = JSONDecoder()
     // The systems' fields are snake_case; the Swift names are camelCase.
     decoder.keyDecodingStrategy = .convertFromSnakeCase
+    // Syntax first, strictly, so that an error says where it is.
+    if let syntax = JSONDocument.firstError(in: Array(data)) {
+      throw .malformed(path: "$", reason: syntax)
+    }
     do {
       return try decoder.decode(type, from: data)
     } catch let error as DecodingError {

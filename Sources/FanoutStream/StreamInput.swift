@@ -119,6 +119,9 @@ final class StreamInput: @unchecked Sendable {
     return fd
   }
 
+  /// File descriptors left for everything but producers.
+  static let reservedDescriptors = 64
+
   func start() {
     started = true
     DispatchQueue(label: "fanout.input").async {
@@ -144,12 +147,32 @@ final class StreamInput: @unchecked Sendable {
         Producer(fd: STDIN_FILENO, number: nil, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
     }
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    /// Out of file descriptors: new connections wait (in the socket's
+    /// backlog) until then, while the producers connected go on.
+    var acceptPausedUntil: ContinuousClock.Instant? = nil
+    var acceptFailureLogged = false
+    // File descriptors are kept for the output (segment files, metrics, the
+    // snapshot's connections): producers beyond this wait to be accepted.
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let maxProducers = max(1, Int(clamping: limit.rlim_cur) - Self.reservedDescriptors)
+    var atProducerLimit = false
     reading: while true {
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
+      if (producers.count >= maxProducers) != atProducerLimit {
+        atProducerLimit.toggle()
+        if atProducerLimit {
+          log.line(
+            "\(producers.count) producers connected, the most open files allow "
+              + "(ulimit -n \(limit.rlim_cur)); new ones wait until one disconnects")
+        }
+      }
+      let accepting = listener >= 0 && acceptPausedUntil == nil && !atProducerLimit
       var polled = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-      if listener >= 0 { polled.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
+      if accepting { polled.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
       let firstProducer = polled.count
       for p in producers { polled.append(pollfd(fd: p.fd, events: Int16(POLLIN), revents: 0)) }
-      if poll(&polled, nfds_t(polled.count), -1) < 0 {
+      if poll(&polled, nfds_t(polled.count), acceptPausedUntil == nil ? -1 : 100) < 0 {
         if errno == EINTR { continue }
         log.line("cannot poll the input: \(String(cString: strerror(errno)))")
         break
@@ -178,9 +201,19 @@ final class StreamInput: @unchecked Sendable {
         if producer.number == nil { break reading }  // end of standard input
         log.line("\(producer.name) disconnected")
       }
-      if listener >= 0 && polled[1].revents != 0 {
+      if accepting && polled[1].revents != 0 {
         let fd = accept(listener, nil, nil)
+        if fd < 0 && (errno == EMFILE || errno == ENFILE) {
+          if !acceptFailureLogged {
+            log.line(
+              "cannot accept a producer: \(String(cString: strerror(errno))); "
+                + "connected producers go on, new ones wait")
+            acceptFailureLogged = true
+          }
+          acceptPausedUntil = .now + .milliseconds(100)
+        }
         if fd >= 0 {
+          acceptFailureLogged = false
           _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
           connections += 1
           producers.append(

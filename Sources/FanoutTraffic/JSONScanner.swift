@@ -261,3 +261,31 @@ struct JSONScanner {
     i += length
   }
 }
+
+/// Where a whole JSON document breaks RFC 8259, for error messages about
+/// files that are not traffic (`fanout prefs apply`'s changes).
+package enum JSONDocument {
+  /// The first syntax error, as "line L, column C: reason"; nil if `bytes`
+  /// hold exactly one valid JSON value (with surrounding whitespace).
+  package static func firstError(in bytes: [UInt8]) -> String? {
+    bytes.withUnsafeBytes { raw -> String? in
+      var scanner = JSONScanner(raw)
+      do throws(JSONScanner.Failure) {
+        scanner.skipWhitespace()
+        try scanner.value(depth: 0)
+        scanner.skipWhitespace()
+        if scanner.i < raw.count { throw scanner.fail("unexpected text after the value") }
+        return nil
+      } catch {
+        let before = raw[..<min(scanner.i, raw.count)]
+        let line = before.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+        let column = scanner.i - (before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) + 1
+        let suffix = " at byte \(scanner.i + 1)"
+        let reason =
+          error.reason.hasSuffix(suffix)
+          ? String(error.reason.dropLast(suffix.count)) : error.reason
+        return "line \(line), column \(column): \(reason)"
+      }
+    }
+  }
+}

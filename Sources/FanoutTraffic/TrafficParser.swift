@@ -158,6 +158,11 @@ public struct TrafficParser {
       scanner.skipWhitespace()
       guard scanner.i == bytes.count else { throw scanner.fail("trailing characters") }
     } catch {
+      if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+        throw Rejected(
+          reason: "invalid JSON: the line starts with a UTF-8 byte order mark (EF BB BF), "
+            + "which JSON text must not have; remove it")
+      }
       throw Rejected(reason: error.reason)
     }
 

@@ -4,7 +4,13 @@ import FanoutPipeline
 extension Fanout {
   struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Evaluate traffic against a snapshot and write delivery lists per gateway.")
+      abstract: "Evaluate traffic against a snapshot and write delivery lists per gateway.",
+      discussion: """
+        Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
+        output folder (in use by another run, not empty without --overwrite), 65 snapshot \
+        refused, 66 messages unreadable, 73 output could not be written (nothing is left under \
+        a final name), 75 snapshot busy (locked by a writer past --busy-timeout: try again).
+        """)
 
     @Option(help: "The preferences snapshot (SQLite).")
     var snapshot: String

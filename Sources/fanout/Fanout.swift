@@ -16,6 +16,7 @@ struct Fanout: ParsableCommand {
       output folder, 65 snapshot refused, 66 messages unreadable, 73 output could not be written, \
       75 snapshot busy (locked by a writer for longer than --busy-timeout: try again).
       """,
+    version: fanoutVersion,
     subcommands: [
       Eval.self, WhatIfCommand.self, StreamCommand.self, ExplainCommand.self, PrefsCommand.self,
       SnapshotCommand.self, Gen.self,
@@ -40,3 +41,6 @@ struct StandardError: TextOutputStream {
 
 /// The number of cores the process may use.
 func defaultThreadCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+/// `fanout --version`: the program's version and the contract it implements.
+let fanoutVersion = "fanout 1.1.0 (contract v1)"

@@ -1,17 +1,23 @@
 import ArgumentParser
 import FanoutGenerator
+import FanoutPipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 extension Profile: ExpressibleByArgument {}
 
 extension Fanout {
   struct Gen: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Generate a synthetic snapshot and a day of traffic (deterministic for a seed).")
+      abstract: "Generate a synthetic snapshot and a day of traffic (deterministic for a seed).",
+      discussion: "Exit codes: 0 written, 64 bad command line, 73 the files could not be written.")
 
-    @Option(help: "Number of users.")
+    @Option(parsing: .unconditional, help: "Number of users.")
     var users: Int
 
-    @Option(help: "Number of messages in the traffic.")
+    @Option(parsing: .unconditional, help: "Number of messages in the traffic.")
     var messages: Int
 
     @Option(help: "Random seed: the same options give the same files.")
@@ -31,6 +37,10 @@ extension Fanout {
     }
 
     func run() throws {
+      var st = stat()
+      if stat(out, &st) == 0 && (st.st_mode & S_IFMT) != S_IFDIR {
+        throw fail(.usage("--out '\(out)' exists and is not a folder"))
+      }
       let clock = ContinuousClock()
       let start = clock.now
       let report: GeneratorReport

@@ -3,22 +3,32 @@ import FanoutPipeline
 
 /// The options every run over traffic shares (`eval`, `whatif`).
 struct RunOptions: ParsableArguments {
-  @Option(help: "Worker threads (default: all cores).")
+  @Option(parsing: .unconditional, help: "Worker threads (default: all cores; at most 1024).")
   var threads: Int?
 
   @Flag(help: "Remove a previous run's files from the output folder first.")
   var overwrite = false
 
   @Option(
+    parsing: .unconditional,
     help: """
       Milliseconds to wait for a writer that holds the snapshot locked; then exit 75 (busy).
       """)
   var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
 
   func validate() throws {
-    if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+    try validateThreads(threads)
     if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
   }
 
   var workerThreads: Int { threads ?? defaultThreadCount() }
+}
+
+/// The most worker threads a run takes: more only adds memory and contention.
+let maxThreads = 1024
+
+func validateThreads(_ threads: Int?) throws {
+  guard let threads else { return }
+  if threads < 1 { throw ValidationError("--threads must be at least 1") }
+  if threads > maxThreads { throw ValidationError("--threads must be at most \(maxThreads)") }
 }

@@ -19,6 +19,10 @@ extension Fanout {
         --out -). SIGHUP, or replacing the snapshot file, loads the new snapshot in the \
         background and swaps it in between batches. SIGTERM, SIGINT and the end of input finish \
         the lines already read, close every file and exit 0.
+
+        Exit codes: 0 stopped cleanly, 64 bad command line, output folder (in use by another \
+        stage) or --metrics / --ready-file path, 65 first snapshot refused, 66 socket cannot be \
+        set up, 73 output could not be written, 75 first snapshot busy.
         """)
 
     @Option(help: "The preferences snapshot (SQLite); reloaded on SIGHUP or when replaced.")
@@ -33,25 +37,28 @@ extension Fanout {
       help: "Read from this Unix domain socket (several producers) instead of standard input.")
     var listen: String?
 
-    @Option(help: "A batch closes at this many input lines…")
+    @Option(parsing: .unconditional, help: "A batch closes at this many input lines…")
     var batchMessages = 1_000
 
-    @Option(help: "…or this many milliseconds after its first line arrived.")
+    @Option(
+      parsing: .unconditional, help: "…or this many milliseconds after its first line arrived.")
     var batchMs = 50.0
 
-    @Option(help: "Close a segment once one of its files reaches this many MB…")
+    @Option(
+      parsing: .unconditional, help: "Close a segment once one of its files reaches this many MB…")
     var rotateMb = 64.0
 
-    @Option(help: "…or once it is this many seconds old.")
+    @Option(parsing: .unconditional, help: "…or once it is this many seconds old.")
     var rotateSeconds = 60.0
 
-    @Option(help: "Worker threads (default: all cores).")
+    @Option(parsing: .unconditional, help: "Worker threads (default: all cores).")
     var threads: Int?
 
     @Option(help: "Rewrite this file with the metrics, as JSON, at every status interval.")
     var metrics: String?
 
     @Option(
+      parsing: .unconditional,
       help: """
         Milliseconds a (re)load waits for a writer that holds the snapshot locked; \
         the first load then exits 75 (busy), a reload keeps the snapshot in use.
@@ -59,6 +66,7 @@ extension Fanout {
     var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
 
     @Option(
+      parsing: .unconditional,
       help: """
         A longer input line is rejected (with its producer and line number) and skipped \
         to its line end.
@@ -72,11 +80,11 @@ extension Fanout {
         """)
     var readyFile: String?
 
-    @Option(help: "Seconds between status lines on standard error.")
+    @Option(parsing: .unconditional, help: "Seconds between status lines on standard error.")
     var statusSeconds = 10.0
 
     func validate() throws {
-      if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+      try validateThreads(threads)
       if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
       if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }

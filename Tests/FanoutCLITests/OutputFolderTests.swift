@@ -19,13 +19,13 @@ struct OutputFolderTests {
       ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", out] + extra)
   }
 
-  static func whatif(_ out: String) -> ProcessResult {
+  static func whatif(_ out: String, temporary: String? = nil) -> ProcessResult {
     runProcess(
       fanoutExecutable,
       [
         "whatif", "--snapshot", snapshot, "--messages", traffic, "--out", out, "--sql",
         "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
-      ])
+      ], environment: temporary.map { ["TMPDIR": $0] } ?? [:])
   }
 
   @Test("a folder held by another run is refused with its pid, and nothing in it is touched")
@@ -99,12 +99,18 @@ struct OutputFolderTests {
     }
     defer { disk.unmount() }
     var failures = 0
+    // whatif's private copy of A goes on the full disk too.
+    let temporary = disk.path + "/tmp"
+    try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
     // Leave 0, 1, 2, … free pages: the run fails at every file in turn, then fits.
     for freePages in 0..<24 {
       disk.fill(leavingPages: freePages)
       for command in ["eval", "whatif"] {
         let out = disk.path + "/out-\(command)"
-        let result = command == "eval" ? Self.eval(out, ["--decisions"]) : Self.whatif(out)
+        let result =
+          command == "eval"
+          ? Self.eval(out, ["--decisions"]) : Self.whatif(out, temporary: temporary)
+        #expect(listDirectory(temporary).isEmpty, "\(command) \(freePages)")
         let left = listDirectory(out)
         if result.status == 0 {
           #expect(left.contains(command == "eval" ? "summary.json" : "report.json"))

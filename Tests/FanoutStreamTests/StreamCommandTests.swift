@@ -275,27 +275,8 @@ struct StreamCommandTests {
     #expect(stream.wait { FileManager.default.fileExists(atPath: socket) })
     let parts = (0..<3).map { p in Array(trafficLines[(p * 1_000)..<((p + 1) * 1_000)]) }
     DispatchQueue.concurrentPerform(iterations: 3) { p in
-      let fd = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-      var address = sockaddr_un()
-      address.sun_family = sa_family_t(AF_UNIX)
-      withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (i, byte) in socket.utf8.enumerated() { raw[i] = byte }
-      }
-      let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-      }
-      precondition(connected == 0)
-      let data = bytes(parts[p])
-      var done = 0
-      while done < data.count {
-        let n = data.withUnsafeBytes {
-          Foundation.write(fd, $0.baseAddress! + done, $0.count - done)
-        }
-        precondition(n > 0)
-        done += n
-      }
+      let fd = connectProducer(socket)!
+      sendAll(fd, bytes(parts[p]))
       close(fd)
     }
     #expect(stream.wait { stream.stderr.components(separatedBy: "disconnected").count == 4 })

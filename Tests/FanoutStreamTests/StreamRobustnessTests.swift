@@ -99,6 +99,38 @@ struct StreamRobustnessTests {
     let folder = SegmentFolder(dir + "/out")
     #expect(sum(folder.records, "lines") == trafficLines.count)
   }
+
+  @Test("more producers than open files allow: the extra ones wait, the output is written")
+  func manyProducers() throws {
+    let dir = makeTemporaryDirectory()
+    let socket = dir + "/in.sock"
+    let stream = StreamProcess(
+      [
+        "--snapshot", generated.snapshot, "--out", dir + "/out", "--listen", socket, "--metrics",
+        dir + "/metrics.json", "--status-seconds", "0.1",
+      ], openFileLimit: 80)
+    #expect(stream.wait { FileManager.default.fileExists(atPath: socket) })
+    // 80 - 64 descriptors kept back: 16 producers; the rest wait in the backlog.
+    let producers = (0..<100).compactMap { _ in connectProducer(socket, waiting: false) }
+    #expect(producers.count > 60)
+    #expect(stream.wait { stream.stderr.contains("new ones wait until one disconnects") })
+    sendAll(producers[0], bytes(trafficLines))
+    close(producers[0])
+    #expect(stream.wait { stream.stderr.contains("producer 1 disconnected") })
+    for fd in producers.dropFirst() { close(fd) }
+    #expect(
+      stream.wait {
+        stream.stderr.components(separatedBy: "disconnected").count == producers.count + 1
+      })
+    stream.send(SIGTERM)
+    #expect(stream.waitForExit() == 0, "\(stream.stderr.suffix(2000))")
+    #expect(!stream.stderr.contains("cannot write the metrics"))
+    let folder = SegmentFolder(dir + "/out")
+    #expect(sum(folder.records, "lines") == trafficLines.count)
+    #expect(
+      folder.deliveries.gateways
+        == evalDeliveries(snapshot: generated.snapshot, input: bytes(trafficLines)).gateways)
+  }
 }
 
 /// The process's peak resident memory so far (VmHWM), in KiB.

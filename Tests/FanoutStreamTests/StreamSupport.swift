@@ -130,3 +130,39 @@ func replaceAtomically(_ target: String, with path: String) {
 func inode(_ path: String) -> Int {
   (try! FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as! NSNumber).intValue
 }
+
+/// A producer's connection to the stage's `--listen` socket; nil if the
+/// socket's backlog is full (only when `waiting` is false).
+func connectProducer(_ socket: String, waiting: Bool = true) -> Int32? {
+  let fd = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+  precondition(fd >= 0)
+  var address = sockaddr_un()
+  address.sun_family = sa_family_t(AF_UNIX)
+  withUnsafeMutableBytes(of: &address.sun_path) { raw in
+    for (i, byte) in socket.utf8.enumerated() { raw[i] = byte }
+  }
+  let flags = fcntl(fd, F_GETFL)
+  if !waiting { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+    }
+  }
+  guard connected == 0 else {
+    precondition(!waiting, "connect: \(errno)")
+    close(fd)
+    return nil
+  }
+  _ = fcntl(fd, F_SETFL, flags)
+  return fd
+}
+
+/// Writes all of `data` to `fd`.
+func sendAll(_ fd: Int32, _ data: [UInt8]) {
+  var done = 0
+  while done < data.count {
+    let n = data.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + done, $0.count - done) }
+    precondition(n > 0)
+    done += n
+  }
+}

@@ -11,14 +11,23 @@ public final class StreamProcess: @unchecked Sendable {
   private let input = Pipe()
   private var inputOpen = true
 
-  public init(_ arguments: [String]) {
+  /// Starts `fanout stream` with `arguments`; with `openFileLimit`, under
+  /// that `ulimit -n` (through the shell, which then becomes the stage).
+  public init(_ arguments: [String], openFileLimit: Int? = nil) {
     // Writing to a stage that has stopped reading must fail, not kill the test.
     signal(SIGPIPE, SIG_IGN)
     directory = makeTemporaryDirectory("fanout-stream")
     _ = FileManager.default.createFile(atPath: directory + "/stdout", contents: nil)
     _ = FileManager.default.createFile(atPath: directory + "/stderr", contents: nil)
-    process.executableURL = URL(fileURLWithPath: fanoutExecutable)
-    process.arguments = ["stream"] + arguments
+    if let openFileLimit {
+      process.executableURL = URL(fileURLWithPath: "/bin/sh")
+      process.arguments =
+        ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", fanoutExecutable, "stream"]
+        + arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: fanoutExecutable)
+      process.arguments = ["stream"] + arguments
+    }
     process.standardInput = input
     process.standardOutput = FileHandle(forWritingAtPath: directory + "/stdout")
     process.standardError = FileHandle(forWritingAtPath: directory + "/stderr")

@@ -1,0 +1,92 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// Errors a person meets first say what is wrong, in plain words, with the
+/// right exit code.
+@Suite("Clear words for command-line errors")
+struct CommandLineErrorsTests {
+  static let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+  static let traffic = datasetURL("sample/traffic.ndjson").path
+
+  @Test(
+    "numbers out of range are named, not taken for options",
+    arguments: [
+      (["eval", "--threads", "-1"], "--threads must be at least 1"),
+      (["eval", "--threads", "100000"], "--threads must be at most 1024"),
+      (["eval", "--busy-timeout", "-5"], "--busy-timeout must be at least 0"),
+      (["gen", "--users", "-5", "--messages", "1"], "--users must be at least 2"),
+      (["stream", "--batch-ms", "-1"], "--batch-ms must be greater than 0"),
+      (["stream", "--threads", "0"], "--threads must be at least 1"),
+    ])
+  func numbers(_ arguments: [String], _ message: String) {
+    let out = makeTemporaryDirectory() + "/out"
+    let common =
+      switch arguments[0] {
+      case "gen": ["--out", out]
+      case "stream": ["--snapshot", Self.snapshot, "--out", out]
+      default: ["--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out]
+      }
+    let result = runProcess(fanoutExecutable, arguments + common, input: [])
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.contains(message), "\(result.stderr)")
+    #expect(!result.stderr.contains("Missing value"))
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
+
+  @Test("gen --out naming a file, --version, exit codes in each command's help")
+  func words() throws {
+    let file = makeTemporaryDirectory() + "/plain"
+    try "x".write(toFile: file, atomically: true, encoding: .utf8)
+    let gen = runProcess(
+      fanoutExecutable, ["gen", "--users", "5", "--messages", "5", "--out", file])
+    #expect(gen.status == 64)
+    #expect(gen.stderr.contains("--out '\(file)' exists and is not a folder"), "\(gen.stderr)")
+
+    let version = runProcess(fanoutExecutable, ["--version"])
+    #expect(version.status == 0)
+    #expect(version.text.hasPrefix("fanout "))
+
+    for command in [
+      ["eval"], ["whatif"], ["stream"], ["explain"], ["prefs", "apply"], ["prefs", "get"],
+      ["snapshot", "check"], ["gen"],
+    ] {
+      let help = runProcess(fanoutExecutable, command + ["--help"])
+      #expect(help.status == 0)
+      #expect(help.text.contains("Exit codes"), "\(command)")
+    }
+    let whatifHelp = runProcess(fanoutExecutable, ["whatif", "--help"]).text
+    #expect(
+      whatifHelp.replacingOccurrences(of: "\n", with: " ").contains(
+        "exactly one of the two is required"))
+  }
+
+  @Test("malformed JSON in prefs apply is located by line and column")
+  func malformedChanges() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/s.sqlite"
+    try FileManager.default.copyItem(atPath: Self.snapshot, toPath: snapshot)
+    let before = FileManager.default.contents(atPath: snapshot)
+    let result = runProcess(
+      fanoutExecutable, ["prefs", "apply", "--snapshot", snapshot, "--format", "stream", "-"],
+      input: Array(#"{"preferences":["#.utf8) + [0x0A] + Array(#"{"user_id":"alice" "x":1}]}"#.utf8)
+    )
+    #expect(result.status == 65)
+    #expect(
+      result.stderr.contains("line 2, column 20: invalid JSON: expected '}'"), "\(result.stderr)")
+    #expect(FileManager.default.contents(atPath: snapshot) == before)
+  }
+
+  @Test("a traffic line that starts with a byte order mark says so")
+  func byteOrderMark() throws {
+    let dir = makeTemporaryDirectory()
+    let traffic = dir + "/bom.ndjson"
+    try Data([0xEF, 0xBB, 0xBF] + Array(#"{"id":"m","channel":"messaging:general","ts":1}"#.utf8))
+      .write(to: URL(fileURLWithPath: traffic))
+    let result = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", Self.snapshot, "--messages", traffic, "--out", dir + "/out"])
+    #expect(result.status == 0)
+    #expect(readText(dir + "/out/rejected.ndjson").contains("UTF-8 byte order mark"))
+  }
+}
