@@ -82,6 +82,17 @@ extension SnapshotError {
     }
   }
 
+  /// Whether the database file's header says WAL mode (read and write
+  /// versions 2, bytes 18 and 19).
+  static func isWAL(_ path: String) -> Bool {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var header = [UInt8](repeating: 0, count: 20)
+    let n = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 20, 0) }
+    return n == 20 && header[18] == 2 && header[19] == 2
+  }
+
   /// A failure to open the snapshot for writing or to change it.
   @inline(never)
   public static func writing(_ path: String, _ error: SQLiteError, waited milliseconds: Int)
@@ -98,12 +109,11 @@ extension SnapshotError {
     if error.isBusy { return SnapshotError(busy: path, waited: 0) }
     var hint = ""
     let code = error.code & 0xFF
-    if code == 8 || code == 14 {  // SQLITE_READONLY, SQLITE_CANTOPEN
-      if access(path + "-wal", F_OK) == 0 || access(path + "-shm", F_OK) == 0 {
-        hint =
-          " (the snapshot is in WAL mode, which needs its folder writable even to read;"
-          + " make the folder writable, or publish the snapshot with PRAGMA journal_mode=DELETE)"
-      }
+    if (code == 8 || code == 14) && isWAL(path) {  // SQLITE_READONLY, SQLITE_CANTOPEN
+      hint =
+        " (the snapshot is in WAL mode: SQLite must create '\(path)-shm' beside it even"
+        + " to read it, and this user cannot write that folder; make the folder writable,"
+        + " or publish the snapshot in rollback-journal mode: PRAGMA journal_mode=DELETE)"
     }
     return SnapshotError(reason: "cannot read '\(path)': \(error.message)\(hint)")
   }

@@ -102,3 +102,36 @@ struct SnapshotConsistencyTests {
     }
   }
 }
+
+@Suite("Snapshot files another user reads")
+struct SnapshotOtherUserTests {
+  /// A WAL snapshot in a folder its reader cannot write cannot be read
+  /// (SQLite needs its -shm file); the error says so and what to change.
+  @Test("a WAL snapshot in a folder the reader cannot write: a clear error")
+  func walReadOnlyFolder() throws {
+    let nobody = ["-u", "nobody", "--"]
+    guard getuid() == 0,
+      runProcess("/usr/sbin/runuser", nobody + ["test", "-x", fanoutExecutable]).status == 0
+    else {
+      print("skipped: needs root and a fanout binary that the user nobody can run")
+      return
+    }
+    let folder = makeTemporaryDirectory()
+    let path = folder + "/s.sqlite"
+    try FileManager.default.copyItem(
+      atPath: SQLiteFixture.make(SQLiteFixture.header + "PRAGMA journal_mode = WAL;"), toPath: path)
+    chmod(folder, 0o755)
+    chmod(path, 0o644)
+    let result = runProcess(
+      "/usr/sbin/runuser", nobody + [fanoutExecutable, "snapshot", "check", path])
+    #expect(result.status == 65)
+    #expect(result.stderr.contains("the snapshot is in WAL mode"), "\(result.stderr)")
+    #expect(result.stderr.contains("PRAGMA journal_mode=DELETE"))
+    // The same file in rollback-journal mode reads fine.
+    let delete = SQLiteSession(path)
+    #expect(delete.execute("PRAGMA journal_mode = DELETE") == nil)
+    let ok = runProcess(
+      "/usr/sbin/runuser", nobody + [fanoutExecutable, "snapshot", "check", path])
+    #expect(ok.status == 0, "\(ok.stderr)")
+  }
+}
