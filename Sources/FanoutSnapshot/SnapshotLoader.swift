@@ -126,8 +126,14 @@ struct Load {
     if present.contains("scope_prefs") { try readScopePrefs() }
     awaitChannels()
     take(try channelPrefsRead.wait().get())
-    if present.contains("categories") { try readCategories() }
+    // Categories are read while the devices finish aside; devices come
+    // first in the schema, so their error wins.
+    var categoriesError: SnapshotError? = nil
+    if present.contains("categories") {
+      do { try readCategories() } catch { categoriesError = error }
+    }
     take(try devicesRead.wait().get())
+    if let categoriesError { throw categoriesError }
     if present.contains("category_gateways") { try readCategoryGateways() }
     if present.contains("category_prefs") { try readCategoryPrefs() }
     if present.contains("gateway_prefs") { try readGatewayPrefs() }

@@ -432,6 +432,44 @@ struct SnapshotRefusalTests {
     expectRefused(cases)
   }
 
+  /// One bad row per table; with two bad tables, the one listed first in
+  /// the schema is named, whatever the load reads first or aside.
+  @Test("with bad rows in any two tables, the earlier table's error wins")
+  func everyPairOfTables() {
+    let bad: [(table: String, sql: String)] = [
+      ("settings", "INSERT INTO settings VALUES ('default_chat_level', 'loud');"),
+      ("users", "INSERT INTO users (user_id, chat_level) VALUES ('u2', 'loud');"),
+      ("dnd_weekly", "INSERT INTO dnd_weekly VALUES ('u1', 9, 0, 10);"),
+      ("channels", "INSERT INTO channels VALUES ('d', 'room');"),
+      ("members", "INSERT INTO members VALUES ('c', 'ghost');"),
+      ("scope_prefs", "INSERT INTO scope_prefs (user_id, scope) VALUES ('u1', 'room');"),
+      (
+        "channel_prefs",
+        "INSERT INTO channel_prefs (user_id, channel_id, chat_level) VALUES ('u1', 'c', 'loud');"
+      ),
+      ("devices", "INSERT INTO devices VALUES (1, 'u1', 'Bad Gateway', 't');"),
+      ("categories", "INSERT INTO categories VALUES ('news', 'maybe', 0);"),
+      ("category_gateways", "INSERT INTO category_gateways VALUES ('ghost', 'apns', 1);"),
+      ("category_prefs", "INSERT INTO category_prefs VALUES ('u1', 'ghost', NULL, 'opt_in');"),
+      ("gateway_prefs", "INSERT INTO gateway_prefs VALUES ('u1', 'apns', 7);"),
+    ]
+    for (i, first) in bad.enumerated() {
+      guard case .failure(let alone) = load(oneUserOneChannel + first.sql + "\n") else {
+        Issue.record("accepted: \(first.sql)")
+        continue
+      }
+      #expect(alone.table == first.table, "\(first.sql)")
+      for second in bad[(i + 1)...] {
+        let sql = oneUserOneChannel + second.sql + "\n" + first.sql + "\n"
+        guard case .failure(let error) = load(sql) else {
+          Issue.record("accepted: \(sql)")
+          continue
+        }
+        #expect(error == alone, "\(first.table) before \(second.table): \(error)")
+      }
+    }
+  }
+
   @Test("a file that is not a database, or does not exist, is refused")
   func notADatabase() {
     let dir = makeTemporaryDirectory()
