@@ -1,8 +1,10 @@
+import FanoutTime
+
 /// A do-not-disturb schedule as a set of local minutes of the ISO week
 /// (0 = Monday 00:00 … 10079 = Sunday 23:59), so that the check for a pair is
 /// one bit test. Daily windows repeat on all seven days.
 public struct DNDPattern: Hashable, Sendable {
-  public static let wordCount = (10_080 + 63) / 64
+  public static let wordCount = (LocalTime.minutesPerWeek + 63) / 64
   public private(set) var words = [UInt64](repeating: 0, count: wordCount)
 
   public init() {}

@@ -151,8 +151,6 @@ public final class Index: Sendable {
 
   public var memberCount: Int { memberUser.count }
   public var deviceCount: Int { deviceIDs.count }
-  public var dndPatternCount: Int { dndWords.count / DNDPattern.wordCount }
-  public var snoozeGroupCount: Int { snoozeGroups.count - 1 }
 
   /// The members of `channel`, as user rows in output order.
   public func members(of channel: Int32) -> ArraySlice<Int32> {

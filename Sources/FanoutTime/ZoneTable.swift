@@ -29,9 +29,6 @@ public struct ZoneTable: Sendable, Equatable {
 
   public static let utc = ZoneTable(fixedName: "UTC", offsetSeconds: 0)
 
-  /// The number of offset changes in the table, for reports.
-  public var transitionCount: Int { starts.count - 1 }
-
   /// The span `[from, until)` of instants sharing the offset in force at
   /// `millis`, with that offset, so callers can cache one lookup.
   ///

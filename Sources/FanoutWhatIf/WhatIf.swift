@@ -123,56 +123,66 @@ public enum WhatIf {
     try checkComparable(a, b)
 
     var totals = ComparisonTotals(a: a, b: b)
-    do {
-      let changes = try LZ4FrameFile(directory: options.out, name: "changes.ndjson.lz4")
-      let rejected = try PendingFile(directory: options.out, name: "rejected.ndjson")
-      let workers = max(1, options.threads)
-      let comparer = ChunkComparer(indexes: [a, b])
-      var bytesRead = 0
-      while let block = try readBlock(reader) {
-        bytesRead += block.bytes.count
-        let batches = Pipeline.parse(block, index: a, workers: workers)
-        let plan = Pipeline.planChunks(batches, index: a)
-        for groupStart in stride(from: 0, to: plan.count, by: Pipeline.chunksInFlight) {
-          let group = Array(
-            plan[groupStart..<min(groupStart + Pipeline.chunksInFlight, plan.count)])
-          let chunks = runChunks(
-            count: group.count, workers: workers, empty: ComparedChunk(gateways: [0, 0])
-          ) { i in
-            comparer.compare(batches[group[i].batch], messages: group[i].messages)
-          }
-          for chunk in chunks {
-            totals.add(chunk)
-            try changes.append(blocks: chunk.changeBlocks)
-          }
-        }
-        for batch in batches {
-          totals.rejected += batch.rejections.count
-          if !batch.rejections.isEmpty { try rejected.write(RunWriter.lines(batch.rejections)) }
-        }
-        options.progress?(
-          totals.messages, inputSize.map { min(1, Double(bytesRead) / Double(max(1, $0))) })
+    /// A file operation, its error the run's.
+    func writing<T>(_ body: () throws(OutputError) -> T) throws(WhatIfError) -> T {
+      do { return try body() } catch { throw .run(.output(error)) }
+    }
+    let changes = try writing { () throws(OutputError) in
+      try LZ4FrameFile(directory: options.out, name: "changes.ndjson.lz4")
+    }
+    let rejected = try writing { () throws(OutputError) in
+      try PendingFile(directory: options.out, name: "rejected.ndjson")
+    }
+    let workers = max(1, options.threads)
+    let comparer = ChunkComparer(indexes: [a, b])
+    var bytesRead = 0
+    while true {
+      let block: LineBlock
+      do {
+        guard let next = try readBlock(reader) else { break }
+        block = next
+      } catch {
+        throw .run(.input(error))
       }
-      lap("evaluate and compare")
+      bytesRead += block.bytes.count
+      let batches = Pipeline.parse(block, index: a, workers: workers)
+      let plan = Pipeline.planChunks(batches, index: a)
+      for groupStart in stride(from: 0, to: plan.count, by: Pipeline.chunksInFlight) {
+        let group = Array(plan[groupStart..<min(groupStart + Pipeline.chunksInFlight, plan.count)])
+        let chunks = runChunks(
+          count: group.count, workers: workers, empty: ComparedChunk(gateways: [0, 0])
+        ) { i in
+          comparer.compare(batches[group[i].batch], messages: group[i].messages)
+        }
+        for chunk in chunks {
+          totals.add(chunk)
+          try writing { () throws(OutputError) in try changes.append(blocks: chunk.changeBlocks) }
+        }
+      }
+      for batch in batches where !batch.rejections.isEmpty {
+        totals.rejected += batch.rejections.count
+        try writing { () throws(OutputError) in
+          try rejected.write(RunWriter.lines(batch.rejections))
+        }
+      }
+      options.progress?(
+        totals.messages, inputSize.map { min(1, Double(bytesRead) / Double(max(1, $0))) })
+    }
+    lap("evaluate and compare")
+    var report = WhatIfReport(totals, a: a, b: b, options: options)
+    try writing { () throws(OutputError) in
       try changes.close()
       try rejected.sync()
-      var report = WhatIfReport(totals, a: a, b: b, options: options)
       let html = try PendingFile(directory: options.out, name: "report.html")
       try html.write(report.html())
       let json = try PendingFile(directory: options.out, name: "report.json")
       try json.write(report.json())
       // All or none; report.json last: its presence marks completion.
       try PendingFile.commit(together: [changes.file, rejected, html, json])
-      lap("report")
-      report.phases = phases
-      return report
-    } catch let error as OutputError {
-      throw .run(.output(error))
-    } catch let error as TrafficInputError {
-      throw .run(.input(error))
-    } catch {
-      fatalError("unexpected error \(error)")
     }
+    lap("report")
+    report.phases = phases
+    return report
   }
 
   /// Loads B: the `--against` file, or the scenario's copy of A once it is made.

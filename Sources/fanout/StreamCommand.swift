@@ -80,6 +80,13 @@ extension Fanout {
         """)
     var readyFile: String?
 
+    @Option(
+      parsing: .unconditional,
+      help:
+        "Seconds between checks of the snapshot file for a replacement (SIGHUP reloads at once)."
+    )
+    var watchSeconds = 1.0
+
     @Option(parsing: .unconditional, help: "Seconds between status lines on standard error.")
     var statusSeconds = 10.0
 
@@ -90,7 +97,7 @@ extension Fanout {
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
       for (name, value) in [
         ("--batch-ms", batchMs), ("--rotate-mb", rotateMb), ("--rotate-seconds", rotateSeconds),
-        ("--status-seconds", statusSeconds),
+        ("--status-seconds", statusSeconds), ("--watch-seconds", watchSeconds),
       ] where !(value > 0) {
         throw ValidationError("\(name) must be greater than 0")
       }
@@ -107,6 +114,7 @@ extension Fanout {
       options.threads = threads ?? defaultThreadCount()
       options.metricsPath = metrics
       options.statusSeconds = statusSeconds
+      options.watchSeconds = watchSeconds
       options.busyTimeoutMilliseconds = busyTimeout
       options.maxLineBytes = maxLineBytes
       options.readyFile = readyFile

@@ -71,16 +71,17 @@ struct StreamCommandTests {
 
   @Test("SIGHUP after replacing the snapshot: earlier lines follow the old one, later the new")
   func reloadOnSIGHUP() throws {
-    try reload { stream in stream.send(SIGHUP) }
+    // The file watcher is off for the test's length: only the signal can reload.
+    try reload(options: ["--watch-seconds", "3600"]) { stream in stream.send(SIGHUP) }
   }
 
   @Test("replacing the snapshot file alone is noticed")
   func reloadOnReplacement() throws {
-    try reload { _ in }
+    try reload(options: ["--watch-seconds", "0.2"]) { _ in }
   }
 
   /// Half the traffic, a new snapshot swapped in by `trigger`, the other half.
-  private func reload(trigger: (StreamProcess) -> Void) throws {
+  private func reload(options: [String], trigger: (StreamProcess) -> Void) throws {
     let dir = makeTemporaryDirectory()
     let live = dir + "/live.sqlite"
     try FileManager.default.copyItem(atPath: generated.snapshot, toPath: live)
@@ -92,9 +93,8 @@ struct StreamCommandTests {
         DELETE FROM devices WHERE device_id % 3 = 0;
         """)
     let (first, second) = (Array(trafficLines[..<1_500]), Array(trafficLines[1_500...]))
-    let stream = StreamProcess([
-      "--snapshot", live, "--out", "-", "--batch-messages", "100", "--threads", "2",
-    ])
+    let stream = StreamProcess(
+      ["--snapshot", live, "--out", "-", "--batch-messages", "100", "--threads", "2"] + options)
     stream.write(bytes(first))
     #expect(stream.wait { sum(stream.batchRecords, "lines") == first.count })
     replaceAtomically(live, with: b)
@@ -130,7 +130,9 @@ struct StreamCommandTests {
     try FileManager.default.copyItem(atPath: generated.snapshot, toPath: live)
     let broken = SQLiteFixture.copy(
       generated.snapshot, applying: "UPDATE users SET chat_level = 'loud' WHERE rowid = 3")
-    let stream = StreamProcess(["--snapshot", live, "--out", "-", "--batch-messages", "100"])
+    let stream = StreamProcess([
+      "--snapshot", live, "--out", "-", "--batch-messages", "100", "--watch-seconds", "3600",
+    ])
     stream.write(bytes(trafficLines[..<1_000]))
     replaceAtomically(live, with: broken)
     stream.send(SIGHUP)
