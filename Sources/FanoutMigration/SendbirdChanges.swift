@@ -3,7 +3,7 @@ import FanoutSnapshot
 import FoundationEssentials
 
 /// Sendbird push preferences, one entry per SDK / Platform API call, named by
-/// `method` (see README "Migrating preferences"): push trigger options for
+/// `method` (see docs/migration.md): push trigger options for
 /// the user and per channel (`default` = inherit), the snooze period
 /// [start, end), the legacy daily DND, weekly DND schedules (several windows
 /// per day; they replace the daily window while set), and push tokens.

@@ -7,7 +7,7 @@
 public enum SnapshotSchema {
   /// SQL that creates an empty snapshot (`fanout snapshot schema` prints it).
   public static let createSQL = """
-    -- The Fanout snapshot schema (see README "Snapshot"). Times are Unix epoch
+    -- The Fanout snapshot schema (see docs/contract.md). Times are Unix epoch
     -- milliseconds; minutes are 0..1439 of the user's local day; NULL = inherit.
     CREATE TABLE settings (
       key   TEXT PRIMARY KEY,        -- 'schema_version' ('1'), 'default_chat_level', 'default_call_level'

@@ -18,8 +18,8 @@ extension Fanout {
           All or nothing: the changes are made in one transaction on a copy and the copy is \
           validated like any snapshot; then the same changes are made to the snapshot in place, \
           in one transaction begun before the copy (or the copy is written to --out). Readers, \
-          in WAL mode or not, see the whole batch or none of it. See README "Migrating \
-          preferences" for each format. Exit codes: 0 applied, 64 bad command line, 65 \
+          in WAL mode or not, see the whole batch or none of it. See docs/migration.md \
+          for each format. Exit codes: 0 applied, 64 bad command line, 65 \
           snapshot or a change refused (the entry is named), 66 changes unreadable, 73 result \
           not written, 75 snapshot busy (another writer held it past --busy-timeout).
           """)
