@@ -73,7 +73,7 @@ lint:
 	swift format lint --strict -r Sources Tests Benchmarks Package.swift
 
 test: deps lint
-	swift build --build-tests
+	swift build --build-tests --explicit-target-dependency-import-check error
 	swift test --skip-build
 
 clean:

@@ -25,27 +25,52 @@ let package = Package(
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
     .target(name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"]),
-    .target(name: "FanoutSnapshot", dependencies: ["CPrefetch", "CSQLite", "FanoutIndex"]),
-    .target(name: "FanoutTraffic", dependencies: ["FanoutModel", "FanoutIndex"]),
+    .target(
+      name: "FanoutSnapshot",
+      dependencies: [
+        "CPrefetch", "CSQLite", "FanoutIndex", "FanoutModel", "FanoutTime",
+      ]),
+    .target(name: "FanoutTraffic", dependencies: ["FanoutIndex", "FanoutModel", "FanoutTime"]),
     .target(
       name: "FanoutKernel",
-      dependencies: ["CPrefetch", "FanoutIndex", "FanoutTime", "FanoutTraffic"]),
+      dependencies: [
+        "CPrefetch", "FanoutIndex", "FanoutModel", "FanoutTime", "FanoutTraffic",
+      ]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
     .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
     .target(
       name: "FanoutPipeline",
       dependencies: [
-        "FanoutSnapshot", "FanoutTime", "FanoutTraffic", "FanoutKernel", "FanoutOutput",
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutSnapshot",
+        "FanoutTime", "FanoutTraffic",
       ]),
-    .target(name: "FanoutWhatIf", dependencies: ["FanoutPipeline"]),
-    .target(name: "FanoutStream", dependencies: ["FanoutPipeline"]),
-    .target(name: "FanoutExplain", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
-    .target(name: "FanoutMigration", dependencies: ["FanoutSnapshot", "FanoutTraffic"]),
+    .target(
+      name: "FanoutWhatIf",
+      dependencies: [
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+      ]),
+    .target(
+      name: "FanoutStream",
+      dependencies: [
+        "FanoutIndex", "FanoutKernel", "FanoutOutput", "FanoutPipeline", "FanoutSnapshot",
+        "FanoutTime", "FanoutTraffic",
+      ]),
+    .target(
+      name: "FanoutExplain",
+      dependencies: [
+        "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+      ]),
+    .target(
+      name: "FanoutMigration",
+      dependencies: [
+        "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+      ]),
     .executableTarget(
       name: "fanout",
       dependencies: [
         "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
-        "FanoutGenerator", "FanoutSnapshot",
+        "FanoutGenerator", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]),
 

@@ -16,12 +16,12 @@ public enum ExplainError: Error, CustomStringConvertible {
 
   /// The exit code: 65 snapshot refused or message rejected, 66 messages
   /// unreadable or without that id, 64 a user or channel that does not exist.
-  public var exitCode: Int32 {
+  public var exitStatus: ExitStatus {
     switch self {
-    case .snapshot(let e): e.exitCode
-    case .rejected: 65
-    case .messages, .noSuchMessage: 66
-    case .unknownUser, .unknownChannel: 64
+    case .snapshot(let e): e.exitStatus
+    case .rejected: .dataError
+    case .messages, .noSuchMessage: .noInput
+    case .unknownUser, .unknownChannel: .usage
     }
   }
 

@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 import FanoutSnapshot
 import FanoutTraffic
 import FoundationEssentials
@@ -62,13 +63,13 @@ public enum ApplyError: Error, CustomStringConvertible {
   case write(path: String, reason: String)
   case usage(String)
 
-  public var exitCode: Int32 {
+  public var exitStatus: ExitStatus {
     switch self {
-    case .usage: 64
-    case .snapshot(let e): e.exitCode
-    case .malformed, .entry, .result: 65
-    case .unreadable: 66
-    case .write: 73
+    case .usage: .usage
+    case .snapshot(let e): e.exitStatus
+    case .malformed, .entry, .result: .dataError
+    case .unreadable: .noInput
+    case .write: .cannotCreate
     }
   }
 

@@ -1,5 +1,6 @@
 /// FanoutPipeline owns a whole run: snapshot → index → traffic → kernel →
 /// output. It is the one API the command line and the end-to-end tests call.
+import FanoutModel
 import FanoutOutput
 import FanoutSnapshot
 import FanoutTraffic
@@ -24,12 +25,12 @@ public enum PipelineError: Error, CustomStringConvertible {
     }
   }
 
-  public var exitCode: Int32 {
+  public var exitStatus: ExitStatus {
     switch self {
-    case .usage: 64  // EX_USAGE
-    case .snapshot(let e): e.exitCode  // EX_DATAERR, or EX_TEMPFAIL when busy
-    case .input: 66  // EX_NOINPUT
-    case .output: 73  // EX_CANTCREAT
+    case .usage: .usage
+    case .snapshot(let e): e.exitStatus
+    case .input: .noInput
+    case .output: .cannotCreate
     }
   }
 }

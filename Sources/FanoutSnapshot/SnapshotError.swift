@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 
 #if canImport(Glibc)
   import Glibc
@@ -33,9 +34,8 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     busy = true
   }
 
-  /// The process exit code (sysexits.h): 75 (EX_TEMPFAIL) when the
-  /// snapshot was busy, else 65 (EX_DATAERR) for a refusal.
-  public var exitCode: Int32 { busy ? 75 : 65 }
+  /// Busy is worth trying again; a refusal is not.
+  public var exitStatus: ExitStatus { busy ? .tryAgain : .dataError }
 
   public var description: String {
     var parts: [String] = []

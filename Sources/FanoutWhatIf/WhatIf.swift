@@ -66,13 +66,13 @@ public enum WhatIfError: Error, CustomStringConvertible {
     }
   }
 
-  public var exitCode: Int32 {
+  public var exitStatus: ExitStatus {
     switch self {
-    case .run(let e): e.exitCode
-    case .scenario(.sql), .scenario(.refused): 64
-    case .scenario(.copy): 73
-    case .refusedB(let e, _): e.exitCode
-    case .incompatible: 65
+    case .run(let e): e.exitStatus
+    case .scenario(.sql), .scenario(.refused): .usage
+    case .scenario(.copy): .cannotCreate
+    case .refusedB(let e, _): e.exitStatus
+    case .incompatible: .dataError
     }
   }
 }

@@ -53,7 +53,7 @@ extension Fanout {
         print(
           json ? explanation.json().rendered() : explanation.text(), terminator: json ? "\n" : "")
       } catch {
-        throw fail(error, exitCode: error.exitCode)
+        throw fail(error, status: error.exitStatus)
       }
     }
   }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutModel
 import FanoutPipeline
 
 #if canImport(Glibc)
@@ -24,12 +25,12 @@ struct Fanout: ParsableCommand {
 }
 
 /// Prints `error` on standard error and exits with its code.
-func fail(_ error: PipelineError) -> ExitCode { fail(error, exitCode: error.exitCode) }
+func fail(_ error: PipelineError) -> ExitCode { fail(error, status: error.exitStatus) }
 
-func fail(_ error: some Error & CustomStringConvertible, exitCode: Int32) -> ExitCode {
+func fail(_ error: some Error & CustomStringConvertible, status: ExitStatus) -> ExitCode {
   var stderr = StandardError()
   print("fanout: error: \(error)", to: &stderr)
-  return ExitCode(exitCode)
+  return ExitCode(status.rawValue)
 }
 
 struct StandardError: TextOutputStream {

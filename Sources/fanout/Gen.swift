@@ -1,5 +1,6 @@
 import ArgumentParser
 import FanoutGenerator
+import FanoutModel
 import FanoutPipeline
 
 #if canImport(Glibc)
@@ -49,9 +50,7 @@ extension Fanout {
           GeneratorOptions(users: users, messages: messages, seed: seed, profile: profile, out: out)
         )
       } catch {
-        var stderr = StandardError()
-        print("fanout: error: \(error)", to: &stderr)
-        throw ExitCode(73)
+        throw fail(GenerationError(reason: "\(error)"), status: .cannotCreate)
       }
       print(
         "\(report.users) users, \(report.channels) channels, \(report.memberships) memberships, "
@@ -60,4 +59,10 @@ extension Fanout {
       print("snapshot: \(report.snapshotPath)\ntraffic:  \(report.trafficPath)")
     }
   }
+}
+
+/// Why `fanout gen` could not write its files.
+struct GenerationError: Error, CustomStringConvertible {
+  let reason: String
+  var description: String { reason }
 }

@@ -74,7 +74,7 @@ extension Fanout {
             "applied \(report.entries) \(format) entries to \(report.path)"
               + (rows.isEmpty ? " (no row changed)" : "; rows changed: \(rows)"))
         } catch {
-          throw fail(error, exitCode: error.exitCode)
+          throw fail(error, status: error.exitStatus)
         }
       }
     }
@@ -106,7 +106,7 @@ extension Fanout {
             snapshot: snapshot, user: user, channels: channels.isEmpty ? nil : channels)
           print(json ? report.json().rendered() : report.text(), terminator: json ? "\n" : "")
         } catch {
-          throw fail(error, exitCode: error.exitCode)
+          throw fail(error, status: error.exitStatus)
         }
       }
     }

@@ -83,7 +83,7 @@ extension Fanout {
         print(headline(report), terminator: "")
       } catch {
         progress.clear()
-        throw fail(error, exitCode: error.exitCode)
+        throw fail(error, status: error.exitStatus)
       }
     }
 
