@@ -66,7 +66,8 @@ struct SnapshotConsistencyTests {
       try SnapshotLoader.load(path: path, busyTimeoutMilliseconds: 300)
     } throws: { error in
       guard let error = error as? SnapshotError else { return false }
-      return error.busy && error.exitStatus.rawValue == 75 && error.description.hasPrefix("snapshot busy: ")
+      return error.busy && error.exitStatus.rawValue == 75
+        && error.description.hasPrefix("snapshot busy: ")
     }
     #expect(ContinuousClock.now - started >= .milliseconds(300))
     let out = makeTemporaryDirectory() + "/out"
