@@ -381,10 +381,7 @@ struct OptionalTablesTests {
 struct ConcurrentApplyTests {
   @Test("batches for one snapshot take turns: none is lost")
   func noLostUpdate() throws {
-    let dir = makeTemporaryDirectory()
-    let snapshot = dir + "/s.sqlite"
-    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
-      to: URL(fileURLWithPath: snapshot))
+    let (dir, snapshot) = try copyOfBase()
     let entries = [
       #"{"user_id":"u1","chat_level":"none"}"#, #"{"user_id":"u2","chat_level":"none"}"#,
       #"{"user_id":"u3","call_level":"none"}"#,
@@ -423,10 +420,7 @@ struct ConcurrentApplyTests {
     "in place on a snapshot another process has open, in WAL and rollback-journal mode",
     arguments: ["WAL", "DELETE"])
   func inPlaceWhileOpen(journalMode: String) throws {
-    let dir = makeTemporaryDirectory()
-    let snapshot = dir + "/s.sqlite"
-    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
-      to: URL(fileURLWithPath: snapshot))
+    let (dir, snapshot) = try copyOfBase()
     let other = SQLiteSession(snapshot)
     #expect(other.execute("PRAGMA journal_mode = \(journalMode)") == nil)
     // A commit of its own: in WAL mode it stays in the -wal file for now.
@@ -435,11 +429,7 @@ struct ConcurrentApplyTests {
       try FileManager.default.attributesOfItem(atPath: snapshot)[.systemFileNumber] as? Int
     }
     let before = try inode()
-    try #"{"preferences":[{"user_id":"u1","chat_level":"none"}]}"#.write(
-      toFile: dir + "/changes.json", atomically: true, encoding: .utf8)
-    let result = runProcess(
-      fanoutExecutable,
-      ["prefs", "apply", "--snapshot", snapshot, "--format", "stream", dir + "/changes.json"])
+    let result = applyMutingU1(to: snapshot, in: dir)
     #expect(result.status == 0, "\(result.stderr)")
     // The same file, changed in place: the open connection sees the batch.
     #expect(try inode() == before)
@@ -451,20 +441,10 @@ struct ConcurrentApplyTests {
 
   @Test("a snapshot another writer holds is waited for, then reported busy (exit 75)")
   func busyWriter() throws {
-    let dir = makeTemporaryDirectory()
-    let snapshot = dir + "/s.sqlite"
-    try Data(contentsOf: URL(fileURLWithPath: baseSnapshot)).write(
-      to: URL(fileURLWithPath: snapshot))
+    let (dir, snapshot) = try copyOfBase()
     let writer = SQLiteSession(snapshot)
     #expect(writer.execute("BEGIN IMMEDIATE") == nil)
-    try #"{"preferences":[{"user_id":"u1","chat_level":"none"}]}"#.write(
-      toFile: dir + "/changes.json", atomically: true, encoding: .utf8)
-    let result = runProcess(
-      fanoutExecutable,
-      [
-        "prefs", "apply", "--snapshot", snapshot, "--format", "stream", "--busy-timeout", "200",
-        dir + "/changes.json",
-      ])
+    let result = applyMutingU1(to: snapshot, in: dir, ["--busy-timeout", "200"])
     #expect(result.status == 75, "\(result.stderr)")
     #expect(result.stderr.contains("snapshot busy"))
     #expect(writer.execute("ROLLBACK") == nil)
@@ -481,5 +461,25 @@ struct ConcurrentApplyTests {
     #expect(result.status == 65)
     #expect(result.stderr.contains("No such file or directory"), "\(result.stderr)")
     #expect(listDirectory(dir).isEmpty)
+  }
+
+  /// A copy of the base snapshot in a folder of its own.
+  private func copyOfBase() throws -> (dir: String, snapshot: String) {
+    let dir = makeTemporaryDirectory()
+    try FileManager.default.copyItem(atPath: baseSnapshot, toPath: dir + "/s.sqlite")
+    return (dir, dir + "/s.sqlite")
+  }
+
+  /// `fanout prefs apply` of one Stream entry: u1's chat level to none.
+  private func applyMutingU1(to snapshot: String, in dir: String, _ extra: [String] = [])
+    -> ProcessResult
+  {
+    try! #"{"preferences":[{"user_id":"u1","chat_level":"none"}]}"#.write(
+      toFile: dir + "/changes.json", atomically: true, encoding: .utf8)
+    return runProcess(
+      fanoutExecutable,
+      ["prefs", "apply", "--snapshot", snapshot, "--format", "stream"] + extra + [
+        dir + "/changes.json"
+      ])
   }
 }
