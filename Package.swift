@@ -59,7 +59,8 @@ let package = Package(
     .target(
       name: "FanoutExplain",
       dependencies: [
-        "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutSnapshot", "FanoutTime",
+        "FanoutTraffic",
       ]),
     .target(
       name: "FanoutMigration",

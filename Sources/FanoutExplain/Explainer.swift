@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutKernel
 import FanoutModel
 import FanoutSnapshot
 import FanoutTime
@@ -13,6 +14,8 @@ public enum ExplainError: Error, CustomStringConvertible {
   case unknownUser(String)
   case unknownChannel(String)
   case noSuchMessage(id: String, path: String)
+  /// The narration and the kernel's verdict disagree: a bug in Fanout.
+  case disagreement(String)
 
   /// The exit code: 65 snapshot refused or message rejected, 66 messages
   /// unreadable or without that id, 64 a user or channel that does not exist.
@@ -22,6 +25,7 @@ public enum ExplainError: Error, CustomStringConvertible {
     case .rejected: .dataError
     case .messages, .noSuchMessage: .noInput
     case .unknownUser, .unknownChannel: .usage
+    case .disagreement: .internalError
     }
   }
 
@@ -33,6 +37,8 @@ public enum ExplainError: Error, CustomStringConvertible {
     case .unknownUser(let u): "unknown user '\(u)'"
     case .unknownChannel(let c): "unknown channel '\(c)'"
     case .noSuchMessage(let id, let path): "no message with id '\(id)' in '\(path)'"
+    case .disagreement(let what):
+      "internal error, please report it: the explanation and the evaluation disagree (\(what))"
     }
   }
 }
@@ -164,8 +170,24 @@ public final class Explainer {
       explanation.pair = .sender
     } else {
       (explanation.outcome, explanation.decidedBy) = Self.decide(explanation)
+      // The verdict is the kernel's: the narration must arrive at it.
+      let verdict = kernelVerdict(batch, m, user: u)
+      guard verdict == explanation.outcome else {
+        throw .disagreement(
+          "message line \(message.line), user '\(user)': narrated \(explanation.outcome!.name), "
+            + "evaluated \(verdict.map(\.name) ?? "no pair")")
+      }
     }
     return explanation
+  }
+
+  /// What `fanout eval` decides for user row `u` on message `m`: the
+  /// kernel's evaluation of that one message.
+  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32) -> Outcome? {
+    var evaluator = Evaluator(index: index, output: .outcomes)
+    var result = ChunkResult(gateways: index.gateways.count)
+    evaluator.evaluate(batch, messages: m..<(m + 1), into: &result)
+    return result.pairUsers.firstIndex(of: u).map { result.pairOutcomes[$0] }
   }
 
   /// The first rule that applies, in the contract's order.

@@ -244,61 +244,37 @@ public struct Evaluator {
     let c = columns
     let settings = c.memberSettings[slot]
     let state = c.userState[Int(u)]
-    var reason: Reason? = nil
-    var trigger = Trigger.message
-
-    if !terms.force && settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], terms.ts) {
-      reason = .snoozed
-    } else if !terms.force && isInDND(state, terms.ts) {
-      reason = .dnd
-    } else {
-      let mentioned = settings.mentionNotifications && (terms.mentionAll || named)
-      (reason, trigger) = Self.levelRule(settings, terms.kind, mentioned: mentioned)
-    }
+    // The time tests only where they can decide: not for a forced message.
+    let time: TimeState =
+      terms.force
+      ? .free
+      : settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], terms.ts)
+        ? .snoozed : isInDND(state, terms.ts) ? .dnd : .free
+    var reason: Reason?
+    let trigger: Trigger
+    (reason, trigger) = Self.decide(
+      time, force: terms.force, settings, terms.kind, mentioned: terms.mentionAll || named)
 
     if reason == nil {
       let devices = c.deviceCount(user: Int(u), state)
-      if devices == 0 {
-        reason = .noDevice
-      } else {
-        var passed = 0
-        for k in 0..<devices {
-          let (g, restricted) = c.deviceGate(k, state)
-          if passesGate(
-            gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
-          {
-            appendDelivery(
-              device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
-              preview: settings.showPreview, sign: sign, &result)
-            passed &+= 1
-          } else {
-            scratch.blocked[g] &+= sign
-          }
+      var passed = 0
+      for k in 0..<devices {
+        let (g, restricted) = c.deviceGate(k, state)
+        if passesGate(
+          gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
+        {
+          appendDelivery(
+            device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
+            preview: settings.showPreview, sign: sign, &result)
+          passed &+= 1
+        } else {
+          scratch.blocked[g] &+= sign
         }
-        if passed == 0 { reason = .optedOut }
       }
+      reason = Self.gateRule(devices: devices, passed: passed)
     }
     if let reason { scratch.suppressed[Int(reason.rawValue)] &+= sign }
     return (reason, trigger)
-  }
-
-  /// Rule 3: muted / not_mentioned by kind and level, or the trigger.
-  @inline(__always)
-  private static func levelRule(
-    _ settings: MemberSettings, _ kind: MessageKind, mentioned: Bool
-  ) -> (reason: Reason?, trigger: Trigger) {
-    switch kind {
-    case .call:
-      return settings.callsOn ? (nil, .call) : (.muted, .message)
-    case .pinned where settings.pinnedNotifications:
-      return settings.chatLevel == .none ? (.muted, .message) : (nil, .pinned)
-    case .message, .pinned:
-      switch settings.chatLevel {
-      case .all: return (nil, mentioned ? .mention : .message)
-      case .mentions: return mentioned ? (nil, .mention) : (.notMentioned, .message)
-      case .none: return (.muted, .message)
-      }
-    }
   }
 
   /// Counts a message in a large channel from its `ChannelShare`, then
@@ -410,8 +386,9 @@ public struct Evaluator {
         share.volatile.append(member.slot)
         continue
       }
-      let time = isSnoozed(group: member.snooze, ts) ? 1 : isInDND(member.state, ts) ? 2 : 0
-      let group = time * 32 + Int(member.settings.raw & ChannelShare.settingsMask)
+      let time: TimeState =
+        isSnoozed(group: member.snooze, ts) ? .snoozed : isInDND(member.state, ts) ? .dnd : .free
+      let group = time.rawValue * 32 + Int(member.settings.raw & ChannelShare.settingsMask)
       share.timedGroup[i] = group
       share.timed.members[group] += 1
     }
@@ -499,18 +476,12 @@ public struct Evaluator {
     for group in 0..<ChannelShare.groups where tally.members[group] > 0 {
       let n = tally.members[group]
       pairs += n
-      let state = group / 32
+      let time = TimeState(rawValue: group / 32)!
       let settings = MemberSettings(raw: UInt8(group % 32))
-      let reason: Reason?
-      if !terms.force && state == 1 {
-        reason = .snoozed
-      } else if !terms.force && state == 2 {
-        reason = .dnd
-      } else {
-        let mentioned = settings.mentionNotifications && terms.mentionAll
-        reason = Self.levelRule(settings, terms.kind, mentioned: mentioned).reason
-      }
-      if let reason {
+      // Nobody in a group is named: only mention_all can mention them.
+      if let reason = Self.decide(
+        time, force: terms.force, settings, terms.kind, mentioned: terms.mentionAll
+      ).reason {
         scratch.suppressed[Int(reason.rawValue)] &+= n
         continue
       }

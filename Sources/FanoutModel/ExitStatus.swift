@@ -11,6 +11,8 @@ public enum ExitStatus: Int32, Sendable {
   case noInput = 66
   /// An output file could not be written; nothing is left under a final name.
   case cannotCreate = 73
+  /// A bug in Fanout caught by its own checks (EX_SOFTWARE).
+  case internalError = 70
   /// Temporary: the snapshot was busy (locked by a writer); try again.
   case tryAgain = 75
 }

@@ -10,7 +10,9 @@ extension Fanout {
         Give the message as a traffic line (--message '{"id":…}') or by id in a traffic file \
         (--messages FILE --id M: the first line with that id). Exit codes: 0 explained (whatever \
         the decision), 64 bad command line or unknown user, 65 snapshot refused or message \
-        rejected, 66 messages unreadable or no such id.
+        rejected, 66 messages unreadable or no such id, 70 internal error (the narration and \
+        the kernel's verdict disagree: please report it), 75 snapshot busy. The verdict is the \
+        kernel's own, from evaluating that one message as fanout eval does.
         """)
 
     @Option(help: "The preferences snapshot (SQLite).")
