@@ -53,8 +53,8 @@ let package = Package(
     .target(
       name: "FanoutStream",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutOutput", "FanoutPipeline", "FanoutSnapshot",
-        "FanoutTime", "FanoutTraffic",
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutExplain",

@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 
 /// A JSON document built in memory and written with fixed key order, for the
 /// `--json` output of `fanout explain` and `fanout prefs get`.

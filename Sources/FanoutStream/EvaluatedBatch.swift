@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutKernel
+import FanoutModel
 import FanoutOutput
 import FanoutPipeline
 import FanoutTime

@@ -1,5 +1,6 @@
 import Dispatch
 import FanoutIndex
+import FanoutModel
 import FanoutPipeline
 import FanoutSnapshot
 import FanoutTime
