@@ -18,6 +18,9 @@ public struct EvalOptions: Sendable {
   public var overwrite: Bool
   /// How long to wait for a writer holding the snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// Called after each wave of lines: messages evaluated so far, and the
+  /// fraction of the input read when its size is known.
+  public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
 
   public init(
     snapshot: String, messages: String, out: String, decisions: Bool = false,
@@ -175,6 +178,7 @@ public enum Pipeline {
       output.submit { writer throws(OutputError) in
         for batch in batches { try writer.write(batch.rejections) }
       }
+      options.progress?(counters.messages, reader.fractionRead)
     }
 
     phase = clock.now

@@ -170,6 +170,15 @@ public final class LineReader {
   private var splitter = LineSplitter()
   private var atEOF = false
   private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+  /// The input's size, when it is a regular file (for progress).
+  public private(set) var size: Int?
+  /// Bytes read so far.
+  public private(set) var bytesRead = 0
+
+  /// How far through the input reading is, 0...1, when its size is known.
+  public var fractionRead: Double? {
+    size.map { min(1, Double(bytesRead) / Double(max(1, $0))) }
+  }
 
   public init(path: String) throws(TrafficInputError) {
     self.path = path
@@ -185,6 +194,7 @@ public final class LineReader {
         close(fd)
         throw TrafficInputError(path: path, reason: "is a directory")
       }
+      if (st.st_mode & S_IFMT) == S_IFREG { size = Int(st.st_size) }
     }
   }
 
@@ -195,6 +205,7 @@ public final class LineReader {
   public func next(maxLines: Int) throws(TrafficInputError) -> LineBlock? {
     while splitter.completeLines < maxLines && !atEOF {
       let n = try readInput(fd, into: &buffer, path: path)
+      bytesRead += n
       if n == 0 {
         atEOF = true
       } else {

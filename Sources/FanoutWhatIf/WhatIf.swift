@@ -97,7 +97,6 @@ public enum WhatIf {
     defer { folder.release() }
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
-    let inputSize = fileSize(options.messages)
 
     // A scenario's copy of A is made while A loads: both only read A.
     let scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>? =
@@ -135,7 +134,6 @@ public enum WhatIf {
     }
     let workers = max(1, options.threads)
     let comparer = ChunkComparer(indexes: [a, b])
-    var bytesRead = 0
     while true {
       let block: LineBlock
       do {
@@ -144,7 +142,6 @@ public enum WhatIf {
       } catch {
         throw .run(.input(error))
       }
-      bytesRead += block.bytes.count
       let batches = Pipeline.parse(block, index: a, workers: workers)
       let plan = Pipeline.planChunks(batches, index: a)
       for groupStart in stride(from: 0, to: plan.count, by: Pipeline.chunksInFlight) {
@@ -165,8 +162,7 @@ public enum WhatIf {
           try rejected.write(RunWriter.lines(batch.rejections))
         }
       }
-      options.progress?(
-        totals.messages, inputSize.map { min(1, Double(bytesRead) / Double(max(1, $0))) })
+      options.progress?(totals.messages, reader.fractionRead)
     }
     lap("evaluate and compare")
     var report = WhatIfReport(totals, a: a, b: b, options: options)
@@ -233,11 +229,5 @@ public enum WhatIf {
 
   private static func readBlock(_ reader: LineReader) throws(TrafficInputError) -> LineBlock? {
     try reader.next(maxLines: Pipeline.waveLines)
-  }
-
-  private static func fileSize(_ path: String) -> Int? {
-    var st = stat()
-    guard path != "-", stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-    return Int(st.st_size)
   }
 }

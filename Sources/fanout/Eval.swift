@@ -45,14 +45,18 @@ extension Fanout {
         summaryOnly: summaryOnly,
         threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      let progress = ProgressBar.ifTerminal()
+      options.progress = progress?.update
       do {
         let report = try Pipeline.eval(options)
+        progress?.clear()
         let c = report.counters
         print(
           "\(c.messages) messages, \(report.rejected) rejected, \(c.pairs) pairs, \(c.delivered) delivered, "
             + "\(c.deliveries.reduce(0, +)) deliveries in \(threeDecimals(report.seconds)) s "
             + "(\(Int(report.pairsPerSecond)) pairs/s); output in \(out)")
       } catch {
+        progress?.clear()
         throw fail(error)
       }
     }

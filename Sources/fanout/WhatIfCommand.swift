@@ -75,14 +75,14 @@ extension Fanout {
         messages: messages, out: out, threads: runOptions.workerThreads,
         overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
-      let progress = ProgressBar()
-      if isatty(2) != 0 { options.progress = progress.update }
+      let progress = ProgressBar.ifTerminal()
+      options.progress = progress?.update
       do {
         let report = try WhatIf.run(options)
-        progress.clear()
+        progress?.clear()
         print(headline(report), terminator: "")
       } catch {
-        progress.clear()
+        progress?.clear()
         throw fail(error, status: error.exitStatus)
       }
     }
@@ -148,33 +148,5 @@ func readTextFile(_ path: String) -> Result<String, Errno> {
       if ferror(file) != 0 { return .failure(Errno(code: errno)) }
       return .success(String(decoding: bytes, as: UTF8.self))
     }
-  }
-}
-
-/// A one-line progress bar on standard error, shown once a run has taken a
-/// second (short runs stay quiet).
-final class ProgressBar: @unchecked Sendable {
-  private let started = ContinuousClock.now
-  private var shown = false
-
-  func update(messages: Int, fraction: Double?) {
-    guard ContinuousClock.now - started > .seconds(1) else { return }
-    shown = true
-    var line = "\r"
-    if let fraction {
-      let filled = Int(fraction * 30)
-      line +=
-        "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-      line += "] \(Int(fraction * 100))%  "
-    }
-    line += "\(messages) messages"
-    var stderr = StandardError()
-    print(line, terminator: "", to: &stderr)
-  }
-
-  func clear() {
-    guard shown else { return }
-    var stderr = StandardError()
-    print("\r\u{1B}[K", terminator: "", to: &stderr)
   }
 }

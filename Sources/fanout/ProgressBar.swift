@@ -1,0 +1,43 @@
+import FanoutPipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A one-line progress bar on standard error — how much of the input is
+/// read, messages evaluated, their rate and an estimate of the time left —
+/// shown once a run has taken a second (short runs stay quiet).
+final class ProgressBar: @unchecked Sendable {
+  private let started = ContinuousClock.now
+  private var shown = false
+
+  func update(messages: Int, fraction: Double?) {
+    guard ContinuousClock.now - started > .seconds(1) else { return }
+    shown = true
+    var line = "\r"
+    if let fraction {
+      let filled = Int(fraction * 30)
+      line +=
+        "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+      line += "] \(Int(fraction * 100))%  "
+    }
+    let elapsed = (ContinuousClock.now - started).seconds
+    line += "\(messages) messages, \(Int(Double(messages) / max(elapsed, 1e-9))) messages/s"
+    if let fraction, fraction > 0.01, fraction < 1 {
+      line += ", about \(Int((elapsed * (1 - fraction) / fraction).rounded())) s to go  "
+    }
+    var stderr = StandardError()
+    print(line, terminator: "", to: &stderr)
+  }
+
+  func clear() {
+    guard shown else { return }
+    var stderr = StandardError()
+    print("\r\u{1B}[K", terminator: "", to: &stderr)
+  }
+}
+
+extension ProgressBar {
+  /// A bar for a long command: drawn only when standard error is a terminal.
+  static func ifTerminal() -> ProgressBar? { isatty(2) != 0 ? ProgressBar() : nil }
+}
