@@ -78,14 +78,32 @@ public struct RunReport: Sendable {
   public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
 }
 
-/// A worker thread's evaluator and the result it reuses from chunk to chunk.
-struct EvalWorker {
-  var evaluator: Evaluator
-  var result: ChunkResult
+/// `fanout eval`'s chunk work: evaluate, build the output lines and
+/// compress them, on the worker; each worker keeps its evaluator (channel
+/// shares outlive a wave) and its line buffers (they keep their capacity).
+struct DeliveryWork: ChunkWork {
+  let index: Index
+  let output: Evaluator.Output
 
-  init(evaluator: Evaluator, gateways: Int) {
-    self.evaluator = evaluator
-    result = ChunkResult(gateways: gateways)
+  struct Worker {
+    var evaluator: Evaluator
+    var result: ChunkResult
+  }
+
+  var empty: CompressedChunk { CompressedChunk(gateways: 0) }
+
+  func makeWorker() -> Worker {
+    Worker(
+      evaluator: Evaluator(index: index, output: output),
+      result: ChunkResult(gateways: index.gateways.count))
+  }
+
+  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker: inout Worker)
+    -> CompressedChunk
+  {
+    worker.result.removeAll()
+    worker.evaluator.evaluate(batch, messages: messages, into: &worker.result)
+    return CompressedChunk(worker.result)
   }
 }
 
@@ -94,13 +112,13 @@ public enum Pipeline {
   public static let defaultBusyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
   /// Lines read and parsed per wave, and per parse chunk.
-  package static let waveLines = 65_536
+  public static let waveLines = 65_536
   static let parseChunkLines = 1_024
   /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
-  package static let chunkPairs = 65_536
+  public static let chunkPairs = 65_536
   /// Evaluation chunks evaluated together; with one such group being written
   /// while the next is evaluated, this bounds memory.
-  package static let chunksInFlight = 16
+  public static let chunksInFlight = 16
 
   /// Runs `fanout eval`: the whole contract, end to end.
   public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {
@@ -132,54 +150,34 @@ public enum Pipeline {
 
     var counters = Counters(gateways: index.gateways.count)
     var rejected = 0
-    let workers = max(1, options.threads)
     let evaluation: Evaluator.Output =
       options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
-    // One evaluator and result per worker for the whole run: channel shares
-    // outlive a wave, line buffers keep their capacity.
-    var evaluators = (0..<workers).map { _ in
-      EvalWorker(
-        evaluator: Evaluator(index: index, output: evaluation), gateways: index.gateways.count)
-    }
+    let engine = EvaluationEngine(
+      index: index, threads: options.threads,
+      work: DeliveryWork(index: index, output: evaluation), sharedCounting: options.summaryOnly)
     let output = BackgroundWriter(writer)
-    while true {
-      phase = clock.now
-      let block: LineBlock
-      do {
-        guard let next = try reader.next(maxLines: waveLines) else { break }
-        block = next
-      } catch { throw .input(error) }
-      let batches = parse(block, index: index, workers: workers)
-      timings.parse += lap(phase)
-
-      let plan = planChunks(batches, index: index, sharedCounting: options.summaryOnly)
+    try engine.run(
+      reader,
       // Counting holds no lines, so a whole wave is evaluated at once.
-      let groupSize = options.summaryOnly ? max(1, plan.count) : chunksInFlight
-      for groupStart in stride(from: 0, to: plan.count, by: groupSize) {
-        phase = clock.now
-        let group = Array(plan[groupStart..<min(groupStart + groupSize, plan.count)])
-        let chunks = runChunks(
-          count: group.count, workers: &evaluators, empty: CompressedChunk(gateways: 0),
-          chunk: { worker, i in
-            worker.result.removeAll()
-            worker.evaluator.evaluate(
-              batches[group[i].batch], messages: group[i].messages, into: &worker.result)
-            return CompressedChunk(worker.result)
-          })
-        timings.evaluate += lap(phase)
+      groupSize: options.summaryOnly ? .max : chunksInFlight,
+      readFailed: PipelineError.input,
+      deliver: { chunks throws(PipelineError) in
         for chunk in chunks { counters.add(chunk.counters) }
-        phase = clock.now
+        let waiting = clock.now
         output.submit { writer throws(OutputError) in
           for chunk in chunks { try writer.write(chunk) }
         }
-        timings.write += lap(phase)  // time spent waiting for the previous write
-      }
-      rejected += batches.reduce(0) { $0 + $1.rejections.count }
-      output.submit { writer throws(OutputError) in
-        for batch in batches { try writer.write(batch.rejections) }
-      }
-      options.progress?(counters.messages, reader.fractionRead)
-    }
+        timings.write += lap(waiting)  // time spent waiting for the previous write
+      },
+      waveDone: { batches throws(PipelineError) in
+        rejected += batches.reduce(0) { $0 + $1.rejections.count }
+        output.submit { writer throws(OutputError) in
+          for batch in batches { try writer.write(batch.rejections) }
+        }
+        options.progress?(counters.messages, reader.fractionRead)
+      })
+    timings.parse = engine.parseSeconds
+    timings.evaluate = engine.evaluateSeconds
 
     phase = clock.now
     do { try output.finish().close() } catch { throw .output(error) }

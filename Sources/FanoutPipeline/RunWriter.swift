@@ -55,21 +55,7 @@ package final class RunWriter {
 
   func write(_ rejections: [Rejection]) throws(OutputError) {
     guard !rejections.isEmpty else { return }
-    try rejected.write(Self.lines(rejections))
-  }
-
-  /// `{"line":12,"error":"…"}` per rejected line; with a producer (`fanout
-  /// stream`'s socket connections), `{"producer":3,"line":12,"error":"…"}`.
-  package static func lines(_ rejections: [Rejection], producer: Int? = nil) -> [UInt8] {
-    let prefix = producer.map { #"{"producer":\#($0),"line":"# } ?? #"{"line":"#
-    var bytes: [UInt8] = []
-    for r in rejections {
-      bytes += prefix.utf8
-      bytes += #"\#(r.line),"error":"#.utf8
-      bytes += JSONText.quoted(r.reason)
-      bytes += "}\n".utf8
-    }
-    return bytes
+    try rejected.write(RejectedLines.json(rejections))
   }
 
   /// Completes and syncs every data file (the slow part of finishing a run),
@@ -91,5 +77,22 @@ package final class RunWriter {
       together: gatewayFiles.compactMap { $0?.file }
         + [decisions?.file, rejected, summaryFile]
         .compactMap { $0 })
+  }
+}
+
+/// The lines of `rejected.ndjson` (and of `fanout stream`'s rejected output).
+public enum RejectedLines {
+  /// `{"line":12,"error":"…"}` per rejected line; with a producer (`fanout
+  /// stream`'s socket connections), `{"producer":3,"line":12,"error":"…"}`.
+  public static func json(_ rejections: [Rejection], producer: Int? = nil) -> [UInt8] {
+    let prefix = producer.map { #"{"producer":\#($0),"line":"# } ?? #"{"line":"#
+    var bytes: [UInt8] = []
+    for r in rejections {
+      bytes += prefix.utf8
+      bytes += #"\#(r.line),"error":"#.utf8
+      bytes += JSONText.quoted(r.reason)
+      bytes += "}\n".utf8
+    }
+    return bytes
   }
 }

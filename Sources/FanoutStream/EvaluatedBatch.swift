@@ -68,16 +68,14 @@ struct EvaluatedBatch {
     return Array(text.utf8)
   }
 
-  /// Parses and evaluates `arrived` against `snapshot` on `workers` threads.
+  /// Parses and evaluates `arrived` with `engine` (the snapshot in use's).
   static func evaluate(
-    _ arrived: [ArrivedLines], number: Int, snapshot: LoadedSnapshot, workers: Int,
-    encoding: DeliveryEncoding
+    _ arrived: [ArrivedLines], number: Int, snapshot: LoadedSnapshot,
+    engine: EvaluationEngine<StreamWork>
   ) -> EvaluatedBatch {
     let index = snapshot.index
-    // The lines arrived in blocks (one per read): parse the blocks in parallel.
-    let parsedParts = runChunks(count: arrived.count, workers: workers, empty: [MessageBatch]()) {
-      Pipeline.parse(arrived[$0].block, index: index, workers: 1)
-    }
+    // The lines arrived in blocks (one per read, numbered per producer).
+    let parsedParts = engine.parse(blocks: arrived.map(\.block))
     var parsed: [MessageBatch] = []
     var rejectedLines: [UInt8] = []
     var rejected = 0
@@ -86,7 +84,7 @@ struct EvaluatedBatch {
       lines += part.block.count
       for batch in batches {
         rejected += batch.rejections.count
-        rejectedLines += RunWriter.lines(batch.rejections, producer: part.producer)
+        rejectedLines += RejectedLines.json(batch.rejections, producer: part.producer)
         parsed.append(batch)
       }
     }
@@ -94,31 +92,55 @@ struct EvaluatedBatch {
     let pairs = parsed.reduce(0) { total, batch in
       total + (0..<batch.count).reduce(0) { $0 + index.members(of: batch.channel[$1]).count }
     }
-    let plan = Pipeline.planChunks(
-      parsed, index: index, chunkPairs: max(1_024, pairs / (4 * workers)))
-    let messages = parsed
-    let gatewayJSON = (0..<index.gateways.count).map { JSONText.quoted(index.gateways[$0]) }
-    let chunks = runChunks(
-      count: plan.count, workers: workers,
-      empty: (payloads: [[UInt8]](), counters: Counters(gateways: 0))
-    ) { i in
-      var evaluator = Evaluator(index: index, output: .deliveries)
-      var result = ChunkResult(gateways: index.gateways.count)
-      evaluator.evaluate(messages[plan[i].batch], messages: plan[i].messages, into: &result)
-      let payloads = result.gatewayLines.enumerated().map { g, lines in
-        lines.isEmpty ? [] : encoding.encode(lines, gatewayJSON: gatewayJSON[g])
-      }
-      return (payloads, result.counters)
-    }
     var deliveries = [[UInt8]](repeating: [], count: index.gateways.count)
     var counters = Counters(gateways: index.gateways.count)
-    for chunk in chunks {
-      counters.add(chunk.counters)
-      for g in deliveries.indices { deliveries[g] += chunk.payloads[g] }
+    engine.evaluate(
+      parsed, chunkPairs: max(1_024, pairs / (4 * engine.threads)), groupSize: .max
+    ) { (chunks: [StreamWork.Output]) in
+      for chunk in chunks {
+        counters.add(chunk.counters)
+        for g in deliveries.indices { deliveries[g] += chunk.payloads[g] }
+      }
     }
     return EvaluatedBatch(
       number: number, snapshot: snapshot, deliveries: deliveries, rejectedLines: rejectedLines,
       lines: lines, rejected: rejected, counters: counters)
   }
 
+}
+
+/// The stage's chunk work: evaluate and encode the delivery lines for the
+/// destination, on the worker; each worker keeps its evaluator while the
+/// snapshot is in use.
+struct StreamWork: ChunkWork {
+  let index: Index
+  let encoding: DeliveryEncoding
+  let gatewayJSON: [[UInt8]]
+
+  init(index: Index, encoding: DeliveryEncoding) {
+    self.index = index
+    self.encoding = encoding
+    gatewayJSON = (0..<index.gateways.count).map { JSONText.quoted(index.gateways[$0]) }
+  }
+
+  struct Output: Sendable {
+    /// Per gateway row, the encoded delivery lines.
+    var payloads: [[UInt8]]
+    var counters: Counters
+  }
+
+  var empty: Output { Output(payloads: [], counters: Counters(gateways: 0)) }
+
+  func makeWorker() -> Evaluator { Evaluator(index: index, output: .deliveries) }
+
+  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker evaluator: inout Evaluator)
+    -> Output
+  {
+    var result = ChunkResult(gateways: index.gateways.count)
+    evaluator.evaluate(batch, messages: messages, into: &result)
+    let payloads = result.gatewayLines.enumerated().map { g, lines in
+      lines.isEmpty ? [] : encoding.encode(lines, gatewayJSON: gatewayJSON[g])
+    }
+    return Output(payloads: payloads, counters: result.counters)
+  }
 }

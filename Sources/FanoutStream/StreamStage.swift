@@ -78,6 +78,14 @@ public final class StreamStage: Sendable {
   /// Runs until the input ends or a stop is requested; returns the totals.
   public func run() throws(PipelineError) -> StreamReport {
     var snapshot = first
+    let threads = options.threads
+    let encoding = sink.encoding
+    func engine(for snapshot: LoadedSnapshot) -> EvaluationEngine<StreamWork> {
+      EvaluationEngine(
+        index: snapshot.index, threads: threads,
+        work: StreamWork(index: snapshot.index, encoding: encoding))
+    }
+    var evaluation = engine(for: snapshot)
     var metrics = StreamMetrics()
     var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
     var batchNumber = 0
@@ -118,6 +126,7 @@ public final class StreamStage: Sendable {
       if let loaded = reloader.takeReady() {
         do { try sink.snapshotChanged() } catch { throw .output(error) }
         snapshot = loaded
+        evaluation = engine(for: loaded)
         log.line("snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)")
       }
       do { try sink.tick() } catch { throw .output(error) }
@@ -153,8 +162,7 @@ public final class StreamStage: Sendable {
       }
       batchNumber += 1
       let batch = EvaluatedBatch.evaluate(
-        arrived, number: batchNumber, snapshot: snapshot, workers: options.threads,
-        encoding: sink.encoding)
+        arrived, number: batchNumber, snapshot: snapshot, engine: evaluation)
       do { try sink.write(batch) } catch { throw .output(error) }
       metrics.record(batch, latencySeconds: (ContinuousClock.now - arrived[0].arrival).seconds)
     }

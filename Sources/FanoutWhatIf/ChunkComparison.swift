@@ -2,6 +2,7 @@ import FanoutIndex
 import FanoutKernel
 import FanoutModel
 import FanoutOutput
+import FanoutPipeline
 import FanoutTime
 import FanoutTraffic
 
@@ -29,17 +30,25 @@ struct ComparedChunk: Sendable {
 
 /// Evaluates chunks against both snapshots and compares them pair by pair.
 /// Both indexes have the same users, channels and categories (checked before),
-/// so one parsed batch and one set of rows serve both.
-struct ChunkComparer {
+/// so one parsed batch and one set of rows serve both. Each worker keeps an
+/// evaluator per side for the run.
+struct ChunkComparer: ChunkWork {
   let indexes: [Index]
+
+  var empty: ComparedChunk { ComparedChunk(gateways: [0, 0]) }
+
+  func makeWorker() -> [Evaluator] {
+    indexes.map { Evaluator(index: $0, output: .outcomes) }
+  }
 
   private static let outcomeJSON: [[UInt8]] = Outcome.allCases.map { Array("\"\($0.name)\"".utf8) }
 
-  func compare(_ batch: MessageBatch, messages: Range<Int>) -> ComparedChunk {
-    let results = indexes.map { index in
-      var evaluator = Evaluator(index: index, output: .outcomes)
-      var result = ChunkResult(gateways: index.gateways.count)
-      evaluator.evaluate(batch, messages: messages, into: &result)
+  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker evaluators: inout [Evaluator])
+    -> ComparedChunk
+  {
+    let results = indexes.indices.map { side in
+      var result = ChunkResult(gateways: indexes[side].gateways.count)
+      evaluators[side].evaluate(batch, messages: messages, into: &result)
       return result
     }
     var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))

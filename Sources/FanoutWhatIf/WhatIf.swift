@@ -132,38 +132,26 @@ public enum WhatIf {
     let rejected = try writing { () throws(OutputError) in
       try PendingFile(directory: options.out, name: "rejected.ndjson")
     }
-    let workers = max(1, options.threads)
-    let comparer = ChunkComparer(indexes: [a, b])
-    while true {
-      let block: LineBlock
-      do {
-        guard let next = try readBlock(reader) else { break }
-        block = next
-      } catch {
-        throw .run(.input(error))
-      }
-      let batches = Pipeline.parse(block, index: a, workers: workers)
-      let plan = Pipeline.planChunks(batches, index: a)
-      for groupStart in stride(from: 0, to: plan.count, by: Pipeline.chunksInFlight) {
-        let group = Array(plan[groupStart..<min(groupStart + Pipeline.chunksInFlight, plan.count)])
-        let chunks = runChunks(
-          count: group.count, workers: workers, empty: ComparedChunk(gateways: [0, 0])
-        ) { i in
-          comparer.compare(batches[group[i].batch], messages: group[i].messages)
-        }
+    let engine = EvaluationEngine(
+      index: a, threads: options.threads, work: ChunkComparer(indexes: [a, b]))
+    try engine.run(
+      reader, groupSize: Pipeline.chunksInFlight,
+      readFailed: { WhatIfError.run(.input($0)) },
+      deliver: { chunks throws(WhatIfError) in
         for chunk in chunks {
           totals.add(chunk)
           try writing { () throws(OutputError) in try changes.append(blocks: chunk.changeBlocks) }
         }
-      }
-      for batch in batches where !batch.rejections.isEmpty {
-        totals.rejected += batch.rejections.count
-        try writing { () throws(OutputError) in
-          try rejected.write(RunWriter.lines(batch.rejections))
+      },
+      waveDone: { batches throws(WhatIfError) in
+        for batch in batches where !batch.rejections.isEmpty {
+          totals.rejected += batch.rejections.count
+          try writing { () throws(OutputError) in
+            try rejected.write(RejectedLines.json(batch.rejections))
+          }
         }
-      }
-      options.progress?(totals.messages, reader.fractionRead)
-    }
+        options.progress?(totals.messages, reader.fractionRead)
+      })
     lap("evaluate and compare")
     var report = WhatIfReport(totals, a: a, b: b, options: options)
     try writing { () throws(OutputError) in
@@ -227,7 +215,4 @@ public enum WhatIf {
     }
   }
 
-  private static func readBlock(_ reader: LineReader) throws(TrafficInputError) -> LineBlock? {
-    try reader.next(maxLines: Pipeline.waveLines)
-  }
 }

@@ -1,0 +1,117 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutTraffic
+
+/// What each evaluation chunk computes, and the state a worker thread keeps
+/// for the whole run (evaluators, whose scratch space and channel shares
+/// carry from chunk to chunk). A worker's state may speed a chunk up, never
+/// change what it computes: outputs depend only on the chunk's messages.
+public protocol ChunkWork: Sendable {
+  associatedtype Worker
+  associatedtype Output: Sendable
+
+  /// The placeholder an output slot holds until its chunk is done.
+  var empty: Output { get }
+  func makeWorker() -> Worker
+  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker: inout Worker) -> Output
+}
+
+/// The one evaluation loop of every command: parse → plan → chunks on the
+/// worker pool → outputs in input order. `fanout eval` writes delivery
+/// files from the outputs, `fanout whatif` compares two indexes, `fanout
+/// stream` writes segments; each plugs in its `ChunkWork` and consumes the
+/// ordered outputs.
+///
+/// Chunk boundaries depend only on the input (and the chunk size), never on
+/// the number of threads, so the outputs, in order, are the same whatever
+/// `threads` is.
+public final class EvaluationEngine<Work: ChunkWork> {
+  /// The index traffic is parsed against (channels, users and categories).
+  public let index: Index
+  public let work: Work
+  /// Counting only (`--summary-only`): messages of large channels are
+  /// counted through channel shares, and chunks are planned for it.
+  public let sharedCounting: Bool
+  private var workers: [Work.Worker]
+  /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
+  public private(set) var parseSeconds = 0.0
+  public private(set) var evaluateSeconds = 0.0
+
+  public init(index: Index, threads: Int, work: Work, sharedCounting: Bool = false) {
+    self.index = index
+    self.work = work
+    self.sharedCounting = sharedCounting
+    workers = (0..<max(1, threads)).map { _ in work.makeWorker() }
+  }
+
+  public var threads: Int { workers.count }
+
+  /// Parses a block of lines in fixed chunks of lines, in parallel.
+  public func parse(_ block: LineBlock) -> [MessageBatch] {
+    let started = ContinuousClock.now
+    defer { parseSeconds += (ContinuousClock.now - started).seconds }
+    return Pipeline.parse(block, index: index, workers: threads)
+  }
+
+  /// Reads the next wave of lines and parses it; nil at the end.
+  private func readAndParse(_ reader: LineReader) throws(TrafficInputError) -> [MessageBatch]? {
+    let started = ContinuousClock.now
+    guard let block = try reader.next(maxLines: Pipeline.waveLines) else { return nil }
+    defer { parseSeconds += (ContinuousClock.now - started).seconds }
+    return Pipeline.parse(block, index: index, workers: threads)
+  }
+
+  /// Parses several blocks (each from its own producer), in parallel.
+  public func parse(blocks: [LineBlock]) -> [[MessageBatch]] {
+    let started = ContinuousClock.now
+    defer { parseSeconds += (ContinuousClock.now - started).seconds }
+    let index = index
+    return runChunks(count: blocks.count, workers: threads, empty: [MessageBatch]()) {
+      Pipeline.parse(blocks[$0], index: index, workers: 1)
+    }
+  }
+
+  /// Evaluates `batches` in chunks of about `chunkPairs` pairs, `groupSize`
+  /// chunks at a time, and hands each group's outputs, in order, to
+  /// `deliver` (which may overlap with the next group's evaluation by
+  /// handing the work on to another thread).
+  public func evaluate<E: Error>(
+    _ batches: [MessageBatch], chunkPairs: Int = Pipeline.chunkPairs, groupSize: Int,
+    _ deliver: ([Work.Output]) throws(E) -> Void
+  ) throws(E) {
+    let plan = Pipeline.planChunks(
+      batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
+    let work = work
+    let size = max(1, groupSize)
+    for groupStart in stride(from: 0, to: plan.count, by: size) {
+      let started = ContinuousClock.now
+      let group = Array(plan[groupStart..<(groupStart + min(size, plan.count - groupStart))])
+      let outputs = runChunks(count: group.count, workers: &workers, empty: work.empty) {
+        worker, i in
+        work.evaluate(batches[group[i].batch], messages: group[i].messages, worker: &worker)
+      }
+      evaluateSeconds += (ContinuousClock.now - started).seconds
+      try deliver(outputs)
+    }
+  }
+
+  /// The whole input, wave by wave: each wave of lines is parsed, then
+  /// evaluated (`deliver` per group of chunk outputs), then handed to
+  /// `waveDone` with its batches (for their rejections, and progress).
+  public func run<E: Error>(
+    _ reader: LineReader, groupSize: Int, readFailed: (TrafficInputError) -> E,
+    deliver: ([Work.Output]) throws(E) -> Void, waveDone: ([MessageBatch]) throws(E) -> Void
+  ) throws(E) {
+    while true {
+      let batches: [MessageBatch]
+      do {
+        guard let next = try readAndParse(reader) else { return }
+        batches = next
+      } catch {
+        throw readFailed(error)
+      }
+      try evaluate(batches, groupSize: groupSize, deliver)
+      try waveDone(batches)
+    }
+  }
+}
