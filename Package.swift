@@ -24,7 +24,11 @@ let package = Package(
 
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
-    .target(name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"]),
+    .target(
+      name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"],
+      // Structural checks of every index built (Index+Invariants.swift): on
+      // in debug builds, so the test suite always runs with them.
+      swiftSettings: [.define("FANOUT_INTERNAL_CHECKS", .when(configuration: .debug))]),
     .target(
       name: "FanoutSnapshot",
       dependencies: [
@@ -81,7 +85,8 @@ let package = Package(
     .testTarget(name: "FanoutTimeTests", dependencies: ["FanoutTime"]),
     .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex"]),
     .testTarget(
-      name: "FanoutSnapshotTests", dependencies: ["FanoutSnapshot", "FanoutTestSupport"]),
+      name: "FanoutSnapshotTests",
+      dependencies: ["FanoutIndex", "FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(name: "FanoutTrafficTests", dependencies: ["FanoutTraffic", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutKernelTests",

@@ -184,7 +184,7 @@ public final class Explainer {
   /// What `fanout eval` decides for user row `u` on message `m`: the
   /// kernel's evaluation of that one message.
   private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32) -> Outcome? {
-    var evaluator = Evaluator(index: index, output: .outcomes)
+    let evaluator = Evaluator(index: index, output: .outcomes)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: m..<(m + 1), into: &result)
     return result.pairUsers.firstIndex(of: u).map { result.pairOutcomes[$0] }

@@ -5,8 +5,10 @@ import FanoutTime
 import FanoutTraffic
 
 /// Evaluates messages against one index. Cheap to create; create one per
-/// worker, since it owns per-message scratch space.
-public struct Evaluator {
+/// worker thread: it owns scratch space and caches (channel shares, zone
+/// minutes) that carry from message to message, so it is a class, never
+/// copied, used by one thread at a time.
+public final class Evaluator {
   /// What an evaluation writes besides its counters.
   public enum Output: Sendable {
     /// Counters only: the decisions are made, no line is built.
@@ -24,7 +26,11 @@ public struct Evaluator {
   private let writeLines: Bool
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
-  private let columns: IndexColumns
+  /// The index's columns, lent for the length of one `evaluate` call.
+  private var lent: IndexColumns?
+  private var columns: IndexColumns {
+    @inline(__always) get { lent.unsafelyUnwrapped }
+  }
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
@@ -63,7 +69,6 @@ public struct Evaluator {
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
-    columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
@@ -73,14 +78,18 @@ public struct Evaluator {
   ///   buffers. Counting only, a message in a large channel costs
   ///   O(groups + named users · log members), plus O(timed members) once
   ///   per channel and minute and O(members) once per channel and category.
-  public mutating func evaluate(
+  public func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
   ) {
-    batch.mentions.withUnsafeBufferPointer { mentions in
-      batch.channel.withUnsafeBufferPointer { channels in
-        for m in messages {
-          prefetch(channels, ahead: m, end: messages.upperBound)
-          evaluateMessage(batch, m, mentions, &result)
+    IndexColumns.lend(index) { columns in
+      lent = columns
+      defer { lent = nil }
+      batch.mentions.withUnsafeBufferPointer { mentions in
+        batch.channel.withUnsafeBufferPointer { channels in
+          for m in messages {
+            prefetch(channels, ahead: m, end: messages.upperBound)
+            evaluateMessage(batch, m, mentions, &result)
+          }
         }
       }
     }
@@ -163,7 +172,7 @@ public struct Evaluator {
     }
   }
 
-  private mutating func evaluateMessage(
+  private func evaluateMessage(
     _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>,
     _ result: inout ChunkResult
   ) {
@@ -238,7 +247,7 @@ public struct Evaluator {
   /// (−1 takes a pair back out of a channel share's counts). With lines on, appends
   /// the pair's deliveries.
   @inline(__always)
-  private mutating func evaluatePair(
+  private func evaluatePair(
     _ slot: Int, _ u: Int32, _ terms: Terms, named: Bool, sign: Int, _ result: inout ChunkResult
   ) -> (Reason?, Trigger) {
     let c = columns
@@ -280,7 +289,7 @@ public struct Evaluator {
   /// Counts a message in a large channel from its `ChannelShare`, then
   /// patches the pairs that differ: the sender forms none, each named member
   /// is evaluated again as named, and the volatile members one by one.
-  private mutating func evaluateAlike(
+  private func evaluateAlike(
     _ channel: Int, _ members: Range<Int>, _ terms: Terms, _ sender: Int32, _ replyTo: Int32,
     _ named: UnsafeBufferPointer<Int32>.SubSequence, _ result: inout ChunkResult
   ) {
@@ -303,15 +312,15 @@ public struct Evaluator {
     // With mention_all every member is mentioned already; otherwise mentions
     // (sorted, distinct) and reply_to, each once.
     if !terms.mentionAll {
-      func rename(_ u: Int32, _ evaluator: inout Evaluator) {
+      func rename(_ u: Int32, _ evaluator: Evaluator) {
         guard u != sender, let slot = evaluator.slot(of: u, in: members), !share.isVolatile(slot)
         else { return }
         let (before, _) = evaluator.evaluatePair(slot, u, terms, named: false, sign: -1, &result)
         let (after, _) = evaluator.evaluatePair(slot, u, terms, named: true, sign: 1, &result)
         delivered += (after == nil ? 1 : 0) - (before == nil ? 1 : 0)
       }
-      for u in named { rename(u, &self) }
-      if replyTo >= 0 && !named.contains(replyTo) { rename(replyTo, &self) }
+      for u in named { rename(u, self) }
+      if replyTo >= 0 && !named.contains(replyTo) { rename(replyTo, self) }
     }
     for slot in share.volatile {
       let u = columns.memberUser[slot]
@@ -329,7 +338,7 @@ public struct Evaluator {
   /// Whether `channel` was met since its entry in `channelsMet` was last
   /// taken by another channel; marks it met.
   @inline(__always)
-  private mutating func metBefore(_ channel: Int) -> Bool {
+  private func metBefore(_ channel: Int) -> Bool {
     let entry = channel & (channelsMet.count &- 1)
     if channelsMet[entry] == Int32(channel) { return true }
     channelsMet[entry] = Int32(channel)
@@ -338,7 +347,7 @@ public struct Evaluator {
 
   /// The channel's share, from the cache or built: its timeless members
   /// counted by settings, its timed members listed.
-  private mutating func channelShare(_ channel: Int, _ members: Range<Int>) -> ChannelShare {
+  private func channelShare(_ channel: Int, _ members: Range<Int>) -> ChannelShare {
     shareClock += 1
     let first = (channel % Self.shareSets) * Self.shareWays
     let ways = first..<(first + Self.shareWays)
@@ -374,7 +383,7 @@ public struct Evaluator {
 
   /// Groups the timed members for `minute` (at `ts`, one instant of it),
   /// setting the volatile ones aside.
-  private mutating func regroupTimed(_ share: ChannelShare, _ minute: Int64, _ ts: Int64) {
+  private func regroupTimed(_ share: ChannelShare, _ minute: Int64, _ ts: Int64) {
     minutesGrouped += 1
     share.minute = minute
     share.timed.reset()
@@ -540,7 +549,7 @@ public struct Evaluator {
   }
 
   /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
-  private mutating func buildLinePrefix(_ batch: MessageBatch, _ m: Int, _ channel: Int) {
+  private func buildLinePrefix(_ batch: MessageBatch, _ m: Int, _ channel: Int) {
     linePrefix.removeAll(keepingCapacity: true)
     linePrefix += #"{"message":"#.utf8
     linePrefix += batch.idJSON[m]
@@ -616,20 +625,26 @@ public struct Evaluator {
   }
 
   /// `,"trigger":"…","preview":…}` per trigger and preview, as raw bytes
-  /// (a delivery copies one without touching a reference count).
-  private static let recipientSuffixPool: BytePool = {
+  /// (a delivery copies one without touching a reference count), in an
+  /// allocation made once and never freed, so the view is always valid.
+  /// (`nonisolated(unsafe)`: immutable after its one initialization.)
+  private nonisolated(unsafe) static let recipientSuffixes: IndexColumns.PoolView = {
     var pool = BytePool()
     for trigger in Trigger.allCases {
       for preview in [false, true] {
         pool.append(Array(#","trigger":"\#(trigger.name)","preview":\#(preview)}"#.utf8))
       }
     }
-    return pool
+    let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: pool.bytes.count)
+    _ = bytes.initialize(from: pool.bytes)
+    let offsets = UnsafeMutableBufferPointer<Int>.allocate(capacity: pool.offsets.count)
+    _ = offsets.initialize(from: pool.offsets)
+    return IndexColumns.PoolView(
+      bytes: UnsafeBufferPointer(bytes), offsets: UnsafeBufferPointer(offsets))
   }()
-  private let recipientSuffixes = IndexColumns.PoolView(Evaluator.recipientSuffixPool)
 
   @inline(__always)
-  private mutating func appendDelivery(
+  private func appendDelivery(
     device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, sign: Int,
     _ result: inout ChunkResult
   ) {
@@ -644,7 +659,7 @@ public struct Evaluator {
     }
     result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
     result.gatewayLines[g].append(
-      contentsOf: recipientSuffixes[Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)])
+      contentsOf: Self.recipientSuffixes[Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)])
   }
 
   private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (

@@ -142,6 +142,7 @@ extension Load {
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: prefRows.map { $0.1 },
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
+    index.checkInvariants()
     return Snapshot(index: index, info: info)
   }
 }

@@ -18,7 +18,7 @@ struct ChannelShareTests {
   static func counters(
     _ index: Index, _ batch: MessageBatch, shareFrom: Int? = nil
   ) -> (Counters, minutes: Int) {
-    var evaluator =
+    let evaluator =
       shareFrom.map { Evaluator(index: index, output: .counts, shareChannelsFrom: $0) }
       ?? Evaluator(index: index, output: .deliveries)
     var result = ChunkResult(gateways: index.gateways.count)

@@ -22,7 +22,7 @@ public struct Scenario {
     index = snapshot.index
     let batch = parseTraffic(messages, index: index)
     self.batch = batch
-    var evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
+    let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: 0..<batch.count, into: &result)
     self.result = result
