@@ -26,11 +26,7 @@ public final class Evaluator {
   private let writeLines: Bool
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
-  /// The index's columns, lent for the length of one `evaluate` call.
-  private var lent: IndexColumns?
-  private var columns: IndexColumns {
-    @inline(__always) get { lent.unsafelyUnwrapped }
-  }
+  private let columns: IndexColumns
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
@@ -69,6 +65,7 @@ public final class Evaluator {
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
+    columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
@@ -81,15 +78,11 @@ public final class Evaluator {
   public func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
   ) {
-    IndexColumns.lend(index) { columns in
-      lent = columns
-      defer { lent = nil }
-      batch.mentions.withUnsafeBufferPointer { mentions in
-        batch.channel.withUnsafeBufferPointer { channels in
-          for m in messages {
-            prefetch(channels, ahead: m, end: messages.upperBound)
-            evaluateMessage(batch, m, mentions, &result)
-          }
+    batch.mentions.withUnsafeBufferPointer { mentions in
+      batch.channel.withUnsafeBufferPointer { channels in
+        for m in messages {
+          prefetch(channels, ahead: m, end: messages.upperBound)
+          evaluateMessage(batch, m, mentions, &result)
         }
       }
     }

@@ -1,10 +1,16 @@
 import FanoutIndex
 import FanoutModel
 
-/// Raw views of the index columns the rule chain reads, lent for the length
-/// of one closure (`lend`), so that the loop pays no retain, bounds check or
-/// uniqueness check per pair. The views are valid only inside the closure
-/// that received them, as with `withUnsafeBufferPointer`.
+/// Raw views of the index columns the rule chain reads, taken once per
+/// evaluator so that the loop pays no retain, bounds check or uniqueness
+/// check per pair.
+///
+/// Safe because `Index` is immutable (`let` arrays, never mutated, in a
+/// final class) and the evaluator holding the views holds its index: the
+/// buffers neither move nor go away while the views exist. (Lending them
+/// per call instead would nest twenty-one `withUnsafeBufferPointer`
+/// closures; the clean fix is columns the index owns as raw allocations,
+/// behind accessors, which is left for later.)
 struct IndexColumns {
   let channelMembers: UnsafeBufferPointer<Int>
   let memberUser: UnsafeBufferPointer<Int32>
@@ -49,18 +55,14 @@ struct IndexColumns {
     let bytes: UnsafeBufferPointer<UInt8>
     let offsets: UnsafeBufferPointer<Int>
 
+    init(_ pool: BytePool) {
+      bytes = pool.bytes.withUnsafeBufferPointer { $0 }
+      offsets = pool.offsets.withUnsafeBufferPointer { $0 }
+    }
+
     init(bytes: UnsafeBufferPointer<UInt8>, offsets: UnsafeBufferPointer<Int>) {
       self.bytes = bytes
       self.offsets = offsets
-    }
-
-    /// Lends `pool` as a view for the length of `body`.
-    static func lend<R>(_ pool: BytePool, _ body: (PoolView) -> R) -> R {
-      pool.bytes.withUnsafeBufferPointer { bytes in
-        pool.offsets.withUnsafeBufferPointer { offsets in
-          body(PoolView(bytes: bytes, offsets: offsets))
-        }
-      }
     }
 
     @inline(__always)
@@ -69,45 +71,30 @@ struct IndexColumns {
     }
   }
 
-  /// Lends `index`'s columns for the length of `body`: every view is taken
-  /// inside the `withUnsafeBufferPointer` of its array, and `body` runs
-  /// inside all of them. Costs a few calls per lending, none per pair.
-  static func lend<R>(_ index: Index, _ body: (IndexColumns) -> R) -> R {
-    index.channelMembers.withUnsafeBufferPointer { channelMembers in
-    index.memberUser.withUnsafeBufferPointer { memberUser in
-    index.memberSettings.withUnsafeBufferPointer { memberSettings in
-    index.memberSnooze.withUnsafeBufferPointer { memberSnooze in
-    index.snoozeGroups.withUnsafeBufferPointer { snoozeGroups in
-    index.snoozeBounds.withUnsafeBufferPointer { snoozeBounds in
-    index.userState.withUnsafeBufferPointer { userState in
-    index.dndWords.withUnsafeBufferPointer { dndWords in
-    index.userDevices.withUnsafeBufferPointer { userDevices in
-    index.deviceGateway.withUnsafeBufferPointer { deviceGateway in
-    index.deviceRestricted.withUnsafeBufferPointer { deviceRestricted in
-    index.userCategoryPrefs.withUnsafeBufferPointer { userCategoryPrefs in
-    index.categoryPrefCategory.withUnsafeBufferPointer { categoryPrefCategory in
-    index.categoryPrefGateway.withUnsafeBufferPointer { categoryPrefGateway in
-    index.categoryPref.withUnsafeBufferPointer { categoryPref in
-    index.categoryMandatory.withUnsafeBufferPointer { categoryMandatory in
-    index.categoryDefault.withUnsafeBufferPointer { categoryDefault in
-    index.categoryGatewayMandatory.withUnsafeBufferPointer { categoryGatewayMandatory in
-    PoolView.lend(index.deviceJSON) { deviceJSON in
-    PoolView.lend(index.userJSON) { userJSON in
-    PoolView.lend(index.channels.pool) { channelNames in
-      body(
-        IndexColumns(
-          channelMembers: channelMembers, memberUser: memberUser,
-          memberSettings: memberSettings, memberSnooze: memberSnooze,
-          snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, userState: userState,
-          dndWords: dndWords, userDevices: userDevices, deviceGateway: deviceGateway,
-          deviceRestricted: deviceRestricted, userCategoryPrefs: userCategoryPrefs,
-          categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
-          categoryPref: categoryPref, categoryMandatory: categoryMandatory,
-          categoryDefault: categoryDefault, categoryGatewayMandatory: categoryGatewayMandatory,
-          deviceJSON: deviceJSON, userJSON: userJSON, channelNames: channelNames))
-    }}}}}}}}}}}}}}}}}}}}}
+  init(_ index: Index) {
+    func view<T>(_ array: [T]) -> UnsafeBufferPointer<T> { array.withUnsafeBufferPointer { $0 } }
+    channelMembers = view(index.channelMembers)
+    memberUser = view(index.memberUser)
+    memberSettings = view(index.memberSettings)
+    memberSnooze = view(index.memberSnooze)
+    snoozeGroups = view(index.snoozeGroups)
+    snoozeBounds = view(index.snoozeBounds)
+    userState = view(index.userState)
+    dndWords = view(index.dndWords)
+    userDevices = view(index.userDevices)
+    deviceGateway = view(index.deviceGateway)
+    deviceRestricted = view(index.deviceRestricted)
+    userCategoryPrefs = view(index.userCategoryPrefs)
+    categoryPrefCategory = view(index.categoryPrefCategory)
+    categoryPrefGateway = view(index.categoryPrefGateway)
+    categoryPref = view(index.categoryPref)
+    categoryMandatory = view(index.categoryMandatory)
+    categoryDefault = view(index.categoryDefault)
+    categoryGatewayMandatory = view(index.categoryGatewayMandatory)
+    deviceJSON = PoolView(index.deviceJSON)
+    userJSON = PoolView(index.userJSON)
+    channelNames = PoolView(index.channels.pool)
   }
-
 }
 
 /// Per-evaluator scratch space and counters, in one owned allocation so the
