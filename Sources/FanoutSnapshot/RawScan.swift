@@ -8,7 +8,7 @@ public enum RawScan {
   public static func run(path: String) throws(SnapshotError) -> Int {
     let connection: Connection
     do { connection = try Connection(path: path) } catch {
-      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)")
+      throw SnapshotError(reason: "cannot open '\(path)': \(error.message)", sqlite: error)
     }
     // Users and channels in rowid order, as the loader reads them when their
     // ids were written in order (the generator's files are).
@@ -33,7 +33,9 @@ public enum RawScan {
           }
         }
       } catch {
-        if table.required { throw SnapshotError(table: table.name, reason: error.message) }
+        if table.required {
+          throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
+        }
       }
     }
     return values + (bytes & 1)

@@ -15,12 +15,19 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
   /// The snapshot could not be read now (a writer holds it locked): a
   /// temporary condition, worth trying again, not a fault of the file.
   public let busy: Bool
+  /// The SQLite failure behind the refusal, if one was: its result code and
+  /// the SQL that failed.
+  public let sqlite: SQLiteError?
 
-  public init(table: String? = nil, key: String? = nil, column: String? = nil, reason: String) {
+  public init(
+    table: String? = nil, key: String? = nil, column: String? = nil, reason: String,
+    sqlite: SQLiteError? = nil
+  ) {
     self.table = table
     self.key = key
     self.column = column
     self.reason = reason
+    self.sqlite = sqlite
     busy = false
   }
 
@@ -32,6 +39,7 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     reason =
       "'\(path)' is locked by a writer; gave up after waiting \(milliseconds) ms (--busy-timeout)"
     busy = true
+    sqlite = nil
   }
 
   /// Busy is worth trying again; a refusal is not.
@@ -44,7 +52,7 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     if let column { parts.append("column \(column)") }
     return (busy ? "snapshot busy: " : "snapshot refused: ")
       + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ")
-      + reason
+      + reason + (sqlite.map { " (SQLite result code \($0.code))" } ?? "")
   }
 }
 
@@ -99,7 +107,7 @@ extension SnapshotError {
     -> SnapshotError
   {
     if error.isBusy { return SnapshotError(busy: path, waited: milliseconds) }
-    return SnapshotError(reason: "cannot write '\(path)': \(error.message)")
+    return SnapshotError(reason: "cannot write '\(path)': \(error.message)", sqlite: error)
   }
 
   /// A failure to open or start reading the snapshot, with a hint where the
@@ -115,6 +123,6 @@ extension SnapshotError {
         + " to read it, and this user cannot write that folder; make the folder writable,"
         + " or publish the snapshot in rollback-journal mode: PRAGMA journal_mode=DELETE)"
     }
-    return SnapshotError(reason: "cannot read '\(path)': \(error.message)\(hint)")
+    return SnapshotError(reason: "cannot read '\(path)': \(error.message)\(hint)", sqlite: error)
   }
 }

@@ -242,7 +242,7 @@ struct Load {
         "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
       while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
     } catch {
-      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)")
+      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
     }
     for table in SnapshotSchema.tables {
       guard let declared = names[table.name] else {
@@ -255,7 +255,7 @@ struct Load {
         let pragma = try connection.prepare("SELECT name FROM pragma_table_info('\(declared)')")
         while try pragma.step() { columns.insert(pragma.text(0).lowercased()) }
       } catch {
-        throw SnapshotError(table: table.name, reason: error.message)
+        throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
       }
       for column in table.columns where !columns.contains(column) {
         throw SnapshotError(table: table.name, column: column, reason: "missing column")
@@ -470,7 +470,7 @@ struct Load {
       _ = try statement.step()
       return Int(statement.int64(0))
     } catch {
-      throw SnapshotError(table: table, reason: error.message)
+      throw SnapshotError(table: table, reason: error.message, sqlite: error)
     }
   }
 

@@ -27,7 +27,7 @@ struct TableReader {
     do {
       statement = try connection.prepare(sql)
     } catch {
-      throw SnapshotError(table: table.name, reason: error.message)
+      throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
     }
     for (i, argument) in arguments.enumerated() { statement.bind(Int32(i + 1), argument) }
   }
@@ -37,7 +37,7 @@ struct TableReader {
     do {
       return try statement.step()
     } catch {
-      throw SnapshotError(table: table.name, reason: error.message)
+      throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
     }
   }
 

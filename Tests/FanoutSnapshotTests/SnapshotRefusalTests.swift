@@ -475,7 +475,14 @@ struct SnapshotRefusalTests {
     let dir = makeTemporaryDirectory()
     let path = dir + "/junk.sqlite"
     try! "not sqlite at all, just text".write(toFile: path, atomically: true, encoding: .utf8)
-    #expect(throws: SnapshotError.self) { try SnapshotLoader.load(path: path) }
+    // SQLite's own result code (26, SQLITE_NOTADB) and the SQL travel with the refusal.
+    #expect {
+      try SnapshotLoader.load(path: path)
+    } throws: { error in
+      guard let error = error as? SnapshotError, let sqlite = error.sqlite else { return false }
+      return sqlite.code == 26 && sqlite.sql != nil
+        && error.description.hasSuffix("(SQLite result code 26)")
+    }
     #expect(throws: SnapshotError.self) { try SnapshotLoader.load(path: dir + "/missing.sqlite") }
   }
 }

@@ -1,7 +1,7 @@
 import CSQLite
 
 /// A failed SQLite call: its result code, SQLite's message and the SQL.
-public struct SQLiteError: Error, CustomStringConvertible {
+public struct SQLiteError: Error, CustomStringConvertible, Equatable {
   public let code: Int32
   public let message: String
   public let sql: String?
