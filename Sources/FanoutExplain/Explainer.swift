@@ -144,7 +144,7 @@ public final class Explainer {
     }
 
     // Rule 2: the local wall clock against the weekly or daily windows.
-    let dnd = Self.checkDND(records, zone: index.zones[Int(index.userZone[Int(u)])], ts: message.ts)
+    let dnd = Self.checkDND(records, zone: index.zone(ofUser: Int(u)), ts: message.ts)
 
     // Rule 3: the mention test and the level.
     let mention = Explanation.Mention(

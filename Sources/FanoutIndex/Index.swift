@@ -156,4 +156,15 @@ public final class Index: Sendable {
   public func members(of channel: Int32) -> ArraySlice<Int32> {
     memberUser[channelMembers[Int(channel)]..<channelMembers[Int(channel) + 1]]
   }
+
+  /// The number of members of `channel`.
+  public func memberCount(of channel: Int) -> Int {
+    channelMembers[channel + 1] - channelMembers[channel]
+  }
+
+  /// The time zone of user row `u`.
+  public func zone(ofUser u: Int) -> ZoneTable { zones[Int(userZone[u])] }
+
+  /// The row in `zones` of user row `u`'s time zone.
+  public func zoneRow(ofUser u: Int) -> Int { Int(userZone[u]) }
 }

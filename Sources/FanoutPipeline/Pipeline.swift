@@ -239,7 +239,7 @@ public enum Pipeline {
       seen.removeAll(keepingCapacity: true)
       for m in 0..<batch.count {
         let c = Int(batch.channel[m])
-        let members = index.channelMembers[c + 1] - index.channelMembers[c]
+        let members = index.memberCount(of: c)
         if sharedCounting && members >= Evaluator.defaultSharingThreshold {
           let key = ChannelMinute(
             channel: batch.channel[m], minute: LocalTime.floorDiv(batch.ts[m], 60_000))

@@ -131,7 +131,7 @@ private struct SideTally {
 
   mutating func begin(channel: Int, ts: Int64, message: Int, utcHour: Int) {
     kindSlice = Slice.kinds + Int(index.channelScope[channel].rawValue)
-    let members = index.channelMembers[channel + 1] - index.channelMembers[channel]
+    let members = index.memberCount(of: channel)
     sizeSlice = Slice.sizes + Slice.sizeBucket(members: members)
     self.utcHour = Slice.utcHours + utcHour
     self.ts = ts
@@ -142,7 +142,7 @@ private struct SideTally {
   @inline(__always)
   mutating func tally(_ user: Int32, _ outcome: Outcome, into chunk: inout ComparedChunk) {
     let isDelivered = outcome.isDelivered
-    let hour = localHour.hour(zone: Int(index.userZone[Int(user)]), ts: ts, message: message)
+    let hour = localHour.hour(zone: index.zoneRow(ofUser: Int(user)), ts: ts, message: message)
     chunk.slices.count(side, kindSlice, delivered: isDelivered)
     chunk.slices.count(side, sizeSlice, delivered: isDelivered)
     chunk.slices.count(side, utcHour, delivered: isDelivered)
