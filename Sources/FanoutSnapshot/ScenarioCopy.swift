@@ -28,6 +28,7 @@ public enum ScenarioError: Error, CustomStringConvertible {
 /// `VACUUM INTO`: a consistent copy, the source opened read-only.
 package func copySnapshot(from source: String, to path: String) throws(SQLiteError) {
   let original = try Connection(path: source)
+  original.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
   let vacuum = try original.prepare("VACUUM INTO ?")
   vacuum.bind(1, path)
   try vacuum.insert()

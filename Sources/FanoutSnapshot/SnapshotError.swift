@@ -31,6 +31,16 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     busy = false
   }
 
+  /// The snapshot is busy for `reason`: worth trying again.
+  public init(busy path: String, reason: String) {
+    table = nil
+    key = nil
+    column = nil
+    self.reason = "'\(path)': " + reason
+    busy = true
+    sqlite = nil
+  }
+
   /// The snapshot stayed locked by a writer for all of `waited` milliseconds.
   public init(busy path: String, waited milliseconds: Int) {
     table = nil

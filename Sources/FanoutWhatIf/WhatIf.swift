@@ -98,7 +98,15 @@ public enum WhatIf {
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
 
-    // A scenario's copy of A is made while A loads: both only read A.
+    // A scenario's copy of A is made while A loads: both only read A, in
+    // read transactions of their own; the watch tells whether a commit
+    // landed meanwhile, so that B is never made from another state than A.
+    var watch: CommitWatch? = nil
+    if case .sql = options.scenario {
+      do { watch = try CommitWatch(path: options.snapshot) } catch {
+        throw .run(.snapshot(error))
+      }
+    }
     let scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>? =
       switch options.scenario {
       case .snapshot: nil
@@ -119,6 +127,14 @@ public enum WhatIf {
     }
     lap("load A")
     let b = try loadB(options, copy: scenarioCopy, lap: lap)
+    if let watch, watch.committedSince() {
+      throw .run(
+        .snapshot(
+          SnapshotError(
+            busy: options.snapshot,
+            reason: "a writer committed to A while it was loaded and copied for --sql, "
+              + "so A and B would come from two states of the file; try again")))
+    }
     try checkComparable(a, b)
 
     var totals = ComparisonTotals(a: a, b: b)

@@ -1,5 +1,6 @@
 import FanoutTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 private let sampleSnapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
@@ -188,5 +189,51 @@ struct WhatIfCommandTests {
     #expect(result.status == 65)
     #expect(result.stderr.contains("their users differ"), "\(result.stderr)")
     #expect(!FileManager.default.fileExists(atPath: out))
+  }
+
+  /// A is loaded and copied for `--sql` in two read transactions; a writer
+  /// committing in between must not yield an A and a B from two states
+  /// (before the watch, that was exit 65 "their users differ").
+  @Test("--sql against a snapshot a writer is changing: the same state for A and B, or busy")
+  func writerDuringSQL() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/a.sqlite"
+    try FileManager.default.copyItem(atPath: sampleSnapshot, toPath: snapshot)
+    let setup = SQLiteSession(snapshot)
+    #expect(setup.execute("PRAGMA journal_mode = WAL") == nil)
+    let stop = Atomic<Bool>(false)
+    let writer = Thread {
+      let session = SQLiteSession(snapshot)
+      var k = 0
+      while !stop.load(ordering: .relaxed) {
+        session.execute("INSERT INTO users (user_id) VALUES ('zz\(k)')")
+        k += 1
+        usleep(2_000)
+      }
+    }
+    writer.start()
+    var statuses: [Int32] = []
+    for run in 0..<4 {
+      let result = runProcess(
+        fanoutExecutable,
+        [
+          "whatif", "--snapshot", snapshot, "--messages", sampleTraffic, "--out",
+          dir + "/out-\(run)", "--sql", "UPDATE users SET chat_level = 'none'",
+        ])
+      statuses.append(result.status)
+      if result.status == 75 {
+        #expect(result.stderr.contains("while it was loaded and copied"), "\(result.stderr)")
+      }
+    }
+    stop.store(true, ordering: .relaxed)
+    #expect(statuses.allSatisfy { $0 == 0 || $0 == 75 }, "\(statuses)")
+    usleep(50_000)
+    let quiet = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", snapshot, "--messages", sampleTraffic, "--out", dir + "/quiet",
+        "--sql", "UPDATE users SET chat_level = 'none'",
+      ])
+    #expect(quiet.status == 0, "\(quiet.stderr)")
   }
 }
