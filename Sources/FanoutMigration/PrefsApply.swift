@@ -171,8 +171,12 @@ public enum PrefsApply {
   }
 
   private static func readChanges(_ path: String) throws(ApplyError) -> Data {
-    let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+    let fd: Int32
+    do {
+      fd = path == "-" ? STDIN_FILENO : try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) }
+    } catch {
+      throw .unreadable(path: path, reason: error.reason)
+    }
     defer { if fd != STDIN_FILENO { close(fd) } }
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -199,15 +203,15 @@ public enum PrefsApply {
 
     init(sidecarOf path: String) throws(ApplyError) {
       let lockPath = PrefsApply.sidecar(of: path, suffix: ".lock")
-      fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-      guard fd >= 0 else {
-        throw .write(path: lockPath, reason: "open: \(String(cString: strerror(errno)))")
+      do {
+        fd = try systemCall("open") { open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
+      } catch {
+        throw .write(path: lockPath, reason: error.description)
       }
-      while flock(fd, LOCK_EX) != 0 {
-        guard errno == EINTR else {
-          close(fd)
-          throw .write(path: lockPath, reason: "flock: \(String(cString: strerror(errno)))")
-        }
+      let fd = fd
+      do { _ = try systemCall("flock") { flock(fd, LOCK_EX) } } catch {
+        close(fd)
+        throw .write(path: lockPath, reason: error.description)
       }
     }
 
@@ -216,13 +220,15 @@ public enum PrefsApply {
 
   /// Syncs the finished copy and renames it over `destination`.
   private static func replace(_ destination: String, with partial: String) throws(ApplyError) {
-    let fd = open(partial, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0, fsync(fd) == 0 else {
-      throw .write(path: partial, reason: "fsync: \(String(cString: strerror(errno)))")
+    do {
+      let fd = try systemCall("open") { open(partial, O_RDONLY | O_CLOEXEC) }
+      defer { close(fd) }
+      _ = try systemCall("fsync") { fsync(fd) }
+    } catch {
+      throw .write(path: partial, reason: error.description)
     }
-    close(fd)
-    guard rename(partial, destination) == 0 else {
-      throw .write(path: destination, reason: "rename: \(String(cString: strerror(errno)))")
+    do { _ = try systemCall("rename") { rename(partial, destination) } } catch {
+      throw .write(path: destination, reason: error.description)
     }
   }
 }

@@ -1,6 +1,8 @@
 /// FanoutOutput owns the bytes that leave the process: files that appear
 /// under their final name only when complete (written aside, synced, then
 /// renamed), LZ4 frames, and summary.json.
+import FanoutModel
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -17,11 +19,10 @@ public struct OutputError: Error, CustomStringConvertible {
     self.reason = reason
   }
 
-  /// The error for `call` on `path`, from `errno` as the failed call left it.
+  /// The error for a failed system call on `path`.
   @inline(never)
-  public static func errno(_ path: String, _ call: String) -> OutputError {
-    let code = Glibc.errno  // read first: building the strings may change it
-    return OutputError(path: path, reason: "\(call): \(String(cString: strerror(code)))")
+  public init(path: String, _ failure: SystemCallError) {
+    self.init(path: path, reason: failure.description)
   }
 
   public var description: String { "cannot write '\(path)': \(reason)" }
@@ -51,9 +52,14 @@ public final class PendingFile {
     path = directory + "/" + name
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
-    let fd = open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw OutputError.errno(partialPath, "open") }
-    state = .open(fd)
+    let partialPath = partialPath
+    do {
+      state = .open(
+        try systemCall("open") { open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+      )
+    } catch {
+      throw OutputError(path: partialPath, error)
+    }
   }
 
   /// A file that is not published by the time it goes leaves nothing behind.
@@ -73,21 +79,26 @@ public final class PendingFile {
     }
     var done = 0
     while done < raw.count {
-      let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-      if n < 0 {
-        if Glibc.errno == EINTR { continue }
-        throw OutputError.errno(partialPath, "write")
+      do {
+        done += try systemCall("write") {
+          Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+        }
+      } catch {
+        throw OutputError(path: partialPath, error)
       }
-      done += n
     }
   }
 
   /// Flushes the file to disk and closes it, still under its partial name.
   public func sync() throws(OutputError) {
     guard case .open(let fd) = state else { return }
-    guard fsync(fd) == 0 else { throw OutputError.errno(partialPath, "fsync") }
+    do { _ = try systemCall("fsync") { fsync(fd) } } catch {
+      throw OutputError(path: partialPath, error)
+    }
     state = .synced
-    guard close(fd) == 0 else { throw OutputError.errno(partialPath, "close") }
+    guard close(fd) == 0 else {
+      throw OutputError(path: partialPath, SystemCallError(call: "close", code: errno))
+    }
   }
 
   /// Syncs, closes and renames the file to its final name.
@@ -109,7 +120,10 @@ public final class PendingFile {
 
   private func publish() throws(OutputError) {
     guard case .synced = state else { return }
-    guard rename(partialPath, path) == 0 else { throw OutputError.errno(path, "rename") }
+    let (from, to) = (partialPath, path)
+    do { _ = try systemCall("rename") { rename(from, to) } } catch {
+      throw OutputError(path: path, error)
+    }
     state = .published
   }
 

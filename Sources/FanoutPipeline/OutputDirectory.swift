@@ -1,3 +1,5 @@
+import FanoutModel
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -76,7 +78,8 @@ package final class OutputFolder {
   /// The folder's entries other than the lock file, sorted.
   package func entries() throws(PipelineError) -> [String] {
     guard let names = Self.entries(path) else {
-      throw .usage("output folder '\(path)' cannot be read: \(String(cString: strerror(errno)))")
+      let failure = SystemCallError(call: "opendir", code: errno)
+      throw .usage("output folder '\(path)' cannot be read: \(failure.reason)")
     }
     return names.filter { $0 != Self.lockName }
   }
@@ -92,8 +95,9 @@ package final class OutputFolder {
       return
     }
     for name in names where Self.isRunOutput(name) {
-      guard unlink(path + "/" + name) == 0 else {
-        throw .usage("cannot remove '\(path)/\(name)': \(String(cString: strerror(errno)))")
+      let file = path + "/" + name
+      do { _ = try systemCall("unlink") { unlink(file) } } catch {
+        throw .usage("cannot remove '\(file)': \(error.reason)")
       }
     }
   }
@@ -125,11 +129,11 @@ package final class OutputFolder {
   /// given up and taken again.
   private static func lock(_ lockPath: String, folder: String) throws(PipelineError) -> Int32 {
     for _ in 0..<100 {
-      let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-      guard fd >= 0 else {
-        throw .usage(
-          "cannot create the lock file in output folder '\(folder)': "
-            + String(cString: strerror(errno)))
+      let fd: Int32
+      do {
+        fd = try systemCall("open") { open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
+      } catch {
+        throw .usage("cannot create the lock file in output folder '\(folder)': \(error.reason)")
       }
       if flock(fd, LOCK_EX | LOCK_NB) != 0 {
         let code = errno
@@ -169,9 +173,11 @@ package final class OutputFolder {
     var prefix = path.hasPrefix("/") ? "/" : ""
     for part in path.split(separator: "/") {
       prefix += part + "/"
-      if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-        throw .usage("cannot create output folder '\(path)': \(String(cString: strerror(errno)))")
-      }
+      let folder = prefix
+      do { _ = try systemCall("mkdir") { mkdir(folder, 0o755) } } catch  where error.code != EEXIST
+      {
+        throw .usage("cannot create output folder '\(path)': \(error.reason)")
+      } catch {}
     }
   }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import FanoutModel
 import FanoutOutput
 import FanoutPipeline
 import FanoutTime
@@ -44,15 +45,15 @@ final class StandardOutputSink: BatchSink {
     bytes.append(0x0A)
     var done = 0
     while done < bytes.count {
-      let n = bytes.withUnsafeBytes {
-        Glibc.write(STDOUT_FILENO, $0.baseAddress! + done, $0.count - done)
+      do {
+        done += try systemCall("write") {
+          bytes.withUnsafeBytes {
+            Glibc.write(STDOUT_FILENO, $0.baseAddress! + done, $0.count - done)
+          }
+        }
+      } catch {
+        throw OutputError(path: "standard output", error)
       }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw OutputError(
-          path: "standard output", reason: "write: \(String(cString: strerror(errno)))")
-      }
-      done += n
     }
   }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import FanoutModel
 import FanoutPipeline
 import FanoutTraffic
 
@@ -203,11 +204,12 @@ final class StreamInput: @unchecked Sendable {
       }
       if accepting && polled[1].revents != 0 {
         let fd = accept(listener, nil, nil)
-        if fd < 0 && (errno == EMFILE || errno == ENFILE) {
+        let failure = SystemCallError(call: "accept", code: fd < 0 ? errno : 0)
+        if fd < 0 && (failure.code == EMFILE || failure.code == ENFILE) {
           if !acceptFailureLogged {
             log.line(
-              "cannot accept a producer: \(String(cString: strerror(errno))); "
-                + "connected producers go on, new ones wait")
+              "cannot accept a producer: \(failure.reason); connected producers go on, new ones wait"
+            )
             acceptFailureLogged = true
           }
           acceptPausedUntil = .now + .milliseconds(100)

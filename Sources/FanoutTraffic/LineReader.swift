@@ -1,3 +1,5 @@
+import FanoutModel
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -220,11 +222,11 @@ public final class LineReader {
 public func readInput(_ fd: Int32, into buffer: inout [UInt8], path: String)
   throws(TrafficInputError) -> Int
 {
-  while true {
-    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-    if n >= 0 { return n }
-    if errno != EINTR {
-      throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
+  do {
+    return try systemCall("read") {
+      buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
     }
+  } catch {
+    throw TrafficInputError(path: path, reason: error.reason)
   }
 }

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A failed system call: which one, and the errno it left.
+public struct SystemCallError: Error, CustomStringConvertible, Equatable {
+  public let call: String
+  public let code: Int32
+
+  public init(call: String, code: Int32) {
+    self.call = call
+    self.code = code
+  }
+
+  /// The system's words for the errno.
+  public var reason: String { String(cString: strerror(code)) }
+  public var description: String { "\(call): \(reason)" }
+}
+
+/// Runs `body`, a system call that returns -1 on failure, again while it
+/// fails with EINTR; on any other failure throws its errno, read right
+/// after the call, before anything else can change it.
+///
+/// Not for `close`, which must not be retried.
+@inline(__always)
+public func systemCall<T: BinaryInteger>(_ name: String, _ body: () -> T)
+  throws(SystemCallError) -> T
+{
+  while true {
+    let result = body()
+    if result != -1 { return result }
+    let code = errno
+    if code != EINTR { throw SystemCallError(call: name, code: code) }
+  }
+}
