@@ -46,14 +46,8 @@ public final class EvaluationEngine<Work: ChunkWork> {
 
   public var threads: Int { workers.count }
 
-  /// Parses a block of lines in fixed chunks of lines, in parallel.
-  public func parse(_ block: LineBlock) -> [MessageBatch] {
-    let started = ContinuousClock.now
-    defer { parseSeconds += (ContinuousClock.now - started).seconds }
-    return Pipeline.parse(block, index: index, workers: threads)
-  }
-
-  /// Reads the next wave of lines and parses it; nil at the end.
+  /// Reads the next wave of lines and parses it in fixed chunks of lines,
+  /// in parallel; nil at the end. Reading counts as parse time.
   private func readAndParse(_ reader: LineReader) throws(TrafficInputError) -> [MessageBatch]? {
     let started = ContinuousClock.now
     guard let block = try reader.next(maxLines: Pipeline.waveLines) else { return nil }

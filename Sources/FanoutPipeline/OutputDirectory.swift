@@ -77,11 +77,19 @@ package final class OutputFolder {
 
   /// The folder's entries other than the lock file, sorted.
   package func entries() throws(PipelineError) -> [String] {
-    guard let names = Self.entries(path) else {
+    guard let dir = opendir(path) else {
       let failure = SystemCallError(call: "opendir", code: errno)
       throw .usage("output folder '\(path)' cannot be read: \(failure.reason)")
     }
-    return names.filter { $0 != Self.lockName }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+      }
+      if name != "." && name != ".." && name != Self.lockName { names.append(name) }
+    }
+    return names.sorted()
   }
 
   private func prepare(overwrite: Bool) throws(PipelineError) {
@@ -107,19 +115,6 @@ package final class OutputFolder {
     name.hasSuffix(".ndjson.lz4") || name == "rejected.ndjson" || name == "summary.json"
       || name == "report.json" || name == "report.html"
       || (name.hasPrefix(".") && name.hasSuffix(".partial"))
-  }
-
-  package static func entries(_ path: String) -> [String]? {
-    guard let dir = opendir(path) else { return nil }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-      }
-      if name != "." && name != ".." { names.append(name) }
-    }
-    return names.sorted()
   }
 
   /// Opens and locks the lock file, writing this process's pid into it.

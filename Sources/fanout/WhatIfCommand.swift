@@ -59,7 +59,7 @@ extension Fanout {
         case .success(let text): parts.append(text)
         case .failure(let error):
           throw .usage(
-            "cannot read --sql-file '\(path)': \(String(cString: strerror(error.code)))")
+            "cannot read --sql-file '\(path)': \(error.reason)")
         }
       }
       return (parts + sql).joined(separator: ";\n")
@@ -131,13 +131,12 @@ extension Fanout {
   }
 }
 
-/// The errno of a failed call, as a value.
-struct Errno: Error { let code: Int32 }
-
 /// The whole content of a text file, or the errno that stopped reading it
 /// (read at once, before `fclose` can change it).
-func readTextFile(_ path: String) -> Result<String, Errno> {
-  guard let file = fopen(path, "rb") else { return .failure(Errno(code: errno)) }
+func readTextFile(_ path: String) -> Result<String, SystemCallError> {
+  guard let file = fopen(path, "rb") else {
+    return .failure(SystemCallError(call: "fopen", code: errno))
+  }
   defer { fclose(file) }
   var bytes: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -145,7 +144,7 @@ func readTextFile(_ path: String) -> Result<String, Errno> {
     let n = fread(&buffer, 1, buffer.count, file)
     if n > 0 { bytes += buffer[0..<n] }
     if n < buffer.count {
-      if ferror(file) != 0 { return .failure(Errno(code: errno)) }
+      if ferror(file) != 0 { return .failure(SystemCallError(call: "fread", code: errno)) }
       return .success(String(decoding: bytes, as: UTF8.self))
     }
   }
