@@ -91,7 +91,8 @@ let package = Package(
     .testTarget(
       name: "FanoutKernelTests",
       dependencies: [
-        "FanoutKernel", "FanoutGenerator", "FanoutPipeline", "FanoutSnapshot", "FanoutTestSupport",
+        "FanoutKernel", "FanoutGenerator", "FanoutModel", "FanoutPipeline", "FanoutSnapshot",
+        "FanoutTestSupport",
       ]),
     .testTarget(name: "FanoutOutputTests", dependencies: ["FanoutOutput", "FanoutTestSupport"]),
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),

@@ -26,7 +26,12 @@ enum SnapshotWriter {
     let userIDs = (0..<p.users).map(Population.userID)  // formatted once, bound millions of times
 
     // Users: mostly defaults; some mentions-only or none, quiet hours, snoozes.
-    let user = try db.prepare("INSERT INTO users VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    let user = try db.prepare(
+      """
+      INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until,
+        dnd_start, dnd_end, mention_notifications, pinned_notifications, show_preview)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      """)
     let weekly = try db.prepare("INSERT INTO dnd_weekly VALUES (?, ?, ?, ?)")
     let scope = try db.prepare(
       "INSERT INTO scope_prefs (user_id, scope, chat_level, show_preview) VALUES (?, ?, ?, ?)")
@@ -124,7 +129,7 @@ enum SnapshotWriter {
     report.users = p.users
 
     // Channels, members, and channel overrides for about 10% of memberships.
-    let channel = try db.prepare("INSERT INTO channels VALUES (?, ?)")
+    let channel = try db.prepare("INSERT INTO channels (channel_id, kind) VALUES (?, ?)")
     let member = try db.prepare("INSERT INTO members VALUES (?, ?)")
     let override = try db.prepare(
       "INSERT INTO channel_prefs (user_id, channel_id, chat_level, call_level, snooze_start, snooze_until) VALUES (?, ?, ?, ?, ?, ?)"

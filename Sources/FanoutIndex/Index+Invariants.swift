@@ -26,6 +26,11 @@ extension Index {
       "userCategoryPrefs", userCategoryPrefs, rows: userCount, values: categoryPref.count)
     checkCSR(
       "snoozeGroups", snoozeGroups, rows: snoozeGroups.count - 1, values: snoozeBounds.count / 2)
+    checkCSR("mutedBy", mutedBy.offsets, rows: userCount, values: mutedBy.muters.count)
+    checkCSR(
+      "threadPrefs", threadPrefs.starts, rows: threadPrefs.keys.count,
+      values: threadPrefs.users.count)
+    check(channelSize.count == channels.count, "channelSize: wrong length")
     guard found.isEmpty else { return found }
 
     check(memberSettings.count == memberUser.count, "memberSettings: wrong length")
@@ -55,6 +60,21 @@ extension Index {
         break
       }
     }
+    // The lists `SingledOut` walks alongside members ascend strictly too.
+    func ascending(_ name: String, _ values: [Int32], _ runs: [Int32]) {
+      for r in 0..<(runs.count - 1) {
+        let run = values[Int(runs[r])..<Int(runs[r + 1])]
+        if !zip(run, run.dropFirst()).allSatisfy({ $0 < $1 }) {
+          found.append("\(name) \(r): not in strictly increasing user order")
+          return
+        }
+      }
+    }
+    ascending("mutedBy", mutedBy.muters, mutedBy.offsets)
+    ascending("threadPrefs", threadPrefs.users, threadPrefs.starts)
+    check(
+      zip(threadPrefs.keys, threadPrefs.keys.dropFirst()).allSatisfy { $0 < $1 },
+      "threadPrefs: keys not strictly increasing")
     return found
   }
 

@@ -10,7 +10,8 @@ import FanoutTime
 /// resolved levels and flags, and the snooze windows that apply to it.
 
 /// A member's settings for one channel, resolved through channel → scope →
-/// user → settings → default, packed into one byte.
+/// user → size and kind defaults → settings → contract default, packed into
+/// one byte. The low six bits are what the rules read (`ruleBits`).
 public struct MemberSettings: Sendable, Equatable {
   public var raw: UInt8
 
@@ -18,26 +19,37 @@ public struct MemberSettings: Sendable, Equatable {
 
   public init(
     chatLevel: Level, callLevel: Level, mentionNotifications: Bool, pinnedNotifications: Bool,
-    showPreview: Bool
+    mentionAllNotifications: Bool, showPreview: Bool
   ) {
     raw =
       chatLevel.rawValue | (callLevel == .all ? 0 : 1 << 2) | (mentionNotifications ? 1 << 3 : 0)
-      | (pinnedNotifications ? 1 << 4 : 0) | (showPreview ? 1 << 5 : 0)
+      | (pinnedNotifications ? 1 << 4 : 0) | (mentionAllNotifications ? 1 << 5 : 0)
+      | (showPreview ? 1 << 6 : 0)
   }
+
+  /// The bits the rule chain reads: chat level, calls, mention, pinned and
+  /// @all notifications. (Preview and the snooze mark only shape output.)
+  public static let ruleBits: UInt8 = 0x3F
 
   @inlinable public var chatLevel: Level { Level(rawValue: raw & 3)! }
   @inlinable public var callsOn: Bool { raw & (1 << 2) == 0 }
   @inlinable public var mentionNotifications: Bool { raw & (1 << 3) != 0 }
   @inlinable public var pinnedNotifications: Bool { raw & (1 << 4) != 0 }
-  @inlinable public var showPreview: Bool { raw & (1 << 5) != 0 }
+  @inlinable public var mentionAllNotifications: Bool { raw & (1 << 5) != 0 }
+  @inlinable public var showPreview: Bool { raw & (1 << 6) != 0 }
   @inlinable public var callLevel: Level { callsOn ? .all : .none }
+
+  /// These settings with the chat level replaced (a thread's preference).
+  @inlinable public func with(chatLevel: Level) -> MemberSettings {
+    MemberSettings(raw: raw & ~3 | chatLevel.rawValue)
+  }
 
   /// Whether the slot has a snooze group (`Index.memberSnooze` ≥ 0): most
   /// have none, and the evaluator then skips reading that column.
-  @inlinable public var hasSnooze: Bool { raw & (1 << 6) != 0 }
+  @inlinable public var hasSnooze: Bool { raw & (1 << 7) != 0 }
 
   /// These settings, marked as belonging to a slot with a snooze group.
-  public func withSnooze() -> MemberSettings { MemberSettings(raw: raw | 1 << 6) }
+  public func withSnooze() -> MemberSettings { MemberSettings(raw: raw | 1 << 7) }
 }
 
 /// The whole snapshot, ready for evaluation. Shared read-only between workers.
@@ -96,6 +108,15 @@ public final class Index: Sendable {
   package let categoryPrefGateway: [Int32]
   package let categoryPref: [Preference]
 
+  // Contract v2.
+  /// The settings table.
+  public let settings: AppSettings
+  /// Per channel: its number of members for the size rules
+  /// (`channels.member_count`, else its rows in `members`).
+  public let channelSize: [Int64]
+  public let mutedBy: MutedBy
+  public let threadPrefs: ThreadPrefs
+
   package init(
     users: StringTable, userJSON: BytePool, userZone: [UInt16], userDND: [Int32],
     userDevices: [Int32], userCategoryPrefs: [Int32], deviceIDs: [Int64], deviceGateway: [UInt16],
@@ -105,7 +126,8 @@ public final class Index: Sendable {
     memberSnooze: [Int32], snoozeGroups: [Int32], snoozeBounds: [Int64], dndWords: [UInt64],
     zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
     categoryMandatory: [Bool], categoryDefault: [Preference], categoryGatewayMandatory: [Bool],
-    categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference]
+    categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference],
+    settings: AppSettings, channelSize: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs
   ) {
     self.users = users
     self.userJSON = userJSON
@@ -136,6 +158,10 @@ public final class Index: Sendable {
     self.categoryPrefCategory = categoryPrefCategory
     self.categoryPrefGateway = categoryPrefGateway
     self.categoryPref = categoryPref
+    self.settings = settings
+    self.channelSize = channelSize
+    self.mutedBy = mutedBy
+    self.threadPrefs = threadPrefs
     var states: [UserState] = []
     states.reserveCapacity(userDND.count)
     for u in userDND.indices {
@@ -160,6 +186,11 @@ public final class Index: Sendable {
   /// The number of members of `channel`.
   public func memberCount(of channel: Int) -> Int {
     channelMembers[channel + 1] - channelMembers[channel]
+  }
+
+  /// Whether `mention_all` counts in `channel` (`mention_all_max_members`).
+  public func mentionAllApplies(in channel: Int) -> Bool {
+    settings.mentionAllApplies(members: channelSize[channel])
   }
 
   /// The time zone of user row `u`.

@@ -5,13 +5,14 @@ import FanoutModel
 /// that a message there costs a few hundred additions and its patches
 /// instead of a pass over the members.
 ///
-/// Leaving aside the sender and the users a message names (mentions,
-/// reply_to), a member's decision depends on the message only through its
-/// kind, force, mention_all and category, and on the member only through
+/// Leaving aside the sender and the members a message singles out (named,
+/// muting its sender, with a level for its thread: `SingledOut`), a
+/// member's decision depends on a non-silent message only through its kind,
+/// force, mention_all and category, and on the member only through
 ///
 /// - the time state at the message: snoozed, in DND, or neither;
-/// - the five settings bits the rules read (chat level, calls, mention and
-///   pinned notifications);
+/// - the settings bits the rules read (`MemberSettings.ruleBits`: chat
+///   level, calls, mention, pinned and @all notifications);
 /// - what the gateway gate makes of the member's devices for the category.
 ///
 /// So members are counted by *group* (time state × settings) and, per
@@ -23,9 +24,24 @@ import FanoutModel
 /// or ends inside it; their zone's offset changes inside it or is not a
 /// whole number of minutes): those are evaluated per message.
 final class ChannelShare {
-  /// Time states (none, snoozed, in DND) × the 32 values of the settings bits.
-  static let groups = 3 * 32
-  static let settingsMask: UInt8 = 0x1F
+  /// Time states (none, snoozed, in DND) × the values of the rule bits.
+  static let groups = 3 * settingsValues
+  private static let settingsValues = Int(MemberSettings.ruleBits) + 1
+
+  /// The group of members in time state `time` with `settings`.
+  @inline(__always)
+  static func group(_ time: Evaluator.TimeState, _ settings: MemberSettings) -> Int {
+    time.rawValue * settingsValues + Int(settings.raw & MemberSettings.ruleBits)
+  }
+
+  /// The time state and rule bits that `group` stands for.
+  @inline(__always)
+  static func members(of group: Int) -> (Evaluator.TimeState, MemberSettings) {
+    (
+      Evaluator.TimeState(rawValue: group / settingsValues)!,
+      MemberSettings(raw: UInt8(group % settingsValues))
+    )
+  }
 
   let channel: Int32
   let timeless: GroupTally

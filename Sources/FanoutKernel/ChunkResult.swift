@@ -1,6 +1,6 @@
 /// FanoutKernel owns the evaluation rules: for each message of a batch and
-/// each member of its channel, the rule chain snoozed → dnd → muted /
-/// not_mentioned → no_device → opted_out, and the delivery lines and
+/// each member of its channel, the rule chain (silent → sender_muted →
+/// snoozed → dnd → muted / not_mentioned → no_device → opted_out), and the delivery lines and
 /// decision lines that follow. It sees only the index and parsed batches —
 /// no SQLite, no JSON parsing, no files — and allocates nothing per pair.
 import FanoutModel
@@ -10,6 +10,8 @@ public struct Counters: Sendable, Equatable {
   public var messages = 0
   public var pairs = 0
   public var delivered = 0
+  /// Delivered pairs whose delivery time is later than the message's ts.
+  public var deferred = 0
   /// Deliveries per gateway row.
   public var deliveries: [Int]
   /// Devices per gateway row that the gateway gate blocked, for pairs that
@@ -27,6 +29,7 @@ public struct Counters: Sendable, Equatable {
     messages += other.messages
     pairs += other.pairs
     delivered += other.delivered
+    deferred += other.deferred
     for g in deliveries.indices {
       deliveries[g] += other.deliveries[g]
       blocked[g] += other.blocked[g]

@@ -5,11 +5,10 @@ import FanoutModel
 /// pair, and for each group of alike members of a channel share; `explain`
 /// narrates what it decides.
 ///
-/// Rules 1–3 decide from the pair's resolved inputs — whether its time is
-/// snoozed, in do-not-disturb or neither, its five settings bits, the
-/// message's kind and force, and whether it names the member — and hand a
-/// delivered pair's trigger to the gateway gate (rules 4 and 5, in
-/// `gateRule`), which the caller applies per device.
+/// Rules 0–4 decide from the message's terms, the pair's own terms (named,
+/// muting the sender, a thread level), its time state and its settings
+/// bits, and hand a delivered pair's trigger to the gateway gate (rules 6
+/// and 7, in `gateRule`), which the caller applies per device.
 extension Evaluator {
   /// The time rules' view of a pair at the message's instant; the raw
   /// values number the time states of `ChannelShare`'s groups.
@@ -19,29 +18,60 @@ extension Evaluator {
     case dnd = 2
   }
 
-  /// Rules 1–3 for one pair: the reason it is suppressed, or the trigger
+  /// What a message asks of every member of its channel.
+  struct Terms {
+    let ts: Int64
+    let kind: MessageKind
+    let force: Bool
+    let silent: Bool
+    /// mention_all, where the channel's size lets it apply.
+    let mentionAll: Bool
+    let category: Int
+
+    /// Whether the time rules can decide a pair of this message: not when
+    /// force bypasses them or rule 0 decides every pair first.
+    var timeMatters: Bool { !force && !silent }
+  }
+
+  /// What a message asks of one member beyond its terms.
+  struct PairTerms {
+    /// In mentions, or reply_to.
+    var named = false
+    /// Has a `user_mutes` row for the sender.
+    var mutedSender = false
+    /// The member's `thread_prefs` level for the message's thread.
+    var threadLevel: Level? = nil
+
+    /// A member the message does not single out.
+    static let plain = PairTerms()
+  }
+
+  /// Rules 0–4 for one pair: the reason it is suppressed, or the trigger
   /// it goes on to the gateway gate with.
   ///
-  /// - Parameters:
-  ///   - time: the pair's time state; with `force` it does not count.
-  ///   - mentioned: the member is named (mentions, reply_to) or the message
-  ///     is for all members (mention_all) — before `mention_notifications`.
+  /// - Parameter time: the pair's time state; with `force` it does not count.
   @inline(__always)
   static func decide(
-    _ time: TimeState, force: Bool, _ settings: MemberSettings, _ kind: MessageKind,
-    mentioned: Bool
+    _ time: TimeState, _ terms: Terms, _ pair: PairTerms, _ memberSettings: MemberSettings
   ) -> (reason: Reason?, trigger: Trigger) {
-    if !force {
+    if terms.silent { return (.silent, .message) }
+    if pair.mutedSender { return (.senderMuted, .message) }
+    if !terms.force {
       switch time {
       case .snoozed: return (.snoozed, .message)
       case .dnd: return (.dnd, .message)
       case .free: break
       }
     }
-    return levelRule(settings, kind, mentioned: settings.mentionNotifications && mentioned)
+    var settings = memberSettings
+    if let level = pair.threadLevel { settings = settings.with(chatLevel: level) }
+    let mentioned =
+      settings.mentionNotifications
+      && (pair.named || (terms.mentionAll && settings.mentionAllNotifications))
+    return levelRule(settings, terms.kind, mentioned: mentioned)
   }
 
-  /// Rule 3: muted / not_mentioned by kind and level, or the trigger.
+  /// Rule 4: muted / not_mentioned by kind and level, or the trigger.
   @inline(__always)
   static func levelRule(_ settings: MemberSettings, _ kind: MessageKind, mentioned: Bool)
     -> (reason: Reason?, trigger: Trigger)
@@ -60,7 +90,7 @@ extension Evaluator {
     }
   }
 
-  /// Rules 4 and 5, once the gate has judged each of the member's devices:
+  /// Rules 6 and 7, once the gate has judged each of the member's devices:
   /// no device, or none passed.
   @inline(__always)
   static func gateRule(devices: Int, passed: Int) -> Reason? {

@@ -174,16 +174,16 @@ public final class Evaluator {
     let channel = Int(batch.channel[m])
     let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
     let terms = Terms(
-      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m],
-      mentionAll: batch.mentionAll[m], category: Int(batch.category[m]))
+      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
+      mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
+      category: Int(batch.category[m]))
     let sender = batch.sender[m]
-    let replyTo = batch.replyTo[m]
-    let named = Int(batch.mentionOffsets[m])..<Int(batch.mentionOffsets[m + 1])
-    if members.count >= sharingThreshold && metBefore(channel) {
-      evaluateAlike(channel, members, terms, sender, replyTo, mentions[named], &result)
+    var singledOut = singledOut(batch, m, channel, mentions)
+    // A silent message decides every pair by rule 0: nothing to share.
+    if members.count >= sharingThreshold && !terms.silent && metBefore(channel) {
+      evaluateAlike(channel, members, terms, sender, singledOut, &result)
       return
     }
-    var mentionCursor = named.lowerBound
 
     if writeLines { buildLinePrefix(batch, m, channel) }
     if writeDecisions {
@@ -204,10 +204,8 @@ public final class Evaluator {
       let u = c.memberUser[slot]
       if u == sender { continue }
       pairs &+= 1
-      while mentionCursor < named.upperBound && mentions[mentionCursor] < u { mentionCursor &+= 1 }
-      let isNamed =
-        replyTo == u || (mentionCursor < named.upperBound && mentions[mentionCursor] == u)
-      let (reason, trigger) = evaluatePair(slot, u, terms, named: isNamed, sign: 1, &result)
+      let pair = singledOut.terms(for: u)
+      let (reason, trigger) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
       if reason == nil { delivered &+= 1 }
       if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
       if recordOutcomes {
@@ -226,14 +224,23 @@ public final class Evaluator {
     }
   }
 
-  /// What a message asks of every member, apart from its sender and the
-  /// users it names.
-  struct Terms {
-    let ts: Int64
-    let kind: MessageKind
-    let force: Bool
-    let mentionAll: Bool
-    let category: Int
+  /// The members message `m` singles out: its mentions and reply_to, the
+  /// users who muted its sender, those with a level for its thread here.
+  @inline(__always)
+  private func singledOut(
+    _ batch: MessageBatch, _ m: Int, _ channel: Int, _ mentions: UnsafeBufferPointer<Int32>
+  ) -> SingledOut {
+    let c = columns
+    let named = Int(batch.mentionOffsets[m])..<Int(batch.mentionOffsets[m &+ 1])
+    var threadRows = 0..<0
+    if batch.hasThread[m] {
+      let thread = batch.thread.withBytes(m) { index.threadPrefs.thread(named: $0) }
+      threadRows = index.threadPrefs.range(channel: channel, thread: thread)
+    }
+    return SingledOut(
+      mentions: SortedCursor(mentions, named), replyTo: batch.replyTo[m],
+      muters: SortedCursor(c.muters, index.mutedBy.range(of: batch.sender[m])),
+      threadUsers: SortedCursor(c.threadUsers, threadRows), threadLevels: c.threadLevels)
   }
 
   /// The rule chain for one pair, tallied into the counters `sign` times
@@ -241,21 +248,21 @@ public final class Evaluator {
   /// the pair's deliveries.
   @inline(__always)
   private func evaluatePair(
-    _ slot: Int, _ u: Int32, _ terms: Terms, named: Bool, sign: Int, _ result: inout ChunkResult
+    _ slot: Int, _ u: Int32, _ terms: Terms, _ pair: PairTerms, sign: Int,
+    _ result: inout ChunkResult
   ) -> (Reason?, Trigger) {
     let c = columns
     let settings = c.memberSettings[slot]
     let state = c.userState[Int(u)]
-    // The time tests only where they can decide: not for a forced message.
+    // The time tests only where they can decide.
     let time: TimeState =
-      terms.force
+      !terms.timeMatters || pair.mutedSender
       ? .free
       : settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], terms.ts)
         ? .snoozed : isInDND(state, terms.ts) ? .dnd : .free
     var reason: Reason?
     let trigger: Trigger
-    (reason, trigger) = Self.decide(
-      time, force: terms.force, settings, terms.kind, mentioned: terms.mentionAll || named)
+    (reason, trigger) = Self.decide(time, terms, pair, settings)
 
     if reason == nil {
       let devices = c.deviceCount(user: Int(u), state)
@@ -280,11 +287,12 @@ public final class Evaluator {
   }
 
   /// Counts a message in a large channel from its `ChannelShare`, then
-  /// patches the pairs that differ: the sender forms none, each named member
-  /// is evaluated again as named, and the volatile members one by one.
+  /// patches the pairs that differ: the sender forms none, each member the
+  /// message singles out is evaluated again with its own terms, and the
+  /// volatile members one by one.
   private func evaluateAlike(
-    _ channel: Int, _ members: Range<Int>, _ terms: Terms, _ sender: Int32, _ replyTo: Int32,
-    _ named: UnsafeBufferPointer<Int32>.SubSequence, _ result: inout ChunkResult
+    _ channel: Int, _ members: Range<Int>, _ terms: Terms, _ sender: Int32,
+    _ singledOut: SingledOut, _ result: inout ChunkResult
   ) {
     let share = channelShare(channel, members)
     let minute = LocalTime.floorDiv(terms.ts, 60_000)
@@ -298,29 +306,29 @@ public final class Evaluator {
     delivered += timedDelivered
 
     if let slot = slot(of: sender, in: members), !share.isVolatile(slot) {
-      let (reason, _) = evaluatePair(slot, sender, terms, named: false, sign: -1, &result)
+      let (reason, _) = evaluatePair(slot, sender, terms, .plain, sign: -1, &result)
       pairs -= 1
       if reason == nil { delivered -= 1 }
     }
-    // With mention_all every member is mentioned already; otherwise mentions
-    // (sorted, distinct) and reply_to, each once.
-    if !terms.mentionAll {
-      func rename(_ u: Int32, _ evaluator: Evaluator) {
-        guard u != sender, let slot = evaluator.slot(of: u, in: members), !share.isVolatile(slot)
-        else { return }
-        let (before, _) = evaluator.evaluatePair(slot, u, terms, named: false, sign: -1, &result)
-        let (after, _) = evaluator.evaluatePair(slot, u, terms, named: true, sign: 1, &result)
-        delivered += (after == nil ? 1 : 0) - (before == nil ? 1 : 0)
+    // Each singled-out member once: out as counted, back in with its terms.
+    var walk = singledOut
+    var lookup = singledOut
+    walk.forEachUser { u in
+      let pair = lookup.terms(for: u)
+      guard u != sender, let slot = slot(of: u, in: members), !share.isVolatile(slot) else {
+        return
       }
-      for u in named { rename(u, self) }
-      if replyTo >= 0 && !named.contains(replyTo) { rename(replyTo, self) }
+      let (before, _) = evaluatePair(slot, u, terms, .plain, sign: -1, &result)
+      let (after, _) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
+      delivered += (after == nil ? 1 : 0) - (before == nil ? 1 : 0)
     }
+    var volatileLookup = singledOut
     for slot in share.volatile {
       let u = columns.memberUser[slot]
+      let pair = volatileLookup.terms(for: u)
       if u == sender { continue }
       pairs += 1
-      let isNamed = replyTo == u || named.contains(u)
-      let (reason, _) = evaluatePair(slot, u, terms, named: isNamed, sign: 1, &result)
+      let (reason, _) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
       if reason == nil { delivered += 1 }
     }
     result.counters.messages += 1
@@ -361,7 +369,7 @@ public final class Evaluator {
           TimedMember(
             slot: slot, user: u, snooze: c.memberSnooze[slot], settings: settings, state: state))
       } else {
-        timeless.members[Int(settings.raw & ChannelShare.settingsMask)] += 1
+        timeless.members[Int(settings.raw & MemberSettings.ruleBits)] += 1
       }
     }
     let share = ChannelShare(
@@ -390,7 +398,7 @@ public final class Evaluator {
       }
       let time: TimeState =
         isSnoozed(group: member.snooze, ts) ? .snoozed : isInDND(member.state, ts) ? .dnd : .free
-      let group = time.rawValue * 32 + Int(member.settings.raw & ChannelShare.settingsMask)
+      let group = ChannelShare.group(time, member.settings)
       share.timedGroup[i] = group
       share.timed.members[group] += 1
     }
@@ -436,7 +444,7 @@ public final class Evaluator {
         nextTimed = timed.next()
         continue
       }
-      let base = Int(columns.memberSettings[slot].raw & ChannelShare.settingsMask) * width
+      let base = Int(columns.memberSettings[slot].raw & MemberSettings.ruleBits) * width
       let u = Int(columns.memberUser[slot])
       forEachGateOutcome(user: u, columns.userState[u], category: category) {
         sums[base + $0] += 1
@@ -478,12 +486,9 @@ public final class Evaluator {
     for group in 0..<ChannelShare.groups where tally.members[group] > 0 {
       let n = tally.members[group]
       pairs += n
-      let time = TimeState(rawValue: group / 32)!
-      let settings = MemberSettings(raw: UInt8(group % 32))
-      // Nobody in a group is named: only mention_all can mention them.
-      if let reason = Self.decide(
-        time, force: terms.force, settings, terms.kind, mentioned: terms.mentionAll
-      ).reason {
+      let (time, settings) = ChannelShare.members(of: group)
+      // Nobody in a group is singled out (those are patched afterwards).
+      if let reason = Self.decide(time, terms, .plain, settings).reason {
         scratch.suppressed[Int(reason.rawValue)] &+= n
         continue
       }

@@ -30,6 +30,9 @@ struct IndexColumns {
   let categoryMandatory: UnsafeBufferPointer<Bool>
   let categoryDefault: UnsafeBufferPointer<Preference>
   let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
+  let muters: UnsafeBufferPointer<Int32>
+  let threadUsers: UnsafeBufferPointer<Int32>
+  let threadLevels: UnsafeBufferPointer<Level>
   let deviceJSON: PoolView
   let userJSON: PoolView
   let channelNames: PoolView
@@ -91,6 +94,9 @@ struct IndexColumns {
     categoryMandatory = view(index.categoryMandatory)
     categoryDefault = view(index.categoryDefault)
     categoryGatewayMandatory = view(index.categoryGatewayMandatory)
+    muters = view(index.mutedBy.muters)
+    threadUsers = view(index.threadPrefs.users)
+    threadLevels = view(index.threadPrefs.levels)
     deviceJSON = PoolView(index.deviceJSON)
     userJSON = PoolView(index.userJSON)
     channelNames = PoolView(index.channels.pool)

@@ -103,23 +103,31 @@ public enum Trigger: UInt8, Sendable, CaseIterable {
   }
 }
 
-/// Why a pair was not delivered, in rule order.
+/// Why a pair was not delivered, in rule order (contract v2, section 5.3).
 public enum Reason: UInt8, Sendable, CaseIterable {
-  case snoozed = 0
-  case dnd = 1
-  case muted = 2
-  case notMentioned = 3
-  case noDevice = 4
-  case optedOut = 5
+  case silent = 0
+  case senderMuted = 1
+  case snoozed = 2
+  case dnd = 3
+  case muted = 4
+  case notMentioned = 5
+  case active = 6
+  case noDevice = 7
+  case optedOut = 8
+  case throttled = 9
 
   public var name: String {
     switch self {
+    case .silent: "silent"
+    case .senderMuted: "sender_muted"
     case .snoozed: "snoozed"
     case .dnd: "dnd"
     case .muted: "muted"
     case .notMentioned: "not_mentioned"
+    case .active: "active"
     case .noDevice: "no_device"
     case .optedOut: "opted_out"
+    case .throttled: "throttled"
     }
   }
 }

@@ -14,6 +14,7 @@ enum Summary {
         "rejected": \(report.rejected),
         "pairs": \(c.pairs),
         "delivered": \(c.delivered),
+        "deferred": \(c.deferred),
         "deliveries": {\(deliveries.joined(separator: ", "))},
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(seconds(report.seconds)),

@@ -6,7 +6,7 @@ struct LevelRow {
   static let unset: UInt8 = 0xFF
   static let none = LevelRow(
     chat: unset, call: unset, snoozeStart: .min, snoozeUntil: .min, mention: unset, pinned: unset,
-    preview: unset)
+    preview: unset, mentionAll: unset)
 
   var chat: UInt8
   var call: UInt8
@@ -17,6 +17,7 @@ struct LevelRow {
   var mention: UInt8
   var pinned: UInt8
   var preview: UInt8
+  var mentionAll: UInt8
 
   var hasSnooze: Bool { snoozeStart < snoozeUntil }
 
@@ -30,11 +31,12 @@ struct LevelRow {
     mention = Self.flag(s.mentionNotifications)
     pinned = Self.flag(s.pinnedNotifications)
     preview = Self.flag(s.showPreview)
+    mentionAll = Self.flag(s.mentionAllNotifications)
   }
 
   private init(
     chat: UInt8, call: UInt8, snoozeStart: Int64, snoozeUntil: Int64, mention: UInt8, pinned: UInt8,
-    preview: UInt8
+    preview: UInt8, mentionAll: UInt8
   ) {
     self.chat = chat
     self.call = call
@@ -43,6 +45,7 @@ struct LevelRow {
     self.mention = mention
     self.pinned = pinned
     self.preview = preview
+    self.mentionAll = mentionAll
   }
 
   private static func flag(_ b: Bool?) -> UInt8 { b.map { $0 ? 1 : 0 } ?? unset }

@@ -13,11 +13,14 @@ public struct LevelSettings: Sendable, Equatable {
   public var mentionNotifications: Bool?
   public var pinnedNotifications: Bool?
   public var showPreview: Bool?
+  /// Contract v2: whether an @all (mention_all) counts as a mention.
+  public var mentionAllNotifications: Bool?
 
   public init(
     chatLevel: Level? = nil, callLevel: Level? = nil, snoozeStart: Int64? = nil,
     snoozeUntil: Int64? = nil, mentionNotifications: Bool? = nil,
-    pinnedNotifications: Bool? = nil, showPreview: Bool? = nil
+    pinnedNotifications: Bool? = nil, showPreview: Bool? = nil,
+    mentionAllNotifications: Bool? = nil
   ) {
     self.chatLevel = chatLevel
     self.callLevel = callLevel
@@ -26,6 +29,7 @@ public struct LevelSettings: Sendable, Equatable {
     self.mentionNotifications = mentionNotifications
     self.pinnedNotifications = pinnedNotifications
     self.showPreview = showPreview
+    self.mentionAllNotifications = mentionAllNotifications
   }
 
   /// True when every column is NULL: the row changes nothing.
@@ -38,7 +42,8 @@ public struct LevelSettings: Sendable, Equatable {
   }
 
   /// Reads `SnapshotSchema.levelColumns` from the row, starting at column
-  /// `first`; channel_prefs also accepts chat_level 'default' (= NULL).
+  /// `first`, and mention_all_notifications, the table's first optional
+  /// column; channel_prefs also accepts chat_level 'default' (= NULL).
   init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
     let allowed = acceptDefault ? "all, mentions, none or default" : "all, mentions or none"
     if acceptDefault && row.isDefault(first) {
@@ -52,5 +57,6 @@ public struct LevelSettings: Sendable, Equatable {
     mentionNotifications = try row.optionalFlag(first + 4)
     pinnedNotifications = try row.optionalFlag(first + 5)
     showPreview = try row.optionalFlag(first + 6)
+    mentionAllNotifications = try row.optionalFlag(Int32(row.table.columns.count))
   }
 }

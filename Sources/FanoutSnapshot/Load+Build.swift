@@ -9,7 +9,10 @@ extension Load {
     let slotRows = MembershipSlots.Rows(
       memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
       scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
-      channelPrefs: channelPrefs, defaults: .init(chat: defaultChat, call: defaultCall))
+      channelPrefs: channelPrefs,
+      channelDefaultChat: channelScope.indices.map {
+        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize[$0]).level
+      }, defaultCall: settings.defaultCallLevel ?? .all)
     let pendingSlots = Pending { MembershipSlots(slotRows) }
 
     // Gateways, renumbered in name (byte) order so that every listing is sorted.
@@ -141,7 +144,10 @@ extension Load {
       categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: prefRows.map { $0.1 },
-      categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 })
+      categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 },
+      settings: settings, channelSize: channelSize,
+      mutedBy: MutedBy(users: userCount, mutes: mutes),
+      threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows))
     index.checkInvariants()
     return Snapshot(index: index, info: info)
   }

@@ -58,8 +58,7 @@ struct Load {
   var info = SnapshotInfo()
   var present: Set<String> = []
 
-  var defaultChat = Level.all
-  var defaultCall = Level.all
+  var settings = AppSettings()
 
   var users = StringTable()
   var userPrefs: [LevelRow] = []
@@ -75,6 +74,10 @@ struct Load {
   var channelNames = BytePool()
   var pendingChannels: Pending<StringTable>? = nil
   var channelScope: [Scope] = []
+  /// channels.member_count; nil where NULL.
+  var channelMemberCount: [Int64?] = []
+  /// Per channel: member_count, else its rows in members.
+  var channelSize: [Int64] = []
   var memberKeys: [UInt64] = []  // channel << 32 | user
 
   var scopeRow: [Int32] = []  // user * 3 + scope -> scope_prefs row
@@ -94,6 +97,9 @@ struct Load {
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
   var restricted: Set<UInt64> = []  // user << 32 | gateway
+  var mutes: [(user: Int32, muted: Int32)] = []
+  var threadIDs = StringTable()
+  var threadPrefRows: [(user: Int32, channel: Int32, thread: Int32, level: Level)] = []
 
   init(readers: ConsistentReads, path: String, tzdb: TimeZoneDatabase) {
     self.init(connection: readers.main, readers: readers, path: path, tzdb: tzdb)
@@ -123,6 +129,7 @@ struct Load {
     take(try channelsRead.wait().get())
     let channelPrefsRead = channelPrefsAside()
     try readMembers()
+    try sizeChannels()
     if present.contains("scope_prefs") { try readScopePrefs() }
     awaitChannels()
     take(try channelPrefsRead.wait().get())
@@ -137,6 +144,8 @@ struct Load {
     if present.contains("category_gateways") { try readCategoryGateways() }
     if present.contains("category_prefs") { try readCategoryPrefs() }
     if present.contains("gateway_prefs") { try readGatewayPrefs() }
+    if present.contains("user_mutes") { try readUserMutes() }
+    if present.contains("thread_prefs") { try readThreadPrefs() }
     return build()
   }
 
@@ -166,6 +175,7 @@ struct Load {
   struct ChannelRows: Sendable {
     var names: BytePool
     var scopes: [Scope]
+    var memberCounts: [Int64?]
   }
 
   func channelsAside() -> Pending<Result<ChannelRows, SnapshotError>> {
@@ -173,7 +183,8 @@ struct Load {
       try side.readInIDOrder("channel_id") { load, order throws(SnapshotError) in
         try load.readChannels(orderBy: order)
       }
-      return ChannelRows(names: side.channelNames, scopes: side.channelScope)
+      return ChannelRows(
+        names: side.channelNames, scopes: side.channelScope, memberCounts: side.channelMemberCount)
     }
   }
 
@@ -182,6 +193,7 @@ struct Load {
   mutating func take(_ rows: ChannelRows) {
     channelNames = rows.names
     channelScope = rows.scopes
+    channelMemberCount = rows.memberCounts
     count("channels", channelNames.count)
     pendingChannels = Pending { [channelNames] in StringTable(indexing: channelNames) }
   }
@@ -305,21 +317,80 @@ struct Load {
   mutating func readSettings() throws(SnapshotError) {
     let r = try reader("settings", key: [0])
     var rows = 0
+    var largeMembers: Int64? = nil
+    var largeLevel: Level? = nil
+    var throttleMessages: Int64? = nil
+    var throttleWindow: Int64? = nil
     while try r.next() {
       rows += 1
-      switch try r.text(0) {
+      let key = try r.text(0)
+      func integer(_ range: ClosedRange<Int64>) throws(SnapshotError) -> Int64 {
+        let text = try r.text(1)
+        guard let v = AppSettings.decimalInteger(text), range.contains(v) else {
+          let bounds =
+            range.upperBound == .max
+            ? "at least \(range.lowerBound)" : "\(range.lowerBound)..\(range.upperBound)"
+          throw r.fail(
+            1,
+            "\(key) '\(text)' is not a decimal integer \(bounds) (digits only, no sign or leading zeros)"
+          )
+        }
+        return v
+      }
+      func oneOf(_ allowed: [String]) throws(SnapshotError) -> String {
+        let text = try r.text(1)
+        guard allowed.contains(text) else {
+          throw r.fail(
+            1, "unknown value '\(text)' (expected \(allowed.joined(separator: ", ")))")
+        }
+        return text
+      }
+      switch key {
       case "schema_version":
         let version = try r.text(1)
         guard version == "1" else {
           throw r.fail(1, "schema_version '\(version)' is not supported (expected '1')")
         }
       case "default_chat_level":
-        defaultChat = try required(r, 1, "all, mentions or none", Level.init(chatLevel:))
+        settings.defaultChatLevel = try required(
+          r, 1, "all, mentions or none", Level.init(chatLevel:))
       case "default_call_level":
-        defaultCall = try required(r, 1, "all or none", Level.init(callLevel:))
+        settings.defaultCallLevel = try required(r, 1, "all or none", Level.init(callLevel:))
+      case "default_chat_level.direct", "default_chat_level.group", "default_chat_level.broadcast":
+        let scope = Scope(name: String(key.dropFirst("default_chat_level.".count)))!
+        settings.kindChatLevel[Int(scope.rawValue)] = try required(
+          r, 1, "all, mentions or none", Level.init(chatLevel:))
+      case "large_channel_members": largeMembers = try integer(1...Int64.max)
+      case "large_channel_level":
+        largeLevel = try required(r, 1, "mentions or none") {
+          $0 == "all" ? nil : Level(chatLevel: $0)
+        }
+      case "mention_all_max_members": settings.mentionAllMaxMembers = try integer(1...Int64.max)
+      case "presence_action": settings.presenceAction = try oneOf(["ignore", "suppress", "delay"])
+      case "presence_delay_ms": settings.presenceDelayMilliseconds = try integer(0...604_800_000)
+      case "default_quiet_action": settings.defaultQuietAction = try oneOf(["drop", "defer"])
+      case "throttle_messages": throttleMessages = try integer(1...Int64.max)
+      case "throttle_window_ms": throttleWindow = try integer(1...Int64.max)
       default:
         break  // unknown keys are ignored
       }
+    }
+    func together(_ a: String, _ aSet: Bool, _ b: String, _ bSet: Bool) throws(SnapshotError) {
+      guard aSet != bSet else { return }
+      let (present, missing) = aSet ? (a, b) : (b, a)
+      throw SnapshotError(
+        table: "settings", key: "key='\(present)'", column: "value",
+        reason: "\(present) is set but \(missing) is missing (the two come together)")
+    }
+    try together(
+      "large_channel_members", largeMembers != nil, "large_channel_level", largeLevel != nil)
+    try together(
+      "throttle_messages", throttleMessages != nil, "throttle_window_ms", throttleWindow != nil)
+    if let largeMembers, let largeLevel {
+      settings.largeChannel = .init(members: largeMembers, level: largeLevel)
+    }
+    if let throttleMessages, let throttleWindow {
+      settings.throttle = (throttleMessages, throttleWindow)
     }
     count("settings", rows)
   }
@@ -375,6 +446,8 @@ struct Load {
       case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
       case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
       }
+      // quiet_action (column 12) is validated here; deferral reads it.
+      _ = try r.enumerated(12, "drop or defer") { ["drop", "defer"].contains($0) ? $0 : nil }
     }
     count("users", users.count)
     info.timeZones = zoneIDs.keys.sorted()
@@ -408,6 +481,7 @@ struct Load {
       }
       channelNames.append(id)
       channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
+      channelMemberCount.append(try r.optionalInt(2))
     }
   }
 
@@ -433,6 +507,24 @@ struct Load {
     }
     memberKeys = keys
     count("members", memberKeys.count)
+  }
+
+  /// Each channel's size for the size rules: member_count, else its rows
+  /// in members. Refuses a member_count below those rows: checked once the
+  /// members are read, so after any error in that table.
+  mutating func sizeChannels() throws(SnapshotError) {
+    var rows = [Int64](repeating: 0, count: channelNames.count)
+    for key in memberKeys { rows[Int(key >> 32)] += 1 }
+    channelSize = rows
+    for c in channelMemberCount.indices {
+      guard let declared = channelMemberCount[c] else { continue }
+      channelSize[c] = declared
+      if declared < rows[c] {
+        throw SnapshotError(
+          table: "channels", key: "channel_id='\(channelNames.string(c))'", column: "member_count",
+          reason: "member_count \(declared) is below the channel's \(rows[c]) rows in members")
+      }
+    }
   }
 
   /// A channel id near the middle of the members table in byte order, from
@@ -642,6 +734,37 @@ struct Load {
       categoryPrefRows.append((u, c, g, pref))
     }
     count("category_prefs", categoryPrefRows.count)
+  }
+
+  mutating func readUserMutes() throws(SnapshotError) {
+    let r = try reader("user_mutes", key: [0, 1])
+    var seen: Set<UInt64> = []
+    while try r.next() {
+      let u = try user(r, 0)
+      let muted = try user(r, 1)
+      guard seen.insert(UInt64(UInt32(u)) << 32 | UInt64(UInt32(muted))).inserted else {
+        throw r.fail(nil, "duplicate key")
+      }
+      mutes.append((u, muted))
+    }
+    count("user_mutes", mutes.count)
+  }
+
+  mutating func readThreadPrefs() throws(SnapshotError) {
+    let r = try reader("thread_prefs", key: [0, 1, 2])
+    var seen: Set<[Int32]> = []
+    while try r.next() {
+      let u = try user(r, 0)
+      guard let c = channels.find(try r.textBytes(1)) else {
+        throw r.fail(1, "unknown channel '\(try r.text(1))'")
+      }
+      let id = try r.textBytes(2)
+      let thread = threadIDs.find(id) ?? threadIDs.insert(id)!
+      let level = try required(r, 3, "all, mentions or none", Level.init(chatLevel:))
+      guard seen.insert([u, c, thread]).inserted else { throw r.fail(nil, "duplicate key") }
+      threadPrefRows.append((u, c, thread, level))
+    }
+    count("thread_prefs", threadPrefRows.count)
   }
 
   mutating func readGatewayPrefs() throws(SnapshotError) {

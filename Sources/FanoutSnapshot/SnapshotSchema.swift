@@ -86,7 +86,35 @@ public enum SnapshotSchema {
       restricted INTEGER NOT NULL,
       PRIMARY KEY (user_id, gateway)
     );
+
+    -- Contract v2 (docs/contract.md, "Contract v2"): every addition is optional.
+    -- Settings keys: 'default_chat_level.direct' / '.group' / '.broadcast',
+    -- 'large_channel_members' with 'large_channel_level', 'mention_all_max_members',
+    -- 'presence_action', 'presence_delay_ms', 'default_quiet_action',
+    -- 'throttle_messages' with 'throttle_window_ms'.
+    ALTER TABLE users ADD COLUMN mention_all_notifications INTEGER;  -- 0 | 1 | NULL (0: @all is ordinary)
+    ALTER TABLE users ADD COLUMN quiet_action TEXT;                  -- 'drop' | 'defer' | NULL
+    ALTER TABLE scope_prefs ADD COLUMN mention_all_notifications INTEGER;
+    ALTER TABLE channel_prefs ADD COLUMN mention_all_notifications INTEGER;
+    ALTER TABLE channels ADD COLUMN member_count INTEGER;  -- members for the size rules; NULL = count rows
+    CREATE TABLE user_mutes (        -- user_id never hears from muted_user_id
+      user_id       TEXT NOT NULL REFERENCES users(user_id),
+      muted_user_id TEXT NOT NULL REFERENCES users(user_id),
+      PRIMARY KEY (user_id, muted_user_id)
+    );
+    CREATE TABLE thread_prefs (      -- a user's chat level in one thread of a channel
+      user_id    TEXT NOT NULL REFERENCES users(user_id),
+      channel_id TEXT NOT NULL REFERENCES channels(channel_id),
+      thread_id  TEXT NOT NULL,
+      chat_level TEXT NOT NULL,      -- 'all' | 'mentions' | 'none'
+      PRIMARY KEY (user_id, channel_id, thread_id)
+    );
     """
+
+  /// `createSQL` without contract v2's additions: the v1 schema.
+  public static var v1SQL: String {
+    String(createSQL[..<createSQL.firstRange(of: "\n-- Contract v2")!.lowerBound])
+  }
 
   /// The `CREATE TABLE` statement of one table, cut from `createSQL`.
   static func createSQL(table name: String) -> String {
@@ -98,7 +126,12 @@ public enum SnapshotSchema {
   struct Table {
     let name: String
     let required: Bool
+    /// The columns a present table must have, then those it may have
+    /// (contract v2's additions: absent, they read as NULL in every row).
     let columns: [String]
+    var optionalColumns: [String] = []
+
+    var allColumns: [String] { columns + optionalColumns }
   }
 
   /// The per-level preference columns shared by users, scope_prefs and channel_prefs,
@@ -112,14 +145,20 @@ public enum SnapshotSchema {
     Table(name: "settings", required: false, columns: ["key", "value"]),
     Table(
       name: "users", required: true,
-      columns: ["user_id"] + levelColumns + ["timezone", "dnd_start", "dnd_end"]),
+      columns: ["user_id"] + levelColumns + ["timezone", "dnd_start", "dnd_end"],
+      optionalColumns: ["mention_all_notifications", "quiet_action"]),
     Table(
       name: "dnd_weekly", required: false, columns: ["user_id", "weekday", "start_min", "end_min"]),
-    Table(name: "channels", required: true, columns: ["channel_id", "kind"]),
-    Table(name: "members", required: true, columns: ["channel_id", "user_id"]),
-    Table(name: "scope_prefs", required: false, columns: ["user_id", "scope"] + levelColumns),
     Table(
-      name: "channel_prefs", required: true, columns: ["user_id", "channel_id"] + levelColumns),
+      name: "channels", required: true, columns: ["channel_id", "kind"],
+      optionalColumns: ["member_count"]),
+    Table(name: "members", required: true, columns: ["channel_id", "user_id"]),
+    Table(
+      name: "scope_prefs", required: false, columns: ["user_id", "scope"] + levelColumns,
+      optionalColumns: ["mention_all_notifications"]),
+    Table(
+      name: "channel_prefs", required: true, columns: ["user_id", "channel_id"] + levelColumns,
+      optionalColumns: ["mention_all_notifications"]),
     Table(name: "devices", required: true, columns: ["device_id", "user_id", "gateway", "token"]),
     Table(
       name: "categories", required: false, columns: ["category", "default_preference", "mandatory"]),
@@ -129,6 +168,10 @@ public enum SnapshotSchema {
       name: "category_prefs", required: false,
       columns: ["user_id", "category", "gateway", "preference"]),
     Table(name: "gateway_prefs", required: false, columns: ["user_id", "gateway", "restricted"]),
+    Table(name: "user_mutes", required: false, columns: ["user_id", "muted_user_id"]),
+    Table(
+      name: "thread_prefs", required: false,
+      columns: ["user_id", "channel_id", "thread_id", "chat_level"]),
   ]
 
   static func table(_ name: String) -> Table { tables.first { $0.name == name }! }

@@ -7,7 +7,7 @@ import FanoutModel
 struct TableReader {
   let table: SnapshotSchema.Table
   private let statement: Statement
-  /// Positions (in `table.columns`) of the columns that identify a row.
+  /// Positions (in `table.allColumns`) of the columns that identify a row.
   private let keyColumns: [Int32]
 
   /// Reads `table`'s columns, optionally filtered by `condition` (with `?`
@@ -20,7 +20,21 @@ struct TableReader {
   {
     self.table = table
     self.keyColumns = keyColumns
-    let list = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
+    // Optional columns the table lacks read as NULL in every row.
+    var present: Set<String> = []
+    if !table.optionalColumns.isEmpty {
+      do {
+        let pragma = try connection.prepare(
+          "SELECT lower(name) FROM pragma_table_info('\(table.name)')")
+        while try pragma.step() { present.insert(pragma.text(0)) }
+      } catch {
+        throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
+      }
+    }
+    let list =
+      (table.columns.map { "\"\($0)\"" }
+      + table.optionalColumns.map { present.contains($0) ? "\"\($0)\"" : "NULL" })
+      .joined(separator: ", ")
     var sql = "SELECT \(list) FROM \"\(table.name)\""
     if let condition { sql += " WHERE \(condition)" }
     if let orderBy { sql += " ORDER BY \(orderBy)" }
@@ -138,12 +152,12 @@ struct TableReader {
   @inline(never)
   func fail(_ c: Int32?, _ reason: String) -> SnapshotError {
     SnapshotError(
-      table: table.name, key: rowKey, column: c.map { table.columns[Int($0)] }, reason: reason)
+      table: table.name, key: rowKey, column: c.map { table.allColumns[Int($0)] }, reason: reason)
   }
 
   /// `name='value', …` for the key columns of the current row.
   var rowKey: String {
-    keyColumns.map { "\(table.columns[Int($0)])=\(render($0))" }.joined(separator: ", ")
+    keyColumns.map { "\(table.allColumns[Int($0)])=\(render($0))" }.joined(separator: ", ")
   }
 
   private func render(_ c: Int32) -> String {

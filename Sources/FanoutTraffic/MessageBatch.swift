@@ -29,6 +29,12 @@ public struct MessageBatch: Sendable {
   public var kind: [MessageKind] = []
   public var mentionAll: [Bool] = []
   public var force: [Bool] = []
+  /// Contract v2: the sender asked for no notification.
+  public var silent: [Bool] = []
+  /// Contract v2: each message's thread id (empty when it has none; see
+  /// `hasThread`, as "" is a thread id like any other).
+  public var thread = BytePool()
+  public var hasThread: [Bool] = []
   /// The replied-to author's user row, or -1.
   public var replyTo: [Int32] = []
   /// The category row, or -1.

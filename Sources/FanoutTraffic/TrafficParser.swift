@@ -30,6 +30,7 @@ public struct TrafficParser {
     var sender: [UInt8] = []
     var replyTo: [UInt8] = []
     var quotedID: [UInt8] = []
+    var thread: [UInt8] = []
     var mentions = BytePool()
   }
 
@@ -38,7 +39,8 @@ public struct TrafficParser {
   private static let kinds = MessageKind.allCases
 
   private enum Field: Int, CaseIterable {
-    case id, channel, sender, ts, kind, mentions, mentionAll, replyTo, category, force
+    case id, channel, sender, ts, kind, mentions, mentionAll, replyTo, category, force, silent,
+      thread
 
     /// `allCases` builds a new array on every call; this one is built once.
     static let all = Field.allCases
@@ -67,6 +69,8 @@ public struct TrafficParser {
       case .replyTo: "reply_to"
       case .category: "category"
       case .force: "force"
+      case .silent: "silent"
+      case .thread: "thread"
       }
     }
   }
@@ -128,6 +132,9 @@ public struct TrafficParser {
       done.kind.append(parsed.kind[m])
       done.mentionAll.append(parsed.mentionAll[m])
       done.force.append(parsed.force[m])
+      done.silent.append(parsed.silent[m])
+      parsed.thread.withBytes(m) { done.thread.append($0) }
+      done.hasThread.append(parsed.hasThread[m])
       done.replyTo.append(user(parsed.replyTo[m]))
       done.category.append(parsed.category[m])
       // Mentioned rows sorted, each user once; unknown users dropped.
@@ -197,6 +204,8 @@ public struct TrafficParser {
       category = scratch.text.withUnsafeBytes { index.categories.find($0) } ?? -2
     }
     let force = try values.bool(.force) ?? false
+    let silent = try values.bool(.silent) ?? false
+    let hasThread = try values.string(.thread, into: &scratch.thread)
 
     // Kept: the names wait for `finish`.
     let m = batch.count
@@ -209,6 +218,9 @@ public struct TrafficParser {
     batch.kind.append(kind)
     batch.mentionAll.append(mentionAll)
     batch.force.append(force)
+    batch.silent.append(silent)
+    batch.thread.append(hasThread ? scratch.thread : [])
+    batch.hasThread.append(hasThread)
     batch.replyTo.append(hasReplyTo ? keepUser(scratch.replyTo) : -1)
     batch.category.append(category)
     for k in 0..<scratch.mentions.count {

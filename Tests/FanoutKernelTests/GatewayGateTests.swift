@@ -1,3 +1,4 @@
+import FanoutModel
 import FanoutTestSupport
 import Testing
 
@@ -112,7 +113,7 @@ struct GatewayGateTests {
     let sql = setup + "INSERT INTO gateway_prefs VALUES ('c', 'apns', 1);"
     let s = try run(sql, msg())
     #expect(s.outcome("m", "c") == "-opted_out")
-    #expect(s.result.counters.suppressed[5] == 1)
+    #expect(s.result.counters.suppressed[Int(Reason.optedOut.rawValue)] == 1)
     #expect(s.result.counters.delivered == 1)
     #expect(s.result.counters.deliveries.reduce(0, +) == 3)
   }

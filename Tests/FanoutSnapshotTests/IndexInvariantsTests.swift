@@ -47,6 +47,7 @@ extension Index {
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
-      categoryPref: categoryPref)
+      categoryPref: categoryPref, settings: settings, channelSize: channelSize, mutedBy: mutedBy,
+      threadPrefs: threadPrefs)
   }
 }

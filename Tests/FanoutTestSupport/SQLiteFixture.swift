@@ -4,8 +4,11 @@ import Foundation
 
 /// Builds real SQLite snapshot files from SQL text.
 public enum SQLiteFixture {
-  /// The contract's schema, as the snapshot module defines it.
-  public static let schema: String = SnapshotSchema.createSQL
+  /// The contract's v1 schema, as the snapshot module defines it (fixtures
+  /// that insert by position were written for it).
+  public static let schema: String = SnapshotSchema.v1SQL
+  /// With contract v2's optional columns and tables.
+  public static let v2Schema: String = SnapshotSchema.createSQL
 
   /// A minimal valid population: settings plus nothing else.
   public static let header = "INSERT INTO settings VALUES ('schema_version', '1');\n"

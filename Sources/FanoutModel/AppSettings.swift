@@ -1,0 +1,83 @@
+/// The app-wide settings of a snapshot (its `settings` table), validated.
+/// Every value is optional: nil where the key is absent.
+public struct AppSettings: Sendable, Equatable {
+  /// `default_chat_level`, `default_call_level`.
+  public var defaultChatLevel: Level?
+  public var defaultCallLevel: Level?
+  /// `default_chat_level.direct`, `.group`, `.broadcast`, by `Scope.rawValue`.
+  public var kindChatLevel: [Level?] = [nil, nil, nil]
+  /// `large_channel_members` and `large_channel_level`, which come together.
+  public var largeChannel: LargeChannel?
+  /// `mention_all_max_members`.
+  public var mentionAllMaxMembers: Int64?
+  /// `presence_action`, `presence_delay_ms`, `default_quiet_action`,
+  /// `throttle_messages` with `throttle_window_ms`: validated and shown by
+  /// `prefs get`; the rules that read them are contract v2's part 2.
+  public var presenceAction: String?
+  public var presenceDelayMilliseconds: Int64?
+  public var defaultQuietAction: String?
+  public var throttle: (messages: Int64, windowMilliseconds: Int64)?
+
+  public struct LargeChannel: Sendable, Equatable {
+    /// A channel with more members than this is large.
+    public var members: Int64
+    /// `mentions` or `none`.
+    public var level: Level
+
+    public init(members: Int64, level: Level) {
+      self.members = members
+      self.level = level
+    }
+  }
+
+  public init() {}
+
+  public static func == (a: AppSettings, b: AppSettings) -> Bool {
+    a.defaultChatLevel == b.defaultChatLevel && a.defaultCallLevel == b.defaultCallLevel
+      && a.kindChatLevel == b.kindChatLevel && a.largeChannel == b.largeChannel
+      && a.mentionAllMaxMembers == b.mentionAllMaxMembers && a.presenceAction == b.presenceAction
+      && a.presenceDelayMilliseconds == b.presenceDelayMilliseconds
+      && a.defaultQuietAction == b.defaultQuietAction
+      && a.throttle?.messages == b.throttle?.messages
+      && a.throttle?.windowMilliseconds == b.throttle?.windowMilliseconds
+  }
+
+  /// Whether a channel of `members` members is large (`large_channel_members`).
+  public func isLarge(members: Int64) -> Bool {
+    guard let largeChannel else { return false }
+    return members > largeChannel.members
+  }
+
+  /// Whether `mention_all` counts in a channel of `members` members.
+  @inlinable
+  public func mentionAllApplies(members: Int64) -> Bool {
+    guard let limit = mentionAllMaxMembers else { return true }
+    return members <= limit
+  }
+
+  /// Where a chat level that no level of the user's own sets comes from.
+  public enum ChatDefault: Sendable, Equatable {
+    case largeChannel, kind, app, builtIn
+  }
+
+  /// The chat level of a user who set none at any of their own levels, in
+  /// a channel of kind `scope` with `members` members: large channel →
+  /// kind default → app default → 'all'.
+  public func defaultChatLevel(scope: Scope, members: Int64) -> (level: Level, from: ChatDefault) {
+    if let largeChannel, members > largeChannel.members {
+      return (largeChannel.level, .largeChannel)
+    }
+    if let level = kindChatLevel[Int(scope.rawValue)] { return (level, .kind) }
+    if let level = defaultChatLevel { return (level, .app) }
+    return (.all, .builtIn)
+  }
+
+  /// A settings value that must be a decimal integer: ASCII digits, no
+  /// sign, spaces or leading zeros, at most `Int64.max`.
+  public static func decimalInteger(_ text: String) -> Int64? {
+    let bytes = Array(text.utf8)
+    guard !bytes.isEmpty, bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+    guard bytes.count == 1 || bytes[0] != 0x30 else { return nil }
+    return Int64(text)
+  }
+}
