@@ -91,10 +91,12 @@ struct ExplainAgreesWithEvalTests {
     #expect(pairs > 50)
   }
 
-  @Test("random worlds (every rule, edge minutes, DST)", arguments: [UInt64(3), 7, 11])
-  func randomWorld(_ seed: UInt64) throws {
-    let world = RandomWorld(seed: seed, users: 30, messages: 150)
-    let snapshot = SQLiteFixture.make(SQLiteFixture.header + world.sql)
+  @Test(
+    "random worlds (every rule, edge minutes, DST; v2 worlds too)",
+    arguments: [(UInt64(3), false), (7, false), (11, false), (103, true), (107, true), (111, true)])
+  func randomWorld(_ seed: UInt64, v2: Bool) throws {
+    let world = RandomWorld(seed: seed, users: 30, messages: 150, v2: v2)
+    let snapshot = world.makeSnapshot()
     let messages = makeTemporaryDirectory() + "/traffic.ndjson"
     try world.messages.joined(separator: "\n").write(
       toFile: messages, atomically: true, encoding: .utf8)

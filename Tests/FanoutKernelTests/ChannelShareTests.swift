@@ -42,10 +42,11 @@ struct ChannelShareTests {
 
   @Test(
     "random worlds, every channel shared, messages clustered on rule edges",
-    arguments: Array(UInt64(1)...8))
-  func randomWorld(_ seed: UInt64) throws {
-    let world = RandomWorld(seed: seed, users: 60, messages: 3000)
-    let scenario = try Scenario(world.sql, messages: world.messages)
+    arguments: Array(UInt64(1)...8).map { ($0, false) }
+      + Array(UInt64(201)...206).map { ($0, true) })
+  func randomWorld(_ seed: UInt64, v2: Bool) throws {
+    let world = RandomWorld(seed: seed, users: 60, messages: 3000, v2: v2)
+    let scenario = try Scenario(world: world)
     var batch = scenario.batch
     #expect(batch.count == 3000)
     // Twelve runs of 250 messages, each within a millisecond or a minute of

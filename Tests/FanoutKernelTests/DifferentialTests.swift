@@ -5,8 +5,22 @@ import Testing
 struct DifferentialTests {
   @Test("random worlds: every decision and every delivery agree", arguments: Array(UInt64(1)...12))
   func randomWorld(_ seed: UInt64) throws {
-    let world = RandomWorld(seed: seed)
-    let scenario = try Scenario(world.sql, messages: world.messages)
+    try check(RandomWorld(seed: seed), seed)
+  }
+
+  @Test(
+    "random contract v2 worlds (mutes, silent, threads, size and kind defaults, @all switches)",
+    arguments: Array(UInt64(101)...116))
+  func randomV2World(_ seed: UInt64) throws {
+    let world = RandomWorld(seed: seed, v2: true)
+    try check(world, seed)
+    // The world reaches the new rules.
+    let outcomes = Set(ReferenceEvaluator(world).decisions().values)
+    #expect(outcomes.isSuperset(of: ["-silent", "-sender_muted", "mention"]), "seed \(seed)")
+  }
+
+  private func check(_ world: RandomWorld, _ seed: UInt64) throws {
+    let scenario = try Scenario(world: world)
     #expect(scenario.batch.rejections.isEmpty)
     let reference = ReferenceEvaluator(world)
     let expected = reference.decisions()

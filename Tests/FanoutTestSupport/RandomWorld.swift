@@ -21,6 +21,8 @@ public struct RandomWorld {
     public var chat: String?, call: String?
     public var snoozeStart: Int64?, snoozeUntil: Int64?
     public var mention: Int?, pinned: Int?, preview: Int?
+    /// Contract v2: mention_all_notifications.
+    public var mentionAll: Int?
   }
   public struct User {
     public var id: String, timezone: String?, prefs: Prefs
@@ -43,6 +45,16 @@ public struct RandomWorld {
   public var restricted: Set<String> = []  // "user|gateway"
   public var messages: [String] = []
 
+  // Contract v2 (section 5), drawn only for `v2` worlds.
+  public var v2 = false
+  public var kindDefaults: [String: String] = [:]  // kind -> chat level
+  public var largeChannel: (members: Int, level: String)?
+  public var mentionAllMax: Int?
+  public var memberCount: [String: Int] = [:]  // channel -> member_count
+  public var mutes: Set<String> = []  // "user|muted"
+  public var threadPrefs: [String: String] = [:]  // "user|channel|thread" -> chat level
+  static let threads = ["t1", "t2", "", "t 3"]
+
   public static let zones = [
     "UTC", "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata",
     "America/Los_Angeles", "Pacific/Auckland", "America/Sao_Paulo", "Asia/Kathmandu",
@@ -51,7 +63,12 @@ public struct RandomWorld {
   /// 2026-03-06T00:00Z: the window covers the US and (a week later) no other change; Nov too.
   static let baseTimes: [Int64] = [1_772_755_200_000, 1_793_232_000_000, 1_774_656_000_000]
 
-  public init(seed: UInt64, users userCount: Int = 40, messages messageCount: Int = 300) {
+  /// A world from `seed`; with `v2`, contract v2's settings, columns,
+  /// tables and traffic fields too (drawn from a second stream, after the
+  /// v1 world, which is the same as without).
+  public init(
+    seed: UInt64, users userCount: Int = 40, messages messageCount: Int = 300, v2: Bool = false
+  ) {
     var rng = SeededRandom(seed: seed)
     func maybe<T>(_ p: Double, _ value: @autoclosure () -> T) -> T? {
       Double.random(in: 0..<1, using: &rng) < p ? value() : nil
@@ -174,6 +191,65 @@ public struct RandomWorld {
       if Double.random(in: 0..<1, using: &rng) < 0.1 { fields.append("\"force\":true") }
       messages.append("{" + fields.joined(separator: ",") + "}")
     }
+    if v2 { addV2(seed: seed) }
+  }
+
+  private mutating func addV2(seed: UInt64) {
+    v2 = true
+    var rng = SeededRandom(seed: seed ^ 0xC0DE_0002)
+    func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+    func flag() -> Int? { chance(0.25) ? Int.random(in: 0...1, using: &rng) : nil }
+    let levels = ["all", "mentions", "none"]
+    let sizes = channels.map { members[$0.id]!.count }
+    for kind in ["direct", "group", "broadcast"] where chance(0.35) {
+      kindDefaults[kind] = levels.randomElement(using: &rng)!
+    }
+    // Thresholds at a channel's size, one below or one above: the edges.
+    func threshold() -> Int {
+      max(1, sizes.randomElement(using: &rng)! + Int.random(in: -1...1, using: &rng))
+    }
+    if chance(0.5) {
+      largeChannel = (threshold(), ["mentions", "none"].randomElement(using: &rng)!)
+    }
+    if chance(0.5) { mentionAllMax = threshold() }
+    for c in channels where chance(0.3) {
+      memberCount[c.id] =
+        members[c.id]!.count + (chance(0.5) ? 0 : Int.random(in: 1...30, using: &rng))
+    }
+    for i in users.indices {
+      users[i].prefs.mentionAll = flag()
+      if chance(0.2) {
+        for _ in 0..<Int.random(in: 1...3, using: &rng) {
+          mutes.insert(users[i].id + "|" + users.randomElement(using: &rng)!.id)
+        }
+      }
+    }
+    for key in scopePrefs.keys.sorted() { scopePrefs[key]!.mentionAll = flag() }
+    for key in channelPrefs.keys.sorted() { channelPrefs[key]!.mentionAll = flag() }
+    for c in channels {
+      for u in users.map(\.id) where chance(0.15) {
+        threadPrefs[u + "|" + c.id + "|" + Self.threads.randomElement(using: &rng)!] =
+          levels.randomElement(using: &rng)!
+      }
+    }
+    for i in messages.indices {
+      var extra: [String] = []
+      if chance(0.08) { extra.append("\"silent\":\(chance(0.8))") }
+      if chance(0.5) { extra.append("\"thread\":\"\(Self.threads.randomElement(using: &rng)!)\"") }
+      if chance(0.15) {
+        // Mention-all more often, to reach its switches.
+        extra.append("\"mention_all\":true")
+      }
+      if !extra.isEmpty {
+        messages[i] = String(messages[i].dropLast()) + "," + extra.joined(separator: ",") + "}"
+      }
+    }
+  }
+
+  /// A new snapshot file holding the world (v2 worlds on the v2 schema).
+  public func makeSnapshot() -> String {
+    SQLiteFixture.make(
+      SQLiteFixture.header + sql, schema: v2 ? SQLiteFixture.v2Schema : SQLiteFixture.schema)
   }
 
   /// The world as SQL against the contract's schema.
@@ -183,11 +259,12 @@ public struct RandomWorld {
     }
     func n<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "NULL" }
     func p(_ p: Prefs) -> String {
-      [
+      ([
         q(p.chat), q(p.call), n(p.snoozeStart), n(p.snoozeUntil), n(p.mention), n(p.pinned),
         n(p.preview),
-      ].joined(separator: ", ")
+      ] + (v2 ? [n(p.mentionAll)] : [])).joined(separator: ", ")
     }
+    let v2Column = v2 ? ", mention_all_notifications" : ""
     var out = ""
     if let defaultChat {
       out += "INSERT INTO settings VALUES ('default_chat_level', \(q(defaultChat)));\n"
@@ -197,17 +274,21 @@ public struct RandomWorld {
     }
     for u in users {
       out +=
-        "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview, dnd_start, dnd_end) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1)));\n"
+        "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview\(v2Column), dnd_start, dnd_end) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1)));\n"
       for w in u.weekly {
         out += "INSERT INTO dnd_weekly VALUES (\(q(u.id)), \(w.day), \(w.start), \(w.end));\n"
       }
     }
     for c in channels {
-      out += "INSERT INTO channels VALUES (\(q(c.id)), \(q(c.kind)));\n"
+      out +=
+        v2
+        ? "INSERT INTO channels (channel_id, kind, member_count) VALUES (\(q(c.id)), \(q(c.kind)), \(n(memberCount[c.id])));\n"
+        : "INSERT INTO channels VALUES (\(q(c.id)), \(q(c.kind)));\n"
       for u in members[c.id]! { out += "INSERT INTO members VALUES (\(q(c.id)), \(q(u)));\n" }
     }
     let columns =
       "chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview"
+      + v2Column
     for (key, prefs) in scopePrefs.sorted(by: { $0.key < $1.key }) {
       let parts = key.split(separator: "|").map(String.init)
       out +=
@@ -237,6 +318,25 @@ public struct RandomWorld {
     for key in restricted.sorted() {
       let parts = key.split(separator: "|").map(String.init)
       out += "INSERT INTO gateway_prefs VALUES (\(q(parts[0])), \(q(parts[1])), 1);\n"
+    }
+    for (kind, level) in kindDefaults.sorted(by: { $0.key < $1.key }) {
+      out += "INSERT INTO settings VALUES ('default_chat_level.\(kind)', \(q(level)));\n"
+    }
+    if let largeChannel {
+      out += "INSERT INTO settings VALUES ('large_channel_members', '\(largeChannel.members)');\n"
+      out += "INSERT INTO settings VALUES ('large_channel_level', \(q(largeChannel.level)));\n"
+    }
+    if let mentionAllMax {
+      out += "INSERT INTO settings VALUES ('mention_all_max_members', '\(mentionAllMax)');\n"
+    }
+    for key in mutes.sorted() {
+      let parts = key.split(separator: "|").map(String.init)
+      out += "INSERT INTO user_mutes VALUES (\(q(parts[0])), \(q(parts[1])));\n"
+    }
+    for (key, level) in threadPrefs.sorted(by: { $0.key < $1.key }) {
+      let parts = key.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+      out +=
+        "INSERT INTO thread_prefs VALUES (\(q(parts[0])), \(q(parts[1])), \(q(parts[2])), \(q(level)));\n"
     }
     return out
   }

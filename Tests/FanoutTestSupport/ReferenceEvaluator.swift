@@ -1,6 +1,7 @@
 import Foundation
 
-/// The contract's section 3, written as plainly as possible over a
+/// The contract's sections 3 and 5.3 (but presence, deferral and
+/// throttling), written as plainly as possible over a
 /// `RandomWorld`: dictionaries, strings and Foundation's `TimeZone` (ICU's
 /// copy of the tz data, independent of Fanout's TZif reader).
 public struct ReferenceEvaluator {
@@ -56,14 +57,20 @@ public struct ReferenceEvaluator {
     }
     let ts = m["ts"] as! Int64
     let force = m["force"] as? Bool ?? false
-    // 1. snoozed
+    // 0. silent
+    if m["silent"] as? Bool == true { return ("-silent", []) }
+    // 1. sender_muted
+    if let sender = m["sender"] as? String, world.mutes.contains(user + "|" + sender) {
+      return ("-sender_muted", [])
+    }
+    // 2. snoozed
     if !force {
       for level in levels {
         guard let p = level, let until = p.snoozeUntil else { continue }
         if ts >= (p.snoozeStart ?? .min) && ts < until { return ("-snoozed", []) }
       }
     }
-    // 2. dnd
+    // 3. dnd
     if !force {
       let zone = TimeZone(identifier: u.timezone ?? "UTC")!
       var calendar = Calendar(identifier: .gregorian)
@@ -88,13 +95,26 @@ public struct ReferenceEvaluator {
         return ("-dnd", [])
       }
     }
-    // 3. levels
-    let chat = resolve(\.chat, world.defaultChat ?? "all")
+    // 4. levels. The channel's size: member_count, else its members.
+    let size = world.memberCount[channel] ?? world.members[channel]!.count
+    var chat: String
+    if let thread = m["thread"] as? String,
+      let level = world.threadPrefs["\(user)|\(channel)|\(thread)"]
+    {
+      chat = level
+    } else if let own = levels.lazy.compactMap({ $0?.chat }).first(where: { $0 != "default" }) {
+      chat = own
+    } else if let large = world.largeChannel, size > large.members {
+      chat = large.level
+    } else {
+      chat = world.kindDefaults[kind] ?? world.defaultChat ?? "all"
+    }
     let call = resolve(\.call, world.defaultCall ?? "all")
     let mentions = m["mentions"] as? [String] ?? []
+    let allApplies = world.mentionAllMax.map { size <= $0 } ?? true
     let mentioned =
-      (mentions.contains(user) || (m["mention_all"] as? Bool ?? false)
-        || m["reply_to"] as? String == user)
+      (mentions.contains(user) || m["reply_to"] as? String == user
+        || ((m["mention_all"] as? Bool ?? false) && allApplies && flag(\.mentionAll)))
       && flag(\.mention)
     var trigger: String
     switch m["kind"] as? String ?? "message" {
@@ -113,7 +133,7 @@ public struct ReferenceEvaluator {
       default: return ("-muted", [])
       }
     }
-    // 4, 5. devices and the gateway gate
+    // 6, 7. devices and the gateway gate
     let devices = world.devices.filter { $0.user == user }.sorted { $0.id < $1.id }
     if devices.isEmpty { return ("-no_device", []) }
     let category = m["category"] as? String

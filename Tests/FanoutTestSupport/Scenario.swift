@@ -16,6 +16,11 @@ public struct Scenario {
     try self.init(snapshot: SQLiteFixture.make(SQLiteFixture.header + sql), messages: messages)
   }
 
+  /// Evaluates a random world's messages against it.
+  public init(world: RandomWorld) throws {
+    try self.init(snapshot: world.makeSnapshot(), messages: world.messages)
+  }
+
   /// Evaluates `messages` against the snapshot file at `path`.
   public init(snapshot path: String, messages: [String]) throws {
     let snapshot = try SnapshotLoader.load(path: path)
