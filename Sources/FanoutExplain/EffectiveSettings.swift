@@ -9,14 +9,17 @@ import FanoutSnapshot
 
 /// Where a setting's value came from, most specific first.
 public enum SettingSource: Int, Sendable, Comparable {
-  case channel, scope, user, settings, builtIn
+  case thread, channel, scope, user, largeChannel, kind, settings, builtIn
 
   /// The table the value was read from (`default` for the built-in value).
   public var name: String {
     switch self {
+    case .thread: "thread_prefs"
     case .channel: "channel_prefs"
     case .scope: "scope_prefs"
     case .user: "users"
+    case .largeChannel: "large_channel"
+    case .kind: "kind_default"
     case .settings: "settings"
     case .builtIn: "default"
     }
@@ -51,20 +54,37 @@ public struct Resolution<Value: Sendable & Equatable>: Sendable {
   }
 }
 
-/// The five per-pair settings, resolved channel → scope → user (→ settings) → default.
+/// What the chat level's defaults depend on: the channel's kind and size.
+public struct ChannelTraits: Sendable {
+  public var scope: Scope
+  /// The channel's size for the size rules; nil when no channel is meant
+  /// (a user's defaults for a kind of channel).
+  public var members: Int64?
+
+  public init(scope: Scope, members: Int64?) {
+    self.scope = scope
+    self.members = members
+  }
+}
+
+/// The per-pair settings, resolved thread → channel → scope → user → the
+/// channel's defaults (size, kind) → settings → default.
 public struct EffectiveSettings: Sendable {
   public let chatLevel: Resolution<Level>
   public let callLevel: Resolution<Level>
   public let mentionNotifications: Resolution<Bool>
   public let pinnedNotifications: Resolution<Bool>
   public let showPreview: Resolution<Bool>
+  public let mentionAllNotifications: Resolution<Bool>
 
   /// Resolves with the levels given: pass nil `channel` / `scope` rows for
-  /// levels that have no row, and `inChannel: false` to leave the channel
-  /// level out of the chain altogether (a user's defaults for a scope).
+  /// levels that have no row, and leave levels out of `levels` to leave
+  /// them out of the chain altogether (a user's defaults for a scope).
+  /// `thread` is the thread_prefs level, when the message has a thread;
+  /// `traits` the channel's kind and size, for the chat level's defaults.
   public init(
-    channel: LevelSettings?, scope: LevelSettings?, user: LevelSettings,
-    defaults: (chatLevel: Level?, callLevel: Level?), levels: [SettingSource]
+    thread: Level?? = nil, channel: LevelSettings?, scope: LevelSettings?, user: LevelSettings,
+    app: AppSettings, traits: ChannelTraits?, levels: [SettingSource]
   ) {
     func rows(_ source: SettingSource) -> LevelSettings? {
       switch source {
@@ -73,17 +93,27 @@ public struct EffectiveSettings: Sendable {
       default: user
       }
     }
-    func chain<V>(_ key: KeyPath<LevelSettings, V?>, settings: V?) -> [(SettingSource, V?)] {
-      var result = levels.map { ($0, rows($0)?[keyPath: key]) }
-      if let settings { result.append((.settings, settings)) }
-      return result
+    func chain<V>(_ key: KeyPath<LevelSettings, V?>) -> [(SettingSource, V?)] {
+      levels.map { ($0, rows($0)?[keyPath: key]) }
     }
-    chatLevel = Resolution(chain(\.chatLevel, settings: defaults.chatLevel), builtIn: .all)
-    callLevel = Resolution(chain(\.callLevel, settings: defaults.callLevel), builtIn: .all)
-    mentionNotifications = Resolution(
-      chain(\.mentionNotifications, settings: nil), builtIn: true)
-    pinnedNotifications = Resolution(chain(\.pinnedNotifications, settings: nil), builtIn: true)
-    showPreview = Resolution(chain(\.showPreview, settings: nil), builtIn: true)
+    // A chosen level wins; the large-channel and kind defaults apply only
+    // where the user chose none.
+    var chat: [(SettingSource, Level?)] = []
+    if let thread { chat.append((.thread, thread)) }
+    chat += chain(\.chatLevel)
+    if let traits {
+      if let large = app.largeChannel, let members = traits.members {
+        chat.append((.largeChannel, members > large.members ? large.level : nil))
+      }
+      chat.append((.kind, app.kindChatLevel[Int(traits.scope.rawValue)]))
+    }
+    chat.append((.settings, app.defaultChatLevel))
+    chatLevel = Resolution(chat, builtIn: .all)
+    callLevel = Resolution(chain(\.callLevel) + [(.settings, app.defaultCallLevel)], builtIn: .all)
+    mentionNotifications = Resolution(chain(\.mentionNotifications), builtIn: true)
+    pinnedNotifications = Resolution(chain(\.pinnedNotifications), builtIn: true)
+    showPreview = Resolution(chain(\.showPreview), builtIn: true)
+    mentionAllNotifications = Resolution(chain(\.mentionAllNotifications), builtIn: true)
   }
 
   /// Each setting as (column name, value, source), in the contract's order.
@@ -94,6 +124,10 @@ public struct EffectiveSettings: Sendable {
       ("mention_notifications", flag(mentionNotifications.value), mentionNotifications.source),
       ("pinned_notifications", flag(pinnedNotifications.value), pinnedNotifications.source),
       ("show_preview", flag(showPreview.value), showPreview.source),
+      (
+        "mention_all_notifications", flag(mentionAllNotifications.value),
+        mentionAllNotifications.source
+      ),
     ]
   }
 }

@@ -48,7 +48,6 @@ public enum ExplainError: Error, CustomStringConvertible {
 public final class Explainer {
   public let index: Index
   private let records: SnapshotRecords
-  private let defaults: (chatLevel: Level?, callLevel: Level?)
   private var users: [String: UserRecords?] = [:]
   private var categories: [String: CategoryRecord?] = [:]
 
@@ -56,7 +55,6 @@ public final class Explainer {
     do {
       index = try SnapshotLoader.load(path: path).index
       records = try SnapshotRecords(path: path)
-      defaults = try records.defaults()
     } catch {
       throw .snapshot(error)
     }
@@ -104,6 +102,7 @@ public final class Explainer {
     var channel: String?
     var sender: String?
     var category: String?
+    var thread: String?
   }
 
   /// Explains message `m` of `batch` (its line is `text`) for `user`.
@@ -115,7 +114,8 @@ public final class Explainer {
     let message = Explanation.Message(
       id: fields?.id ?? "", line: batch.lines[m], channel: index.channels[channelRow],
       scope: index.channelScope[channelRow], kind: batch.kind[m], ts: batch.ts[m],
-      force: batch.force[m], sender: fields?.sender, category: fields?.category)
+      force: batch.force[m], silent: batch.silent[m], sender: fields?.sender,
+      category: fields?.category, thread: batch.hasThread[m] ? fields?.thread : nil)
     return try explain(batch, m, message: message, user: user)
   }
 
@@ -125,13 +125,20 @@ public final class Explainer {
     guard let u = index.users.find(user), let records = try userRecords(user) else {
       throw .unknownUser(user)
     }
+    let channelRow = Int(batch.channel[m])
     let channelSettings = records.channelSettings(message.channel)
     let scopeSettings = records.scopes[Int(message.scope.rawValue)]
+    let members = index.channelSize[channelRow]
     let settings = EffectiveSettings(
-      channel: channelSettings, scope: scopeSettings, user: records.user, defaults: defaults,
+      thread: message.thread.map { records.threadLevel(channel: message.channel, thread: $0) },
+      channel: channelSettings, scope: scopeSettings, user: records.user, app: index.settings,
+      traits: ChannelTraits(scope: message.scope, members: members),
       levels: [.channel, .scope, .user])
 
-    // Rule 1: each level's snooze window on its own.
+    // Rules 0 and 1: the sender's choice, and the user's mutes.
+    let mutedSender = message.sender.map { records.mutedUsers.contains($0) } ?? false
+
+    // Rule 2: each level's snooze window on its own.
     var snoozeWindows: [Explanation.SnoozeWindow] = []
     for (source, level) in [
       (SettingSource.user, records.user), (.scope, scopeSettings), (.channel, channelSettings),
@@ -143,16 +150,18 @@ public final class Explainer {
           containsTS: level.snoozes(at: message.ts)))
     }
 
-    // Rule 2: the local wall clock against the weekly or daily windows.
+    // Rule 3: the local wall clock against the weekly or daily windows.
     let dnd = Self.checkDND(records, zone: index.zone(ofUser: Int(u)), ts: message.ts)
 
-    // Rule 3: the mention test and the level.
+    // Rule 4: the mention test and the level.
     let mention = Explanation.Mention(
       listed: batch.mentions(of: m).contains(u), mentionAll: batch.mentionAll[m],
-      repliedTo: batch.replyTo[m] == u, notificationsOn: settings.mentionNotifications.value)
+      repliedTo: batch.replyTo[m] == u, notificationsOn: settings.mentionNotifications.value,
+      channelMembers: members, mentionAllMaxMembers: index.settings.mentionAllMaxMembers,
+      mentionAllNotificationsOn: settings.mentionAllNotifications.value)
     let (levelRule, levelReason, trigger) = Self.levelRule(message.kind, settings, mention)
 
-    // Rules 4 and 5: the devices and the gateway gate.
+    // Rules 6 and 7: the devices and the gateway gate.
     let category: CategoryRecord?
     if let name = message.category { category = try categoryRecord(name) } else { category = nil }
     let devices = records.devices.map {
@@ -162,7 +171,8 @@ public final class Explainer {
 
     var explanation = Explanation(
       message: message, user: user, pair: .evaluated, settings: settings,
-      snoozeWindows: snoozeWindows, dnd: dnd, mention: mention, levelRule: levelRule,
+      mutedSender: mutedSender, snoozeWindows: snoozeWindows, dnd: dnd, mention: mention,
+      levelRule: levelRule,
       levelReason: levelReason, trigger: trigger, devices: devices, outcome: nil, decidedBy: nil)
     if !index.members(of: batch.channel[m]).contains(u) {
       explanation.pair = .notMember
@@ -192,6 +202,8 @@ public final class Explainer {
 
   /// The first rule that applies, in the contract's order.
   static func decide(_ e: Explanation) -> (Outcome, Explanation.Rule?) {
+    if e.message.silent { return (.suppressed(.silent), .silent) }
+    if e.mutedSender { return (.suppressed(.senderMuted), .senderMuted) }
     if !e.message.force && e.snoozed { return (.suppressed(.snoozed), .snoozed) }
     if !e.message.force && e.inDND { return (.suppressed(.dnd), .dnd) }
     if let reason = e.levelReason { return (.suppressed(reason), .level) }

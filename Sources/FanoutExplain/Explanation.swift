@@ -13,13 +13,21 @@ public struct Explanation: Sendable {
     case sender
   }
 
-  /// The contract's rules, in order.
+  /// The contract's rules, numbered as in its section 5.3. (Rules 5,
+  /// presence, and 8, throttling, are not part of these explanations yet.)
   public enum Rule: Int, Sendable {
-    case snoozed = 1
-    case dnd, level, devices, gate
+    case silent = 0
+    case senderMuted = 1
+    case snoozed = 2
+    case dnd = 3
+    case level = 4
+    case devices = 6
+    case gate = 7
 
     public var name: String {
       switch self {
+      case .silent: "silent"
+      case .senderMuted: "sender_muted"
       case .snoozed: "snoozed"
       case .dnd: "dnd"
       case .level: "muted / not_mentioned"
@@ -37,8 +45,11 @@ public struct Explanation: Sendable {
     public var kind: MessageKind
     public var ts: Int64
     public var force: Bool
+    public var silent: Bool
     public var sender: String?
     public var category: String?
+    /// The message's thread id, if it has one.
+    public var thread: String?
   }
 
   /// One level's snooze window and whether it holds ts.
@@ -80,8 +91,20 @@ public struct Explanation: Sendable {
     public var repliedTo: Bool
     /// The user's resolved mention_notifications.
     public var notificationsOn: Bool
-    /// listed, mention_all or replied to, and notifications on.
-    public var mentioned: Bool { notificationsOn && (listed || mentionAll || repliedTo) }
+    /// The channel's size and the settings' limit for mention_all.
+    public var channelMembers: Int64
+    public var mentionAllMaxMembers: Int64?
+    /// The user's resolved mention_all_notifications.
+    public var mentionAllNotificationsOn: Bool
+
+    /// Whether mention_all applies in this channel (its size is within the limit).
+    public var mentionAllApplies: Bool { mentionAllMaxMembers.map { channelMembers <= $0 } ?? true }
+    /// Whether the message's mention_all counts as a mention for this user.
+    public var mentionAllCounts: Bool {
+      mentionAll && mentionAllApplies && mentionAllNotificationsOn
+    }
+    /// Listed, replied to, or an @all that counts; and notifications on.
+    public var mentioned: Bool { notificationsOn && (listed || repliedTo || mentionAllCounts) }
   }
 
   public struct Device: Sendable {
@@ -95,6 +118,8 @@ public struct Explanation: Sendable {
   public var user: String
   public var pair: Pair
   public var settings: EffectiveSettings
+  /// The user has a user_mutes row for the message's sender.
+  public var mutedSender: Bool
   public var snoozeWindows: [SnoozeWindow]
   public var dnd: DND
   public var mention: Mention

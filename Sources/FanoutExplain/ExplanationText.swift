@@ -44,14 +44,18 @@ enum Words {
   }
 
   static func source(_ s: SettingSource, scope: Scope?) -> String {
-    if s == .scope, let scope { return "scope_prefs(\(scope.name))" }
-    return s.name
+    switch s {
+    case .scope: scope.map { "scope_prefs(\($0.name))" } ?? s.name
+    case .largeChannel: "settings(large_channel_level)"
+    case .kind: scope.map { "settings(default_chat_level.\($0.name))" } ?? s.name
+    default: s.name
+    }
   }
 
   /// `chat_level  mentions  from scope_prefs(group)  [channel_prefs: NULL → scope_prefs(group): mentions]`
   static func resolution<V>(_ name: String, _ r: Resolution<V>, scope: Scope?) -> String {
     let chain = r.chain.map { "\(source($0.source, scope: scope)): \(value($0.value))" }
-    return "  " + name.padding(22) + value(r.value).padding(10) + "from "
+    return "  " + name.padding(26) + value(r.value).padding(10) + "from "
       + source(r.source, scope: scope).padding(24) + "[" + chain.joined(separator: " → ") + "]"
   }
 
@@ -62,6 +66,7 @@ enum Words {
       resolution("mention_notifications", s.mentionNotifications, scope: scope),
       resolution("pinned_notifications", s.pinnedNotifications, scope: scope),
       resolution("show_preview", s.showPreview, scope: scope),
+      resolution("mention_all_notifications", s.mentionAllNotifications, scope: scope),
     ]
   }
 }
@@ -93,8 +98,11 @@ extension Explanation {
     var lines: [String] = []
     let m = message
     lines.append(
-      "message \(m.id) (line \(m.line)): \(m.kind.name) in \(m.channel) (\(m.scope.name))"
-        + (m.category.map { ", category \($0)" } ?? "") + (m.force ? ", force" : ""))
+      "message \(m.id) (line \(m.line)): \(m.kind.name) in \(m.channel) (\(m.scope.name), "
+        + "\(mention.channelMembers) members)"
+        + (m.thread.map { ", thread '\($0)'" } ?? "")
+        + (m.category.map { ", category \($0)" } ?? "") + (m.force ? ", force" : "")
+        + (m.silent ? ", silent" : ""))
     lines.append("  ts \(Words.time(m.ts))" + (m.sender.map { ", sender \($0)" } ?? ""))
     lines.append("user \(user)")
     lines.append("decision: \(verdict)")
@@ -110,6 +118,13 @@ extension Explanation {
       lines.append(
         "\(rule.rawValue). \(rule.name): " + (reached ? result : "\(result) (not reached)"))
     }
+
+    heading(.silent, m.silent ? "yes, the sender asked for no notification" : "no")
+    heading(
+      .senderMuted,
+      mutedSender
+        ? "yes, \(user) muted the sender \(m.sender ?? "")"
+        : m.sender == nil ? "no (no sender)" : "no, \(user) has not muted \(m.sender!)")
 
     heading(.snoozed, m.force ? "skipped (force)" : (snoozed ? "yes" : "no"))
     if snoozeWindows.isEmpty { lines.append("   no snooze window at any level") }
@@ -149,7 +164,7 @@ extension Explanation {
     if m.kind != .call {
       var how: [String] = []
       if mention.listed { how.append("in mentions") }
-      if mention.mentionAll { how.append("mention_all") }
+      if mention.mentionAllCounts { how.append("mention_all") }
       if mention.repliedTo { how.append("reply_to") }
       let test =
         how.isEmpty
@@ -159,7 +174,25 @@ extension Explanation {
             ? " with mention_notifications 1: mentioned"
             : " but mention_notifications 0: not mentioned")
       lines.append("   mention test: \(test)")
+      if mention.mentionAll && !mention.mentionAllApplies {
+        lines.append(
+          "   mention_all has no effect: the channel has \(mention.channelMembers) members, "
+            + "more than mention_all_max_members \(mention.mentionAllMaxMembers!)")
+      } else if mention.mentionAll && !mention.mentionAllNotificationsOn {
+        lines.append(
+          "   mention_all is not a mention for \(user): mention_all_notifications 0 (from "
+            + "\(Words.source(settings.mentionAllNotifications.source, scope: m.scope)))")
+      }
     }
+    let chat = settings.chatLevel
+    lines.append(
+      "   chat_level \(chat.value.name) set by "
+        + Words.source(chat.source, scope: m.scope)
+        + (chat.source == .largeChannel
+          ? " (the channel has \(mention.channelMembers) members, more than large_channel_members)"
+          : "")
+        + (m.thread != nil && chat.source != .thread
+          ? " (no thread_prefs row for this thread)" : ""))
     lines.append("   \(levelRule)")
 
     heading(.devices, devices.isEmpty ? "yes, no device" : "no, \(devices.count) device(s)")
@@ -177,7 +210,8 @@ extension Explanation {
       ("message", .string(message.id)), ("line", .int(Int64(message.line))),
       ("channel", .string(message.channel)), ("scope", .string(message.scope.name)),
       ("kind", .string(message.kind.name)), ("ts", .int(message.ts)),
-      ("force", .bool(message.force)), ("category", .optional(message.category)),
+      ("force", .bool(message.force)), ("silent", .bool(message.silent)),
+      ("thread", .optional(message.thread)), ("category", .optional(message.category)),
       ("user", .string(user)),
     ]
     switch pair {
@@ -191,6 +225,7 @@ extension Explanation {
       outcome.isDelivered ? ("trigger", .string(trigger.name)) : ("reason", .string(outcome.name)))
     fields.append(("decided_by_rule", decidedBy.map { .int(Int64($0.rawValue)) } ?? .null))
     fields.append(("settings", settings.json(scope: message.scope)))
+    fields.append(("sender_muted", .bool(mutedSender)))
     fields.append(
       (
         "snooze",
@@ -243,6 +278,10 @@ extension Explanation {
           ("in_mentions", .bool(mention.listed)), ("mention_all", .bool(mention.mentionAll)),
           ("reply_to", .bool(mention.repliedTo)),
           ("mention_notifications", .bool(mention.notificationsOn)),
+          ("channel_members", .int(mention.channelMembers)),
+          ("mention_all_max_members", .optional(mention.mentionAllMaxMembers)),
+          ("mention_all_applies", .bool(mention.mentionAllApplies)),
+          ("mention_all_notifications", .bool(mention.mentionAllNotificationsOn)),
           ("mentioned", .bool(mention.mentioned)),
         ])
       ))
@@ -294,6 +333,7 @@ extension EffectiveSettings {
       ("mention_notifications", entry(mentionNotifications, JSONValue.bool)),
       ("pinned_notifications", entry(pinnedNotifications, JSONValue.bool)),
       ("show_preview", entry(showPreview, JSONValue.bool)),
+      ("mention_all_notifications", entry(mentionAllNotifications, JSONValue.bool)),
     ])
   }
 }

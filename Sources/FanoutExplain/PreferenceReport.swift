@@ -1,3 +1,4 @@
+import FanoutIndex
 import FanoutModel
 import FanoutSnapshot
 
@@ -10,6 +11,8 @@ public struct PreferenceReport: Sendable {
     public var channel: String
     public var scope: Scope
     public var settings: EffectiveSettings
+    /// The channel's size for the size rules.
+    public var members: Int64
     /// The channel_prefs row's own snooze window, if any.
     public var snooze: (start: Int64?, until: Int64)?
   }
@@ -20,6 +23,8 @@ public struct PreferenceReport: Sendable {
   /// Per scope, in `Scope` order: scope_prefs → users → settings → default.
   public var scopes: [EffectiveSettings]
   public var channels: [ChannelEntry]
+  /// The snapshot's settings table (the defaults the chains end in).
+  public var app: AppSettings
 
   /// Reads the report for `user`; `channels` nil means every channel with a
   /// channel_prefs row, otherwise only those named (each must exist).
@@ -27,41 +32,48 @@ public struct PreferenceReport: Sendable {
     throws(ExplainError)
   {
     let found: UserRecords?
-    let defaults: (chatLevel: Level?, callLevel: Level?)
+    let index: Index
     let store: SnapshotRecords
     do {
-      _ = try SnapshotLoader.load(path: path)  // refuse what eval would refuse
+      index = try SnapshotLoader.load(path: path).index  // refuse what eval would refuse
       store = try SnapshotRecords(path: path)
       found = try store.user(user)
-      defaults = try store.defaults()
     } catch {
       throw .snapshot(error)
     }
     guard let records = found else { throw .unknownUser(user) }
     self.records = records
+    let app = index.settings
+    self.app = app
     self.user = EffectiveSettings(
-      channel: nil, scope: nil, user: records.user, defaults: defaults, levels: [.user])
+      channel: nil, scope: nil, user: records.user, app: app, traits: nil, levels: [.user])
     scopes = Scope.allCases.map {
       EffectiveSettings(
-        channel: nil, scope: records.scopes[Int($0.rawValue)], user: records.user,
-        defaults: defaults, levels: [.scope, .user])
+        channel: nil, scope: records.scopes[Int($0.rawValue)], user: records.user, app: app,
+        traits: ChannelTraits(scope: $0, members: nil), levels: [.scope, .user])
     }
     channels = []
     for channel in requested ?? records.channels.map(\.channel) {
       let scope: Scope?
       do { scope = try store.channelScope(channel) } catch { throw .snapshot(error) }
       guard let scope else { throw .unknownChannel(channel) }
-      guard let own = records.channelSettings(channel) else { continue }
+      // A channel named on the command line is shown whatever it holds;
+      // otherwise only where its own row, or its size, changes something.
+      let own = records.channelSettings(channel)
+      if requested == nil && own == nil { continue }
+      let members = index.channels.find(channel).map { index.channelSize[Int($0)] }
       let settings = EffectiveSettings(
-        channel: own, scope: records.scopes[Int(scope.rawValue)], user: records.user,
-        defaults: defaults, levels: [.channel, .scope, .user])
+        channel: own, scope: records.scopes[Int(scope.rawValue)], user: records.user, app: app,
+        traits: ChannelTraits(scope: scope, members: members), levels: [.channel, .scope, .user])
       let inherited = scopes[Int(scope.rawValue)]
-      let snooze = own.snoozeUntil.map { (own.snoozeStart, $0) }
+      let snooze = own?.snoozeUntil.map { (own?.snoozeStart, $0) }
       let differs =
         snooze != nil || settings.rows.map(\.value) != inherited.rows.map(\.value)
-      if differs {
+      if differs || requested != nil {
         channels.append(
-          ChannelEntry(channel: channel, scope: scope, settings: settings, snooze: snooze))
+          ChannelEntry(
+            channel: channel, scope: scope, settings: settings, members: members ?? 0,
+            snooze: snooze))
       }
     }
   }
@@ -88,14 +100,24 @@ public struct PreferenceReport: Sendable {
     lines.append(
       channels.isEmpty
         ? "channels with their own settings: none"
-        : "channels with their own settings (\(channels.count)):")
+        : "channels (\(channels.count)):")
     for c in channels {
-      lines.append("  \(c.channel) (\(c.scope.name)):")
+      lines.append("  \(c.channel) (\(c.scope.name), \(c.members) members):")
       lines += Words.settings(c.settings, scope: c.scope).map { "  " + $0 }
       if let row = r.channelSettings(c.channel), row.snoozeUntil != nil {
         lines.append("    snooze: " + snoozeText(row))
       }
     }
+    lines.append(
+      "muted users (user_mutes): "
+        + (r.mutedUsers.isEmpty ? "none" : r.mutedUsers.joined(separator: ", ")))
+    lines.append("thread levels (thread_prefs):" + (r.threadLevels.isEmpty ? " none" : ""))
+    for t in r.threadLevels {
+      lines.append("  \(t.channel) thread '\(t.thread)': chat_level \(t.level.name)")
+    }
+    lines.append("")
+    lines.append("app settings (settings table; the chains above end in them):")
+    lines += appSettingsRows.map { "  \($0.key.padding(28))\($0.value)" }
     lines.append("")
     lines.append("devices (\(r.devices.count)):")
     for d in r.devices { lines.append("  \(d.id) \(d.gateway) \(d.token)") }
@@ -109,6 +131,32 @@ public struct PreferenceReport: Sendable {
           + (p.preference == .optIn ? "opt_in" : "opt_out"))
     }
     return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// The settings keys that shape every user's chat level and mentions,
+  /// with their values ("not set" where absent).
+  var appSettingsRows: [(key: String, value: String)] {
+    func show<V>(_ v: V?) -> String {
+      switch v {
+      case nil: "not set"
+      case let level as Level: level.name
+      case let other?: "\(other)"
+      }
+    }
+    var rows: [(key: String, value: String)] = [
+      ("default_chat_level", show(app.defaultChatLevel)),
+      ("default_call_level", show(app.defaultCallLevel)),
+    ]
+    for scope in Scope.allCases {
+      rows.append(
+        ("default_chat_level.\(scope.name)", show(app.kindChatLevel[Int(scope.rawValue)])))
+    }
+    rows += [
+      ("large_channel_members", show(app.largeChannel?.members)),
+      ("large_channel_level", show(app.largeChannel?.level)),
+      ("mention_all_max_members", show(app.mentionAllMaxMembers)),
+    ]
+    return rows
   }
 
   private func snoozeText(_ s: LevelSettings) -> String {
@@ -165,7 +213,7 @@ public struct PreferenceReport: Sendable {
           channels.map {
             .object([
               ("channel", .string($0.channel)), ("scope", .string($0.scope.name)),
-              ("settings", $0.settings.json(scope: $0.scope)),
+              ("members", .int($0.members)), ("settings", $0.settings.json(scope: $0.scope)),
               ("snooze", snooze(r.channelSettings($0.channel))),
             ])
           })
@@ -181,6 +229,21 @@ public struct PreferenceReport: Sendable {
           })
       ),
       ("restricted_gateways", .array(r.restrictedGateways.map(JSONValue.string))),
+      ("muted_users", .array(r.mutedUsers.map(JSONValue.string))),
+      (
+        "thread_levels",
+        .array(
+          r.threadLevels.map {
+            .object([
+              ("channel", .string($0.channel)), ("thread", .string($0.thread)),
+              ("chat_level", .string($0.level.name)),
+            ])
+          })
+      ),
+      (
+        "app_settings",
+        .object(appSettingsRows.map { ($0.key, $0.value == "not set" ? .null : .string($0.value)) })
+      ),
       (
         "category_preferences",
         .array(

@@ -55,21 +55,12 @@ public struct AppSettings: Sendable, Equatable {
     return members <= limit
   }
 
-  /// Where a chat level that no level of the user's own sets comes from.
-  public enum ChatDefault: Sendable, Equatable {
-    case largeChannel, kind, app, builtIn
-  }
-
   /// The chat level of a user who set none at any of their own levels, in
   /// a channel of kind `scope` with `members` members: large channel →
   /// kind default → app default → 'all'.
-  public func defaultChatLevel(scope: Scope, members: Int64) -> (level: Level, from: ChatDefault) {
-    if let largeChannel, members > largeChannel.members {
-      return (largeChannel.level, .largeChannel)
-    }
-    if let level = kindChatLevel[Int(scope.rawValue)] { return (level, .kind) }
-    if let level = defaultChatLevel { return (level, .app) }
-    return (.all, .builtIn)
+  public func defaultChatLevel(scope: Scope, members: Int64) -> Level {
+    if isLarge(members: members) { return largeChannel!.level }
+    return kindChatLevel[Int(scope.rawValue)] ?? defaultChatLevel ?? .all
   }
 
   /// A settings value that must be a decimal integer: ASCII digits, no

@@ -11,7 +11,7 @@ extension Load {
       scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
       channelPrefs: channelPrefs,
       channelDefaultChat: channelScope.indices.map {
-        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize[$0]).level
+        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize[$0])
       }, defaultCall: settings.defaultCallLevel ?? .all)
     let pendingSlots = Pending { MembershipSlots(slotRows) }
 

@@ -64,6 +64,15 @@ public struct UserRecords: Sendable {
   public var categoryPreferences: [CategoryPreferenceRecord]
   /// Gateways the user is restricted on (gateway_prefs.restricted = 1), sorted.
   public var restrictedGateways: [String]
+  /// Contract v2: the users this user muted (user_mutes), sorted.
+  public var mutedUsers: [String] = []
+  /// Contract v2: thread_prefs rows, by channel then thread.
+  public var threadLevels: [(channel: String, thread: String, level: Level)] = []
+
+  /// The user's thread_prefs level for `thread` of `channel`, if any.
+  public func threadLevel(channel: String, thread: String) -> Level? {
+    threadLevels.first { $0.channel == channel && $0.thread == thread }?.level
+  }
 
   public func channelSettings(_ channel: String) -> LevelSettings? {
     channels.first { $0.channel == channel }?.settings
@@ -91,22 +100,6 @@ public final class SnapshotRecords {
     } catch {
       throw SnapshotError.opening(path, error)
     }
-  }
-
-  /// settings.default_chat_level and default_call_level; nil where not set.
-  public func defaults() throws(SnapshotError) -> (chatLevel: Level?, callLevel: Level?) {
-    var result: (chatLevel: Level?, callLevel: Level?) = (nil, nil)
-    try forEachRow(
-      "settings", key: [0], where: "key IN ('default_chat_level', 'default_call_level')"
-    ) { (row) throws(SnapshotError) in
-      let value = try row.text(1)
-      if try row.text(0) == "default_chat_level" {
-        result.chatLevel = Level(chatLevel: value)
-      } else {
-        result.callLevel = Level(callLevel: value)
-      }
-    }
-    return result
   }
 
   /// The channel's kind, or nil when there is no such channel.
@@ -192,6 +185,18 @@ public final class SnapshotRecords {
       orderBy: "gateway COLLATE BINARY"
     ) { (row) throws(SnapshotError) in
       records.restrictedGateways.append(try row.text(1))
+    }
+    try forEachRow(
+      "user_mutes", key: [0, 1], where: byUser, [id], orderBy: "muted_user_id COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      records.mutedUsers.append(try row.text(1))
+    }
+    try forEachRow(
+      "thread_prefs", key: [0, 1, 2], where: byUser, [id],
+      orderBy: "channel_id COLLATE BINARY, thread_id COLLATE BINARY"
+    ) { (row) throws(SnapshotError) in
+      records.threadLevels.append(
+        (try row.text(1), try row.text(2), Level(chatLevel: try row.text(3)) ?? .all))
     }
     return records
   }

@@ -83,9 +83,10 @@ extension Fanout {
       static let configuration = CommandConfiguration(
         abstract: "A user's effective settings, and the level each came from.",
         discussion: """
-          Channels are listed only where the user's own channel settings differ from what they \
-          would inherit (or hold a snooze window): all such channels, or only those among \
-          --channel. Exit codes: 0, 64 unknown user or channel, 65 snapshot refused.
+          Without --channel, channels are listed where the user's own channel settings differ \
+          from what they would inherit (or hold a snooze window); with --channel, the channels \
+          named are shown whatever they hold. Exit codes: 0, 64 unknown user or channel, 65 \
+          snapshot refused.
           """)
 
       @Option(help: "The preferences snapshot (SQLite).")

@@ -63,7 +63,7 @@ struct ExplainCommandTests {
       "explain", "--snapshot", sampleSnapshot, "--user", "bob", "--message",
       message.replacingOccurrences(of: "}", with: #","force":true}"#),
     ])
-    #expect(forced.out.contains("2. dnd: skipped (force)"))
+    #expect(forced.out.contains("3. dnd: skipped (force)"))
     #expect(!forced.out.contains("not delivered: dnd"))
   }
 
@@ -84,7 +84,7 @@ struct ExplainCommandTests {
     #expect(fanout(base + ["--user", "bob"]).status == 64)
   }
 
-  @Test("prefs get: effective settings with their level, and only channels that differ")
+  @Test("prefs get: effective settings with their level; channels that differ, or those named")
   func prefsGet() throws {
     let base = ["prefs", "get", "--snapshot", sampleSnapshot, "--user", "carol", "--json"]
     let all = fanout(base)
@@ -96,8 +96,12 @@ struct ExplainCommandTests {
     let channels = try #require(object["channels"] as? [[String: Any]])
     #expect(channels.map { $0["channel"] as! String } == ["team:eng"])
 
+    // A channel named is shown even without a row of its own.
     let some = try json(fanout(base + ["--channel", "messaging:general"]).out)
-    #expect((some["channels"] as? [Any])?.isEmpty == true)
+    #expect(
+      (some["channels"] as? [[String: Any]])?.map { $0["channel"] as! String } == [
+        "messaging:general"
+      ])
     #expect(fanout(base + ["--channel", "no:such"]).status == 64)
     let text = fanout(["prefs", "get", "--snapshot", sampleSnapshot, "--user", "carol"]).out
     #expect(text.contains("DND: daily 00:30–03:20"))

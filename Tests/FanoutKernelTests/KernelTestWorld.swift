@@ -4,7 +4,7 @@ import FanoutTestSupport
 /// a direct channel `d` (a, b) and a broadcast channel `news`; one device each.
 let world = """
   INSERT INTO users (user_id) VALUES ('a'), ('b'), ('c');
-  INSERT INTO channels VALUES ('g', 'group'), ('d', 'direct'), ('news', 'broadcast');
+  INSERT INTO channels (channel_id, kind) VALUES ('g', 'group'), ('d', 'direct'), ('news', 'broadcast');
   INSERT INTO members VALUES ('g', 'a'), ('g', 'b'), ('g', 'c'), ('d', 'a'), ('d', 'b'),
     ('news', 'a'), ('news', 'b'), ('news', 'c');
   INSERT INTO devices VALUES (1, 'a', 'apns', 'ta'), (2, 'b', 'fcm', 'tb'), (3, 'c', 'apns', 'tc');
@@ -30,4 +30,13 @@ func msg(
 /// Evaluates `messages` in `world` plus `sql`.
 func run(_ sql: String, _ messages: String...) throws -> Scenario {
   try Scenario(world + sql, messages: messages)
+}
+
+/// Evaluates `messages` in `world` plus `sql`, on the schema with contract
+/// v2's optional columns and tables.
+func runV2(_ sql: String, _ messages: String...) throws -> Scenario {
+  try Scenario(
+    snapshot: SQLiteFixture.make(
+      SQLiteFixture.header + world + sql, schema: SQLiteFixture.v2Schema),
+    messages: messages)
 }

@@ -51,6 +51,10 @@ struct TrafficParserTests {
     #"{"id":"m","channel":"c","ts":1,"force":1}"#,
     #"{"id":"m","channel":"c","ts":1,"sender":5}"#,
     #"{"id":"m","channel":"c","ts":1,"reply_to":["u1"]}"#,
+    #"{"id":"m","channel":"c","ts":1,"silent":"true"}"#,
+    #"{"id":"m","channel":"c","ts":1,"silent":0}"#,
+    #"{"id":"m","channel":"c","ts":1,"thread":7}"#,
+    #"{"id":"m","channel":"c","ts":1,"thread":["t"]}"#,
     #"{"id":"m\u0001","channel":"c","ts":1,"x":"\ud800"}"#,
     "{\"id\":\"m\u{1}\",\"channel\":\"c\",\"ts\":1}",
   ]
@@ -94,6 +98,20 @@ struct TrafficParserTests {
     #expect(batch.category == [-1, 0, -1])
     #expect(batch.force == [false, true, false])
     #expect(batch.mentionAll == [false, true, false])
+  }
+
+  @Test("contract v2 fields: silent, and thread (\"\" is a thread, null is none)")
+  func v2Fields() {
+    let batch = parse([
+      #"{"id":"a","channel":"c","ts":1,"silent":true,"thread":""}"#,
+      #"{"id":"b","channel":"c","ts":1,"silent":null,"thread":null}"#,
+      #"{"id":"c","channel":"c","ts":1,"silent":false,"thread":"t\u00e9"}"#,
+    ])
+    #expect(batch.rejections.isEmpty)
+    #expect(batch.silent == [true, false, false])
+    #expect(batch.hasThread == [true, false, true])
+    #expect(batch.thread.string(0) == "")
+    #expect(batch.thread.string(2) == "té")
   }
 
   @Test("names looked up per batch: rejections in line order, the kept messages' columns aligned")
