@@ -26,11 +26,12 @@ public enum Generator {
     var report = GeneratorReport()
     report.snapshotPath = options.out + "/snapshot.sqlite"
     report.trafficPath = options.out + "/traffic.ndjson"
-    try SnapshotWriter.write(population, to: report.snapshotPath, random: &random, report: &report)
+    var v2 = options.v2 ? V2Features(seed: options.seed) : nil
+    try SnapshotWriter.write(
+      population, to: report.snapshotPath, random: &random, v2: &v2, report: &report)
     try TrafficWriter.write(
       population, messages: options.messages, profile: options.profile, to: report.trafficPath,
-      random: &random,
-      report: &report)
+      random: &random, v2: &v2, report: &report)
     return report
   }
 }

@@ -12,13 +12,18 @@ public struct GeneratorOptions: Sendable {
   public var seed: UInt64
   public var profile: Profile
   public var out: String
+  /// Contract v2's settings, columns, tables and traffic fields too.
+  public var v2: Bool
 
-  public init(users: Int, messages: Int, seed: UInt64, profile: Profile, out: String) {
+  public init(
+    users: Int, messages: Int, seed: UInt64, profile: Profile, out: String, v2: Bool = false
+  ) {
     self.users = users
     self.messages = messages
     self.seed = seed
     self.profile = profile
     self.out = out
+    self.v2 = v2
   }
 }
 

@@ -7,12 +7,13 @@ import FanoutSnapshot
 /// Writes a population with its preferences into a new snapshot file.
 enum SnapshotWriter {
   static func write(
-    _ p: Population, to path: String, random: inout Random, report: inout GeneratorReport
+    _ p: Population, to path: String, random: inout Random, v2: inout V2Features?,
+    report: inout GeneratorReport
   ) throws {
     unlink(path)
     let db = try Connection(path: path, writable: true)
     try db.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
-    try db.execute(SnapshotSchema.createSQL)
+    try db.execute(v2 == nil ? SnapshotSchema.v1SQL : SnapshotSchema.createSQL)
     try db.execute("BEGIN")
     try db.execute(
       """
@@ -173,6 +174,7 @@ enum SnapshotWriter {
     }
     report.channelPrefs = overrides.count
     report.channels = p.channels.count
+    try v2?.write(p, db, userIDs: userIDs)
     try db.execute("COMMIT")
   }
 

@@ -10,7 +10,7 @@ enum TrafficWriter {
 
   static func write(
     _ p: Population, messages: Int, profile: Profile, to path: String, random: inout Random,
-    report: inout GeneratorReport
+    v2: inout V2Features?, report: inout GeneratorReport
   ) throws {
     guard let file = fopen(path, "w") else {
       throw GeneratorError(description: "cannot write \(path)")
@@ -72,6 +72,7 @@ enum TrafficWriter {
         text += ",\"category\":\"\(categories[random.below(categories.count)])\""
       }
       if random.chance(0.005) { text += ",\"force\":true" }
+      if v2 != nil { text += v2!.fields(kind: channel.kind) }
       text += "}\n"
       line.removeAll(keepingCapacity: true)
       line.append(contentsOf: text.utf8)

@@ -32,6 +32,12 @@ extension Fanout {
     @Option(help: "Output folder for snapshot.sqlite and traffic.ndjson.")
     var out: String
 
+    @Flag(
+      help:
+        "Contract v2 data too: per-kind and large-channel defaults, an @all limit, muted users, thread levels, silent and threaded messages."
+    )
+    var v2 = false
+
     func validate() throws {
       if users < 2 { throw ValidationError("--users must be at least 2") }
       if messages < 0 { throw ValidationError("--messages must not be negative") }
@@ -47,7 +53,8 @@ extension Fanout {
       let report: GeneratorReport
       do {
         report = try Generator.run(
-          GeneratorOptions(users: users, messages: messages, seed: seed, profile: profile, out: out)
+          GeneratorOptions(
+            users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2)
         )
       } catch {
         throw fail(GenerationError(reason: "\(error)"), status: .cannotCreate)

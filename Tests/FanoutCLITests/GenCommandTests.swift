@@ -47,4 +47,40 @@ struct GenCommandTests {
     #expect(other.status == 0)
     #expect(FileManager.default.contents(atPath: dirs[1] + "/traffic.ndjson")! != traffic[0])
   }
+
+  @Test("--v2 adds contract v2's features to the same v1 data, and every v2 rule is reached")
+  func v2() throws {
+    let v1 = makeTemporaryDirectory()
+    let v2 = makeTemporaryDirectory()
+    for (dir, extra) in [(v1, [String]()), (v2, ["--v2"])] {
+      let r = runProcess(
+        fanoutExecutable,
+        ["gen", "--users", "3000", "--messages", "4000", "--seed", "7", "--out", dir] + extra)
+      #expect(r.status == 0, "\(r.stderr)")
+    }
+    // Each v2 line is its v1 line with fields added before the closing brace.
+    let lines1 = readText(v1 + "/traffic.ndjson").split(separator: "\n")
+    let lines2 = readText(v2 + "/traffic.ndjson").split(separator: "\n")
+    #expect(lines1.count == lines2.count)
+    #expect(zip(lines1, lines2).allSatisfy { $1.hasPrefix($0.dropLast()) })
+    #expect(lines2.contains { $0.contains(#""silent":true"#) })
+    #expect(lines2.contains { $0.contains(#""thread":"#) })
+
+    let out = v2 + "/out"
+    let eval = runProcess(
+      fanoutExecutable,
+      [
+        "eval", "--snapshot", v2 + "/snapshot.sqlite", "--messages", v2 + "/traffic.ndjson",
+        "--out", out,
+      ])
+    #expect(eval.status == 0, "\(eval.stderr)")
+    let summary =
+      try JSONSerialization.jsonObject(
+        with: Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))) as! [String: Any]
+    #expect(summary["rejected"] as? Int == 0)
+    let suppressed = summary["suppressed"] as! [String: Int]
+    for reason in ["silent", "sender_muted", "snoozed", "dnd", "muted", "not_mentioned"] {
+      #expect((suppressed[reason] ?? 0) > 0, "no \(reason)")
+    }
+  }
 }

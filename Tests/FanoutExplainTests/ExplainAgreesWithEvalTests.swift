@@ -103,11 +103,11 @@ struct ExplainAgreesWithEvalTests {
     #expect(try checkEveryPair(snapshot: snapshot, messages: messages) > 500)
   }
 
-  @Test("generated data")
-  func generated() throws {
+  @Test("generated data, v1 and v2", arguments: [false, true])
+  func generated(v2: Bool) throws {
     let out = makeTemporaryDirectory("fanout-gen")
     let report = try Generator.run(
-      GeneratorOptions(users: 400, messages: 600, seed: 5, profile: .chat, out: out))
+      GeneratorOptions(users: 400, messages: 600, seed: 5, profile: .chat, out: out, v2: v2))
     let pairs = try checkEveryPair(snapshot: report.snapshotPath, messages: report.trafficPath)
     #expect(pairs > 1000, "\(pairs) pairs")
   }
