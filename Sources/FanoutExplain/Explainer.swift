@@ -128,7 +128,7 @@ public final class Explainer {
     let channelRow = Int(batch.channel[m])
     let channelSettings = records.channelSettings(message.channel)
     let scopeSettings = records.scopes[Int(message.scope.rawValue)]
-    let members = index.channelSize[channelRow]
+    let members = index.channelSize(channelRow)
     let settings = EffectiveSettings(
       thread: message.thread.map { records.threadLevel(channel: message.channel, thread: $0) },
       channel: channelSettings, scope: scopeSettings, user: records.user, app: index.settings,

@@ -61,7 +61,7 @@ public struct PreferenceReport: Sendable {
       // otherwise only where its own row, or its size, changes something.
       let own = records.channelSettings(channel)
       if requested == nil && own == nil { continue }
-      let members = index.channels.find(channel).map { index.channelSize[Int($0)] }
+      let members = index.channels.find(channel).map { index.channelSize(Int($0)) }
       let settings = EffectiveSettings(
         channel: own, scope: records.scopes[Int(scope.rawValue)], user: records.user, app: app,
         traits: ChannelTraits(scope: scope, members: members), levels: [.channel, .scope, .user])

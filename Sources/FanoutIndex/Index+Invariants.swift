@@ -30,7 +30,9 @@ extension Index {
     checkCSR(
       "threadPrefs", threadPrefs.starts, rows: threadPrefs.keys.count,
       values: threadPrefs.users.count)
-    check(channelSize.count == channels.count, "channelSize: wrong length")
+    check(
+      declaredMemberCount.isEmpty || declaredMemberCount.count == channels.count,
+      "declaredMemberCount: wrong length")
     guard found.isEmpty else { return found }
 
     check(memberSettings.count == memberUser.count, "memberSettings: wrong length")

@@ -111,9 +111,9 @@ public final class Index: Sendable {
   // Contract v2.
   /// The settings table.
   public let settings: AppSettings
-  /// Per channel: its number of members for the size rules
-  /// (`channels.member_count`, else its rows in `members`).
-  public let channelSize: [Int64]
+  /// Per channel: `channels.member_count`, or -1 where NULL; empty when
+  /// the snapshot has no such column (see `channelSize(_:)`).
+  package let declaredMemberCount: [Int64]
   public let mutedBy: MutedBy
   public let threadPrefs: ThreadPrefs
 
@@ -127,7 +127,7 @@ public final class Index: Sendable {
     zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
     categoryMandatory: [Bool], categoryDefault: [Preference], categoryGatewayMandatory: [Bool],
     categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference],
-    settings: AppSettings, channelSize: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs
+    settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs
   ) {
     self.users = users
     self.userJSON = userJSON
@@ -159,7 +159,7 @@ public final class Index: Sendable {
     self.categoryPrefGateway = categoryPrefGateway
     self.categoryPref = categoryPref
     self.settings = settings
-    self.channelSize = channelSize
+    self.declaredMemberCount = declaredMemberCount
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
     var states: [UserState] = []
@@ -188,9 +188,17 @@ public final class Index: Sendable {
     channelMembers[channel + 1] - channelMembers[channel]
   }
 
+  /// The number of members of `channel` for the size rules:
+  /// `channels.member_count` where set, else its rows in `members`.
+  public func channelSize(_ channel: Int) -> Int64 {
+    let declared = declaredMemberCount.isEmpty ? -1 : declaredMemberCount[channel]
+    return declared >= 0 ? declared : Int64(memberCount(of: channel))
+  }
+
   /// Whether `mention_all` counts in `channel` (`mention_all_max_members`).
   public func mentionAllApplies(in channel: Int) -> Bool {
-    settings.mentionAllApplies(members: channelSize[channel])
+    settings.mentionAllMaxMembers == nil
+      || settings.mentionAllApplies(members: channelSize(channel))
   }
 
   /// The time zone of user row `u`.

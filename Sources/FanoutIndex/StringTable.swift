@@ -30,6 +30,12 @@ public struct BytePool: Sendable {
     offsets.append(bytes.count)
   }
 
+  /// Makes room for `strings` more strings of `bytes` bytes in all.
+  public mutating func reserveCapacity(strings: Int, bytes byteCount: Int) {
+    bytes.reserveCapacity(bytes.count + byteCount)
+    offsets.reserveCapacity(offsets.count + strings)
+  }
+
   /// Removes every string, keeping the storage.
   public mutating func removeAll() {
     bytes.removeAll(keepingCapacity: true)

@@ -6,12 +6,19 @@ extension Load {
   /// Turns the validated rows into the index. Nothing here can fail.
   mutating func build() -> Snapshot {
     let userCount = users.count
+    // Each channel's default chat level; its size matters only to the large-channel rule.
+    var rows = [Int32](repeating: 0, count: settings.largeChannel == nil ? 0 : channelScope.count)
+    if !rows.isEmpty { for key in memberKeys { rows[Int(key >> 32)] += 1 } }
+    func channelSize(_ c: Int) -> Int64 {
+      let declared = channelMemberCount.isEmpty ? -1 : channelMemberCount[c]
+      return declared >= 0 ? declared : rows.isEmpty ? 0 : Int64(rows[c])
+    }
     let slotRows = MembershipSlots.Rows(
       memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
       scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
       channelPrefs: channelPrefs,
       channelDefaultChat: channelScope.indices.map {
-        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize[$0])
+        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize($0))
       }, defaultCall: settings.defaultCallLevel ?? .all)
     let pendingSlots = Pending { MembershipSlots(slotRows) }
 
@@ -145,7 +152,7 @@ extension Load {
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: prefRows.map { $0.1 },
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 },
-      settings: settings, channelSize: channelSize,
+      settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows))
     index.checkInvariants()

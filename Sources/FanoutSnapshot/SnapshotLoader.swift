@@ -74,10 +74,9 @@ struct Load {
   var channelNames = BytePool()
   var pendingChannels: Pending<StringTable>? = nil
   var channelScope: [Scope] = []
-  /// channels.member_count; nil where NULL.
-  var channelMemberCount: [Int64?] = []
-  /// Per channel: member_count, else its rows in members.
-  var channelSize: [Int64] = []
+  /// Per channel: member_count, -1 where NULL; empty when the snapshot
+  /// has no such column (v1), so that it costs nothing there.
+  var channelMemberCount: [Int64] = []
   var memberKeys: [UInt64] = []  // channel << 32 | user
 
   var scopeRow: [Int32] = []  // user * 3 + scope -> scope_prefs row
@@ -129,7 +128,7 @@ struct Load {
     take(try channelsRead.wait().get())
     let channelPrefsRead = channelPrefsAside()
     try readMembers()
-    try sizeChannels()
+    try checkMemberCounts()
     if present.contains("scope_prefs") { try readScopePrefs() }
     awaitChannels()
     take(try channelPrefsRead.wait().get())
@@ -175,7 +174,7 @@ struct Load {
   struct ChannelRows: Sendable {
     var names: BytePool
     var scopes: [Scope]
-    var memberCounts: [Int64?]
+    var memberCounts: [Int64]
   }
 
   func channelsAside() -> Pending<Result<ChannelRows, SnapshotError>> {
@@ -481,7 +480,12 @@ struct Load {
       }
       channelNames.append(id)
       channelScope.append(try required(r, 1, "direct, group or broadcast", Scope.init(name:)))
-      channelMemberCount.append(try r.optionalInt(2))
+      if r.hasColumn(2) {
+        // Below the channel's rows in members, which are never negative.
+        let declared = try r.optionalInt(2)
+        if let declared, declared < 0 { throw r.fail(2, "member_count \(declared) is negative") }
+        channelMemberCount.append(declared ?? -1)
+      }
     }
   }
 
@@ -509,20 +513,20 @@ struct Load {
     count("members", memberKeys.count)
   }
 
-  /// Each channel's size for the size rules: member_count, else its rows
-  /// in members. Refuses a member_count below those rows: checked once the
-  /// members are read, so after any error in that table.
-  mutating func sizeChannels() throws(SnapshotError) {
-    var rows = [Int64](repeating: 0, count: channelNames.count)
-    for key in memberKeys { rows[Int(key >> 32)] += 1 }
-    channelSize = rows
+  /// Refuses a member_count below the channel's rows in members: checked
+  /// once the members are read, so after any error in that table.
+  func checkMemberCounts() throws(SnapshotError) {
+    // memberKeys ascend by channel: each channel's rows are one run.
+    var run = 0
     for c in channelMemberCount.indices {
-      guard let declared = channelMemberCount[c] else { continue }
-      channelSize[c] = declared
-      if declared < rows[c] {
+      var rows = 0
+      while run + rows < memberKeys.count && Int(memberKeys[run + rows] >> 32) == c { rows += 1 }
+      run += rows
+      let declared = channelMemberCount[c]
+      if declared >= 0 && declared < rows {
         throw SnapshotError(
           table: "channels", key: "channel_id='\(channelNames.string(c))'", column: "member_count",
-          reason: "member_count \(declared) is below the channel's \(rows[c]) rows in members")
+          reason: "member_count \(declared) is below the channel's \(rows) rows in members")
       }
     }
   }

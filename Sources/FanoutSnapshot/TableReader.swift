@@ -10,6 +10,14 @@ struct TableReader {
   /// Positions (in `table.allColumns`) of the columns that identify a row.
   private let keyColumns: [Int32]
 
+  /// Positions in `table.optionalColumns` of those the table has.
+  private let presentOptional: Set<Int>
+
+  /// Whether column `c` exists in the table (optional columns may not).
+  func hasColumn(_ c: Int32) -> Bool {
+    Int(c) < table.columns.count || presentOptional.contains(Int(c) - table.columns.count)
+  }
+
   /// Reads `table`'s columns, optionally filtered by `condition` (with `?`
   /// placeholders bound to `arguments` in order) and ordered by `orderBy`.
   init(
@@ -31,6 +39,8 @@ struct TableReader {
         throw SnapshotError(table: table.name, reason: error.message, sqlite: error)
       }
     }
+    presentOptional = Set(
+      table.optionalColumns.indices.filter { present.contains(table.optionalColumns[$0]) })
     let list =
       (table.columns.map { "\"\($0)\"" }
       + table.optionalColumns.map { present.contains($0) ? "\"\($0)\"" : "NULL" })

@@ -48,6 +48,25 @@ public struct MessageBatch: Sendable {
 
   public var count: Int { ts.count }
 
+  /// Makes room for `messages` messages, so that filling a batch grows
+  /// each column once.
+  mutating func reserveCapacity(_ messages: Int, idBytes: Int, threadBytes: Int) {
+    lines.reserveCapacity(messages)
+    idJSON.reserveCapacity(strings: messages, bytes: idBytes)
+    channel.reserveCapacity(messages)
+    sender.reserveCapacity(messages)
+    ts.reserveCapacity(messages)
+    kind.reserveCapacity(messages)
+    mentionAll.reserveCapacity(messages)
+    force.reserveCapacity(messages)
+    silent.reserveCapacity(messages)
+    thread.reserveCapacity(strings: messages, bytes: threadBytes)
+    hasThread.reserveCapacity(messages)
+    replyTo.reserveCapacity(messages)
+    category.reserveCapacity(messages)
+    mentionOffsets.reserveCapacity(messages + 1)
+  }
+
   /// The mentioned user rows of message `m`.
   public func mentions(of m: Int) -> ArraySlice<Int32> {
     mentions[Int(mentionOffsets[m])..<Int(mentionOffsets[m + 1])]

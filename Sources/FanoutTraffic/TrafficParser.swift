@@ -111,6 +111,8 @@ public struct TrafficParser {
     func user(_ position: Int32) -> Int32 { position < 0 ? -1 : users[Int(position)] }
     var done = MessageBatch()
     done.rejections = parsed.rejections
+    done.reserveCapacity(
+      parsed.count, idBytes: parsed.idJSON.bytes.count, threadBytes: parsed.thread.bytes.count)
     var mentionRows: [Int32] = []
     for m in 0..<parsed.count {
       guard channels[m] >= 0 else {

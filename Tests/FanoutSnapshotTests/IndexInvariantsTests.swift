@@ -47,7 +47,8 @@ extension Index {
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
-      categoryPref: categoryPref, settings: settings, channelSize: channelSize, mutedBy: mutedBy,
+      categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
+      mutedBy: mutedBy,
       threadPrefs: threadPrefs)
   }
 }
