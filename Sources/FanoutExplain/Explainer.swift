@@ -169,47 +169,151 @@ public final class Explainer {
       return Explanation.Device(record: $0, passes: passes, why: why)
     }
 
+    // Deferral (rules 2 and 3) and presence (rule 5).
+    let zone = index.zone(ofUser: Int(u))
+    let quiet: (String, SettingSource) =
+      if let own = records.quietAction {
+        (own, .user)
+      } else if let app = index.settings.defaultQuietAction {
+        (app, .settings)
+      } else {
+        ("drop", .builtIn)
+      }
+    var deferral = Explanation.Deferral(
+      quietAction: quiet.0, source: quiet.1, instant: nil, localClock: nil, steps: [])
+    if quiet.0 == "defer" && !message.force && message.kind != .call {
+      (deferral.instant, deferral.steps) = Self.firstFreeInstant(
+        message.ts, records: records, snooze: [records.user, scopeSettings, channelSettings],
+        zone: zone)
+      deferral.localClock = deferral.instant.map {
+        Self.checkDND(records, zone: zone, ts: $0).clock
+      }
+    }
+    let presenceAction = index.settings.presenceAction ?? "ignore"
+    let presence = Explanation.Presence(
+      action: presenceAction,
+      delayMilliseconds: index.settings.presenceDelayMilliseconds ?? 120_000,
+      windows: records.presence,
+      matched: records.presence.first { $0.from <= message.ts && message.ts < $0.until })
+
     var explanation = Explanation(
       message: message, user: user, pair: .evaluated, settings: settings,
       mutedSender: mutedSender, snoozeWindows: snoozeWindows, dnd: dnd, mention: mention,
       levelRule: levelRule,
-      levelReason: levelReason, trigger: trigger, devices: devices, outcome: nil, decidedBy: nil)
+      levelReason: levelReason, trigger: trigger, devices: devices, deferral: deferral,
+      presence: presence, outcome: nil, decidedBy: nil)
     if !index.members(of: batch.channel[m]).contains(u) {
       explanation.pair = .notMember
     } else if batch.sender[m] == u {
       explanation.pair = .sender
     } else {
-      (explanation.outcome, explanation.decidedBy) = Self.decide(explanation)
+      (explanation.outcome, explanation.decidedBy, explanation.deliverAt) = Self.decide(
+        explanation)
       // The verdict is the kernel's: the narration must arrive at it.
       let verdict = kernelVerdict(batch, m, user: u)
-      guard verdict == explanation.outcome else {
+      let narrated = explanation.outcome.map {
+        "\($0.name)"
+          + ($0.isDelivered && explanation.deliverAt > message.ts
+            ? "@\(explanation.deliverAt)" : "")
+      }
+      guard verdict == narrated else {
         throw .disagreement(
-          "message line \(message.line), user '\(user)': narrated \(explanation.outcome!.name), "
-            + "evaluated \(verdict.map(\.name) ?? "no pair")")
+          "message line \(message.line), user '\(user)': narrated \(narrated ?? "no pair"), "
+            + "evaluated \(verdict ?? "no pair")")
       }
     }
     return explanation
   }
 
   /// What `fanout eval` decides for user row `u` on message `m`: the
-  /// kernel's evaluation of that one message.
-  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32) -> Outcome? {
-    let evaluator = Evaluator(index: index, output: .outcomes)
+  /// kernel's decision line for that pair, as `outcome` or
+  /// `trigger@deliver_at` when deferred; nil when there is no pair.
+  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32) -> String? {
+    let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: m..<(m + 1), into: &result)
-    return result.pairUsers.firstIndex(of: u).map { result.pairOutcomes[$0] }
+    struct Line: Decodable {
+      var user: String
+      var trigger: String?
+      var reason: String?
+      var deliver_at: Int64?
+    }
+    let user = index.users[Int(u)]
+    for line in result.decisionLines.split(separator: UInt8(ascii: "\n")) {
+      guard let pair = try? JSONDecoder().decode(Line.self, from: Data(line)), pair.user == user
+      else { continue }
+      return (pair.trigger ?? pair.reason ?? "") + (pair.deliver_at.map { "@\($0)" } ?? "")
+    }
+    return nil
   }
 
-  /// The first rule that applies, in the contract's order.
-  static func decide(_ e: Explanation) -> (Outcome, Explanation.Rule?) {
-    if e.message.silent { return (.suppressed(.silent), .silent) }
-    if e.mutedSender { return (.suppressed(.senderMuted), .senderMuted) }
-    if !e.message.force && e.snoozed { return (.suppressed(.snoozed), .snoozed) }
-    if !e.message.force && e.inDND { return (.suppressed(.dnd), .dnd) }
-    if let reason = e.levelReason { return (.suppressed(reason), .level) }
-    if e.devices.isEmpty { return (.suppressed(.noDevice), .devices) }
-    if !e.devices.contains(where: \.passes) { return (.suppressed(.optedOut), .gate) }
-    return (.delivered(e.trigger), nil)
+  /// The first instant at or after `ts`, within 7 days, that no snooze
+  /// window of `snooze`'s levels holds and whose local minute lies in no DND
+  /// window — found by stepping through window ends and local minutes, as a
+  /// person would read a calendar (the kernel jumps from window to window);
+  /// with the windows that held each step, in words.
+  static func firstFreeInstant(
+    _ ts: Int64, records: UserRecords, snooze levels: [LevelSettings?], zone: ZoneTable
+  ) -> (Int64?, [String]) {
+    let horizon = ts.addingReportingOverflow(604_800_000)
+    let limit = horizon.overflow ? Int64.max : horizon.partialValue
+    var steps: [String] = []
+    var t = ts
+    var dndSince: Int64? = nil
+    func closeDND() {
+      if let since = dndSince {
+        steps.append("in DND from \(Words.time(since)) to \(Words.time(t))")
+        dndSince = nil
+      }
+    }
+    while t < limit {
+      let holding = levels.compactMap { $0 }.filter { $0.snoozes(at: t) }
+      if let end = holding.compactMap(\.snoozeUntil).max() {
+        closeDND()
+        steps.append("snoozed from \(Words.time(t)) to \(Words.time(end))")
+        t = end
+        continue
+      }
+      if checkDND(records, zone: zone, ts: t).matched != nil {
+        if dndSince == nil { dndSince = t }
+        // The next local minute, or the offset change if it comes first.
+        let span = zone.offsetSpan(atMillis: t)
+        let offset = Int64(span.offset) &* 1000
+        let next = LocalTime.floorDiv(t &+ offset, 60_000) &* 60_000 &+ 60_000 &- offset
+        let moved = min(next, span.until)
+        guard moved > t else { break }
+        t = moved
+        continue
+      }
+      closeDND()
+      return (t, steps)
+    }
+    closeDND()
+    return (nil, steps)
+  }
+
+  /// The first rule that applies, in the contract's order, and the
+  /// delivery time of a delivered pair.
+  static func decide(_ e: Explanation) -> (Outcome, Explanation.Rule?, Int64) {
+    let ts = e.message.ts
+    if e.message.silent { return (.suppressed(.silent), .silent, ts) }
+    if e.mutedSender { return (.suppressed(.senderMuted), .senderMuted, ts) }
+    var deliverAt = ts
+    if e.quiet {
+      guard e.deferred, let instant = e.deferral.instant else {
+        return e.snoozed ? (.suppressed(.snoozed), .snoozed, ts) : (.suppressed(.dnd), .dnd, ts)
+      }
+      deliverAt = instant
+    }
+    if let reason = e.levelReason { return (.suppressed(reason), .level, ts) }
+    if e.presence.action != "ignore" && e.message.kind != .call && e.presence.matched != nil {
+      if e.presence.action == "suppress" { return (.suppressed(.active), .active, ts) }
+      let delayed = ts.addingReportingOverflow(e.presence.delayMilliseconds)
+      deliverAt = max(deliverAt, delayed.overflow ? .max : delayed.partialValue)
+    }
+    if e.devices.isEmpty { return (.suppressed(.noDevice), .devices, ts) }
+    if !e.devices.contains(where: \.passes) { return (.suppressed(.optedOut), .gate, ts) }
+    return (.delivered(e.trigger), nil, deliverAt)
   }
 
   static func checkDND(_ records: UserRecords, zone: ZoneTable, ts: Int64) -> Explanation.DND {

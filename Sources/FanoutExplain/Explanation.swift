@@ -13,14 +13,15 @@ public struct Explanation: Sendable {
     case sender
   }
 
-  /// The contract's rules, numbered as in its section 5.3. (Rules 5,
-  /// presence, and 8, throttling, are not part of these explanations yet.)
+  /// The contract's rules, numbered as in its section 5.3. (Rule 8,
+  /// throttling, is not built yet.)
   public enum Rule: Int, Sendable {
     case silent = 0
     case senderMuted = 1
     case snoozed = 2
     case dnd = 3
     case level = 4
+    case active = 5
     case devices = 6
     case gate = 7
 
@@ -31,6 +32,7 @@ public struct Explanation: Sendable {
       case .snoozed: "snoozed"
       case .dnd: "dnd"
       case .level: "muted / not_mentioned"
+      case .active: "active"
       case .devices: "no_device"
       case .gate: "opted_out"
       }
@@ -107,6 +109,30 @@ public struct Explanation: Sendable {
     public var mentioned: Bool { notificationsOn && (listed || repliedTo || mentionAllCounts) }
   }
 
+  /// What snooze and DND do for this user, and where they would deliver.
+  public struct Deferral: Sendable {
+    /// 'drop' or 'defer', and the level it came from (users, settings, default).
+    public var quietAction: String
+    public var source: SettingSource
+    /// The first free instant within 7 days, when the quiet action is
+    /// 'defer' and the message is neither a call nor forced.
+    public var instant: Int64?
+    /// The user's wall clock at `instant`.
+    public var localClock: LocalClock?
+    /// Why each step moved later: the windows that held the candidate.
+    public var steps: [String]
+  }
+
+  /// Rule 5: the presence policy and the user's windows.
+  public struct Presence: Sendable {
+    /// 'ignore', 'suppress' or 'delay'.
+    public var action: String
+    public var delayMilliseconds: Int64
+    public var windows: [(from: Int64, until: Int64)]
+    /// The window holding ts, if any.
+    public var matched: (from: Int64, until: Int64)?
+  }
+
   public struct Device: Sendable {
     public var record: DeviceRecord
     public var passes: Bool
@@ -128,6 +154,11 @@ public struct Explanation: Sendable {
   public var levelReason: Reason?
   public var trigger: Trigger
   public var devices: [Device]
+  public var deferral: Deferral
+  public var presence: Presence
+  /// When a delivered pair is delivered: ts unless deferral or presence
+  /// set a later instant.
+  public var deliverAt: Int64 = 0
   /// Nil for no pair (not a member, or the sender).
   public var outcome: Outcome?
   public var decidedBy: Rule?
@@ -135,4 +166,8 @@ public struct Explanation: Sendable {
   public var snoozed: Bool { snoozeWindows.contains { $0.containsTS } }
   public var inDND: Bool { dnd.matched != nil }
   public var passingDevices: [DeviceRecord] { devices.filter(\.passes).map(\.record) }
+  /// Snooze or DND would suppress the pair (force aside).
+  public var quiet: Bool { !message.force && (snoozed || inDND) }
+  /// The pair goes on past rules 2 and 3 to a later delivery time.
+  public var deferred: Bool { quiet && message.kind != .call && deferral.instant != nil }
 }

@@ -89,6 +89,7 @@ extension Explanation {
     if outcome.isDelivered {
       return "delivered (trigger \(trigger.name)) to \(passingDevices.count) device"
         + (passingDevices.count == 1 ? "" : "s")
+        + (deliverAt > message.ts ? ", deferred to \(Words.time(deliverAt))" : "")
     }
     return "not delivered: \(outcome.name) (rule \(decidedBy!.rawValue))"
   }
@@ -160,6 +161,25 @@ extension Explanation {
       }
     }
 
+    if quiet {
+      let d = deferral
+      let from = Words.source(d.source, scope: nil)
+      if m.kind == .call {
+        lines.append("   quiet_action \(d.quietAction) (from \(from)): calls are never deferred")
+      } else if d.quietAction != "defer" {
+        lines.append("   quiet_action \(d.quietAction) (from \(from)): dropped")
+      } else if let instant = d.instant, let clock = d.localClock {
+        lines.append(
+          "   quiet_action defer (from \(from)): deferred to \(Words.time(instant)), local "
+            + "\(Words.weekdays[clock.weekday - 1]) \(clock.year)-\(pad2(clock.month))-\(pad2(clock.day)) "
+            + "\(Words.clock(clock.minute)) (\(Words.offset(clock.offsetSeconds)))")
+        for step in d.steps { lines.append("     \(step)") }
+      } else {
+        lines.append(
+          "   quiet_action defer (from \(from)): no free instant within 7 days, so dropped")
+      }
+    }
+
     heading(.level, levelReason?.name ?? "passes")
     if m.kind != .call {
       var how: [String] = []
@@ -195,6 +215,26 @@ extension Explanation {
           ? " (no thread_prefs row for this thread)" : ""))
     lines.append("   \(levelRule)")
 
+    let p = presence
+    let active =
+      p.action != "ignore" && m.kind != .call && p.matched != nil
+      ? (p.action == "suppress"
+        ? "yes"
+        : "delayed by \(p.delayMilliseconds) ms to \(Words.time(m.ts &+ p.delayMilliseconds))")
+      : "no"
+    heading(.active, active)
+    lines.append(
+      "   presence_action \(p.action)"
+        + (p.action == "delay" ? ", presence_delay_ms \(p.delayMilliseconds)" : "")
+        + (m.kind == .call && p.action != "ignore" ? " (calls are exempt)" : ""))
+    if let w = p.matched {
+      lines.append("   active [\(Words.time(w.from)), \(Words.time(w.until))) holds ts")
+    } else {
+      lines.append(
+        p.windows.isEmpty
+          ? "   no presence window" : "   \(p.windows.count) presence window(s), none holds ts")
+    }
+
     heading(.devices, devices.isEmpty ? "yes, no device" : "no, \(devices.count) device(s)")
     heading(.gate, !devices.isEmpty && !devices.contains(where: \.passes) ? "yes" : "no")
     for d in devices {
@@ -224,6 +264,31 @@ extension Explanation {
     fields.append(
       outcome.isDelivered ? ("trigger", .string(trigger.name)) : ("reason", .string(outcome.name)))
     fields.append(("decided_by_rule", decidedBy.map { .int(Int64($0.rawValue)) } ?? .null))
+    if outcome.isDelivered && deliverAt > message.ts {
+      fields.append(("deliver_at", .int(deliverAt)))
+    }
+    fields.append(
+      (
+        "deferral",
+        .object([
+          ("quiet_action", .string(deferral.quietAction)), ("from", .string(deferral.source.name)),
+          ("deferred", .bool(deferred)),
+          ("deliver_at", .optional(deferred ? deferral.instant : nil)),
+          ("steps", .array(deferral.steps.map(JSONValue.string))),
+        ])
+      ))
+    fields.append(
+      (
+        "presence",
+        .object([
+          ("action", .string(presence.action)), ("delay_ms", .int(presence.delayMilliseconds)),
+          (
+            "matched",
+            presence.matched.map { .object([("from", .int($0.from)), ("until", .int($0.until))]) }
+              ?? .null
+          ),
+        ])
+      ))
     fields.append(("settings", settings.json(scope: message.scope)))
     fields.append(("sender_muted", .bool(mutedSender)))
     fields.append(

@@ -116,6 +116,11 @@ public final class Index: Sendable {
   package let declaredMemberCount: [Int64]
   public let mutedBy: MutedBy
   public let threadPrefs: ThreadPrefs
+  public let presence: PresenceWindows
+  /// Per user: snooze and DND defer rather than drop (quiet action 'defer').
+  public let userDefers: [Bool]
+  /// Whether any user defers.
+  public let anyUserDefers: Bool
 
   package init(
     users: StringTable, userJSON: BytePool, userZone: [UInt16], userDND: [Int32],
@@ -127,7 +132,8 @@ public final class Index: Sendable {
     zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
     categoryMandatory: [Bool], categoryDefault: [Preference], categoryGatewayMandatory: [Bool],
     categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference],
-    settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs
+    settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
+    presence: PresenceWindows, userDefers: [Bool]
   ) {
     self.users = users
     self.userJSON = userJSON
@@ -162,6 +168,9 @@ public final class Index: Sendable {
     self.declaredMemberCount = declaredMemberCount
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
+    self.presence = presence
+    self.userDefers = userDefers
+    anyUserDefers = userDefers.contains(true)
     var states: [UserState] = []
     states.reserveCapacity(userDND.count)
     for u in userDND.indices {
@@ -170,6 +179,7 @@ public final class Index: Sendable {
       states.append(
         UserState(
           dnd: userDND[u], zone: userZone[u], hasCategoryPrefs: hasCategoryPrefs,
+          defers: userDefers[u], hasPresence: presence.hasWindows(user: u),
           devices: devices, deviceGateway: deviceGateway, deviceRestricted: deviceRestricted))
     }
     userState = states

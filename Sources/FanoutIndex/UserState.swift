@@ -20,12 +20,15 @@ public struct UserState: Sendable, Equatable {
 
   static let devicesInline: UInt8 = 1
   static let categoryPrefs: UInt8 = 2
+  static let defers: UInt8 = 4
+  static let presence: UInt8 = 8
   static let maxInlineDevices = 4
   static let maxInlineGateway = 127
 
   /// The record of a user whose devices are rows `devices` of the device columns.
   init(
-    dnd: Int32, zone: UInt16, hasCategoryPrefs: Bool, devices: Range<Int>,
+    dnd: Int32, zone: UInt16, hasCategoryPrefs: Bool, defers: Bool, hasPresence: Bool,
+    devices: Range<Int>,
     deviceGateway: [UInt16], deviceRestricted: [Bool]
   ) {
     firstDevice = Int32(devices.lowerBound)
@@ -42,7 +45,9 @@ public struct UserState: Sendable, Equatable {
     }
     inlineGates = gates
     inlineCount = inline ? UInt8(devices.count) : 0
-    flags = (inline ? Self.devicesInline : 0) | (hasCategoryPrefs ? Self.categoryPrefs : 0)
+    flags =
+      (inline ? Self.devicesInline : 0) | (hasCategoryPrefs ? Self.categoryPrefs : 0)
+      | (defers ? Self.defers : 0) | (hasPresence ? Self.presence : 0)
   }
 
   /// Whether `inlineCount` and `inlineGate(_:)` describe the devices.
@@ -52,6 +57,14 @@ public struct UserState: Sendable, Equatable {
   /// Whether the user has any category preference row.
   @inlinable @inline(__always)
   public var hasCategoryPrefs: Bool { flags & 2 != 0 }
+
+  /// Whether snooze and DND defer this user's pairs rather than drop them.
+  @inlinable @inline(__always)
+  public var defers: Bool { flags & 4 != 0 }
+
+  /// Whether the user has any presence window.
+  @inlinable @inline(__always)
+  public var hasPresence: Bool { flags & 8 != 0 }
 
   /// The number of devices, when `hasInlineDevices`.
   @inlinable @inline(__always)

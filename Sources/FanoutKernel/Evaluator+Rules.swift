@@ -5,9 +5,11 @@ import FanoutModel
 /// pair, and for each group of alike members of a channel share; `explain`
 /// narrates what it decides.
 ///
-/// Rules 0–4 decide from the message's terms, the pair's own terms (named,
+/// Rules 0–5 decide from the message's terms, the pair's own terms (named,
 /// muting the sender, a thread level), its time state and its settings
-/// bits, and hand a delivered pair's trigger to the gateway gate (rules 6
+/// bits — asking the caller, only where it matters, for the instant a
+/// deferral would deliver at and whether the user is active — and hand a
+/// delivered pair's trigger and delivery time to the gateway gate (rules 6
 /// and 7, in `gateRule`), which the caller applies per device.
 extension Evaluator {
   /// The time rules' view of a pair at the message's instant; the raw
@@ -46,21 +48,58 @@ extension Evaluator {
     static let plain = PairTerms()
   }
 
-  /// Rules 0–4 for one pair: the reason it is suppressed, or the trigger
-  /// it goes on to the gateway gate with.
+  /// What rules 0–5 make of a pair: the reason it is suppressed, or the
+  /// trigger and the delivery time it goes on to the gateway gate with.
+  struct Verdict {
+    var reason: Reason?
+    var trigger: Trigger
+    /// The message's ts, unless deferral or presence set a later instant.
+    var deliverAt: Int64
+  }
+
+  /// Rules 0–5 for one pair.
   ///
-  /// - Parameter time: the pair's time state; with `force` it does not count.
+  /// - Parameters:
+  ///   - time: the pair's time state; with `force` it does not count.
+  ///   - deferredUntil: for a pair that snooze or DND would drop and whose
+  ///     user defers: the first free instant within 7 days, or nil.
+  ///   - isActive: whether the user is in a presence window at ts.
   @inline(__always)
   static func decide(
-    _ time: TimeState, _ terms: Terms, _ pair: PairTerms, _ memberSettings: MemberSettings
-  ) -> (reason: Reason?, trigger: Trigger) {
-    if terms.silent { return (.silent, .message) }
-    if pair.mutedSender { return (.senderMuted, .message) }
-    if !terms.force {
-      switch time {
-      case .snoozed: return (.snoozed, .message)
-      case .dnd: return (.dnd, .message)
-      case .free: break
+    _ time: TimeState, _ terms: Terms, _ pair: PairTerms, _ settings: MemberSettings,
+    presence: PresencePolicy, deferredUntil: () -> Int64?, isActive: () -> Bool
+  ) -> Verdict {
+    var verdict = decide(time, terms, pair, settings, deferredUntil: deferredUntil)
+    // Rule 5: presence, at ts, for any kind but calls.
+    guard verdict.reason == nil, presence.action != .ignore, terms.kind != .call, isActive()
+    else { return verdict }
+    if presence.action == .suppress {
+      return Verdict(reason: .active, trigger: .message, deliverAt: terms.ts)
+    }
+    let delayed = terms.ts.addingReportingOverflow(presence.delayMilliseconds)
+    verdict.deliverAt = max(verdict.deliverAt, delayed.overflow ? .max : delayed.partialValue)
+    return verdict
+  }
+
+  /// Rules 0–4 for one pair (presence aside, as a channel share's groups
+  /// have none).
+  @inline(__always)
+  static func decide(
+    _ time: TimeState, _ terms: Terms, _ pair: PairTerms, _ memberSettings: MemberSettings,
+    deferredUntil: () -> Int64? = { nil }
+  ) -> Verdict {
+    if terms.silent { return Verdict(reason: .silent, trigger: .message, deliverAt: terms.ts) }
+    if pair.mutedSender {
+      return Verdict(reason: .senderMuted, trigger: .message, deliverAt: terms.ts)
+    }
+    var deliverAt = terms.ts
+    if !terms.force && time != .free {
+      // Calls are never deferred: a call rung hours later is of no use.
+      if terms.kind != .call, let t = deferredUntil() {
+        deliverAt = t
+      } else {
+        return Verdict(
+          reason: time == .snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: terms.ts)
       }
     }
     var settings = memberSettings
@@ -68,7 +107,25 @@ extension Evaluator {
     let mentioned =
       settings.mentionNotifications
       && (pair.named || (terms.mentionAll && settings.mentionAllNotifications))
-    return levelRule(settings, terms.kind, mentioned: mentioned)
+    let (reason, trigger) = levelRule(settings, terms.kind, mentioned: mentioned)
+    return Verdict(reason: reason, trigger: trigger, deliverAt: deliverAt)
+  }
+
+  /// `presence_action` and `presence_delay_ms`, as the rules read them.
+  struct PresencePolicy {
+    enum Action { case ignore, suppress, delay }
+    let action: Action
+    let delayMilliseconds: Int64
+
+    init(_ settings: AppSettings) {
+      action =
+        switch settings.presenceAction {
+        case "suppress": .suppress
+        case "delay": .delay
+        default: .ignore
+        }
+      delayMilliseconds = settings.presenceDelayMilliseconds ?? 120_000
+    }
   }
 
   /// Rule 4: muted / not_mentioned by kind and level, or the trigger.

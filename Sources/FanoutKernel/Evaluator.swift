@@ -26,15 +26,21 @@ public final class Evaluator {
   private let writeLines: Bool
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
-  private let columns: IndexColumns
+  let columns: IndexColumns
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
   private var decisionPrefix: [UInt8] = []
-  private var stamp = 0
+  private(set) var stamp = 0
   /// Counting only, messages in channels of at least this many members are
   /// counted through the channel's `ChannelShare`.
   private let sharingThreshold: Int
+  private let presencePolicy: PresencePolicy
+  /// Deferral instants of the current message per (DND pattern, zone),
+  /// direct-mapped: `stamp` of the message, the key, the instant or `.min`.
+  var deferralStamp = [Int](repeating: -1, count: 64)
+  var deferralKey = [Int64](repeating: 0, count: 64)
+  var deferralValue = [Int64](repeating: 0, count: 64)
   /// Counting only: shares of large channels, in a two-way set-associative
   /// table by channel, the least recently used way replaced.
   private var shares = [ChannelShare?](repeating: nil, count: shareSets * shareWays)
@@ -61,7 +67,11 @@ public final class Evaluator {
   ) {
     self.index = index
     self.output = output
-    sharingThreshold = output == .counts ? max(1, shareChannelsFrom) : .max
+    presencePolicy = PresencePolicy(index.settings)
+    // A share's groups know nothing of deferral and presence: counted pair
+    // by pair where they can change an outcome.
+    let timeShifts = index.anyUserDefers || presencePolicy.action != .ignore
+    sharingThreshold = output == .counts && !timeShifts ? max(1, shareChannelsFrom) : .max
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
@@ -205,12 +215,13 @@ public final class Evaluator {
       if u == sender { continue }
       pairs &+= 1
       let pair = singledOut.terms(for: u)
-      let (reason, trigger) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
-      if reason == nil { delivered &+= 1 }
-      if writeDecisions { appendDecision(user: Int(u), reason: reason, trigger: trigger, &result) }
+      let verdict = evaluatePair(slot, u, terms, pair, sign: 1, &result)
+      if verdict.reason == nil { delivered &+= 1 }
+      if writeDecisions { appendDecision(user: Int(u), verdict, ts: terms.ts, &result) }
       if recordOutcomes {
         result.pairUsers.append(u)
-        result.pairOutcomes.append(reason.map(Outcome.suppressed) ?? .delivered(trigger))
+        result.pairOutcomes.append(
+          verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger))
       }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
@@ -250,21 +261,25 @@ public final class Evaluator {
   private func evaluatePair(
     _ slot: Int, _ u: Int32, _ terms: Terms, _ pair: PairTerms, sign: Int,
     _ result: inout ChunkResult
-  ) -> (Reason?, Trigger) {
+  ) -> Verdict {
     let c = columns
     let settings = c.memberSettings[slot]
     let state = c.userState[Int(u)]
     // The time tests only where they can decide.
+    let snooze = settings.hasSnooze ? c.memberSnooze[slot] : -1
     let time: TimeState =
       !terms.timeMatters || pair.mutedSender
       ? .free
-      : settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], terms.ts)
+      : isSnoozed(group: snooze, terms.ts)
         ? .snoozed : isInDND(state, terms.ts) ? .dnd : .free
-    var reason: Reason?
-    let trigger: Trigger
-    (reason, trigger) = Self.decide(time, terms, pair, settings)
+    var verdict = Self.decide(
+      time, terms, pair, settings, presence: presencePolicy,
+      deferredUntil: { state.defers ? self.deferral(terms.ts, snooze: snooze, state) : nil },
+      isActive: { state.hasPresence && self.index.presence.contains(user: Int(u), terms.ts) })
+    let trigger = verdict.trigger
+    let deferredTo: Int64? = verdict.deliverAt > terms.ts ? verdict.deliverAt : nil
 
-    if reason == nil {
+    if verdict.reason == nil {
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {
@@ -274,16 +289,20 @@ public final class Evaluator {
         {
           appendDelivery(
             device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
-            preview: settings.showPreview, sign: sign, &result)
+            preview: settings.showPreview, deferredTo: deferredTo, sign: sign, &result)
           passed &+= 1
         } else {
           scratch.blocked[g] &+= sign
         }
       }
-      reason = Self.gateRule(devices: devices, passed: passed)
+      verdict.reason = Self.gateRule(devices: devices, passed: passed)
     }
-    if let reason { scratch.suppressed[Int(reason.rawValue)] &+= sign }
-    return (reason, trigger)
+    if let reason = verdict.reason {
+      scratch.suppressed[Int(reason.rawValue)] &+= sign
+    } else if deferredTo != nil {
+      result.counters.deferred &+= sign
+    }
+    return verdict
   }
 
   /// Counts a message in a large channel from its `ChannelShare`, then
@@ -306,9 +325,9 @@ public final class Evaluator {
     delivered += timedDelivered
 
     if let slot = slot(of: sender, in: members), !share.isVolatile(slot) {
-      let (reason, _) = evaluatePair(slot, sender, terms, .plain, sign: -1, &result)
+      let verdict = evaluatePair(slot, sender, terms, .plain, sign: -1, &result)
       pairs -= 1
-      if reason == nil { delivered -= 1 }
+      if verdict.reason == nil { delivered -= 1 }
     }
     // Each singled-out member once: out as counted, back in with its terms.
     var walk = singledOut
@@ -318,9 +337,9 @@ public final class Evaluator {
       guard u != sender, let slot = slot(of: u, in: members), !share.isVolatile(slot) else {
         return
       }
-      let (before, _) = evaluatePair(slot, u, terms, .plain, sign: -1, &result)
-      let (after, _) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
-      delivered += (after == nil ? 1 : 0) - (before == nil ? 1 : 0)
+      let before = evaluatePair(slot, u, terms, .plain, sign: -1, &result)
+      let after = evaluatePair(slot, u, terms, pair, sign: 1, &result)
+      delivered += (after.reason == nil ? 1 : 0) - (before.reason == nil ? 1 : 0)
     }
     var volatileLookup = singledOut
     for slot in share.volatile {
@@ -328,8 +347,7 @@ public final class Evaluator {
       let pair = volatileLookup.terms(for: u)
       if u == sender { continue }
       pairs += 1
-      let (reason, _) = evaluatePair(slot, u, terms, pair, sign: 1, &result)
-      if reason == nil { delivered += 1 }
+      if evaluatePair(slot, u, terms, pair, sign: 1, &result).reason == nil { delivered += 1 }
     }
     result.counters.messages += 1
     result.counters.pairs += pairs
@@ -488,6 +506,7 @@ public final class Evaluator {
       pairs += n
       let (time, settings) = ChannelShare.members(of: group)
       // Nobody in a group is singled out (those are patched afterwards).
+      // Shares serve indexes without deferral or presence (`sharingThreshold`).
       if let reason = Self.decide(time, terms, .plain, settings).reason {
         scratch.suppressed[Int(reason.rawValue)] &+= n
         continue
@@ -622,7 +641,8 @@ public final class Evaluator {
     return categoryPreference == .optIn && onGateway != .optOut
   }
 
-  /// `,"trigger":"…","preview":…}` per trigger and preview, as raw bytes
+  /// `,"trigger":"…","preview":…` per trigger and preview, then `}`
+  /// (delivered at ts) or `,"deliver_at":` (deferred), as raw bytes
   /// (a delivery copies one without touching a reference count), in an
   /// allocation made once and never freed, so the view is always valid.
   /// (`nonisolated(unsafe)`: immutable after its one initialization.)
@@ -630,7 +650,9 @@ public final class Evaluator {
     var pool = BytePool()
     for trigger in Trigger.allCases {
       for preview in [false, true] {
-        pool.append(Array(#","trigger":"\#(trigger.name)","preview":\#(preview)}"#.utf8))
+        for end in ["}", #","deliver_at":"#] {
+          pool.append(Array(#","trigger":"\#(trigger.name)","preview":\#(preview)\#(end)"#.utf8))
+        }
       }
     }
     let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: pool.bytes.count)
@@ -643,8 +665,8 @@ public final class Evaluator {
 
   @inline(__always)
   private func appendDelivery(
-    device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, sign: Int,
-    _ result: inout ChunkResult
+    device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, deferredTo: Int64?,
+    sign: Int, _ result: inout ChunkResult
   ) {
     scratch.deliveries[g] &+= sign
     guard writeLines else { return }
@@ -656,25 +678,37 @@ public final class Evaluator {
       result.gatewayLines[g].append(UInt8(ascii: ","))
     }
     result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
-    result.gatewayLines[g].append(
-      contentsOf: Self.recipientSuffixes[Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)])
+    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 2
+    guard let deferredTo else {
+      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix])
+      return
+    }
+    result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
+    JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
+    result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
   private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (
-    Trigger.allCases.map { Array(#","deliver":true,"trigger":"\#($0.name)"}\#n"#.utf8) },
+    Trigger.allCases.map { Array(#","deliver":true,"trigger":"\#($0.name)""#.utf8) },
     Reason.allCases.map { Array(#","deliver":false,"reason":"\#($0.name)"}\#n"#.utf8) }
   )
 
+  /// The pair's decision line; a deferred pair's carries `deliver_at`.
   @inline(__always)
   private func appendDecision(
-    user u: Int, reason: Reason?, trigger: Trigger, _ result: inout ChunkResult
+    user u: Int, _ verdict: Verdict, ts: Int64, _ result: inout ChunkResult
   ) {
     result.decisionLines += decisionPrefix
     result.decisionLines.append(contentsOf: columns.userJSON[u])
-    if let reason {
+    if let reason = verdict.reason {
       result.decisionLines += Self.decisionSuffix.suppressed[Int(reason.rawValue)]
-    } else {
-      result.decisionLines += Self.decisionSuffix.delivered[Int(trigger.rawValue)]
+      return
     }
+    result.decisionLines += Self.decisionSuffix.delivered[Int(verdict.trigger.rawValue)]
+    if verdict.deliverAt > ts {
+      result.decisionLines += #","deliver_at":"#.utf8
+      JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
+    }
+    result.decisionLines += "}\n".utf8
   }
 }

@@ -154,7 +154,8 @@ extension Load {
       categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 },
       settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
-      threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows))
+      threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),
+      presence: PresenceWindows(users: userCount, rows: presence), userDefers: userDefers)
     index.checkInvariants()
     return Snapshot(index: index, info: info)
   }

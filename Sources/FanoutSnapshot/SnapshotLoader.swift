@@ -99,6 +99,10 @@ struct Load {
   var mutes: [(user: Int32, muted: Int32)] = []
   var threadIDs = StringTable()
   var threadPrefRows: [(user: Int32, channel: Int32, thread: Int32, level: Level)] = []
+  /// Per user: whether snooze and DND defer rather than drop (quiet_action,
+  /// else default_quiet_action, else drop).
+  var userDefers: [Bool] = []
+  var presence: [(user: Int32, from: Int64, until: Int64)] = []
 
   init(readers: ConsistentReads, path: String, tzdb: TimeZoneDatabase) {
     self.init(connection: readers.main, readers: readers, path: path, tzdb: tzdb)
@@ -145,6 +149,7 @@ struct Load {
     if present.contains("gateway_prefs") { try readGatewayPrefs() }
     if present.contains("user_mutes") { try readUserMutes() }
     if present.contains("thread_prefs") { try readThreadPrefs() }
+    if present.contains("presence") { try readPresence() }
     return build()
   }
 
@@ -445,8 +450,10 @@ struct Load {
       case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
       case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
       }
-      // quiet_action (column 12) is validated here; deferral reads it.
-      _ = try r.enumerated(12, "drop or defer") { ["drop", "defer"].contains($0) ? $0 : nil }
+      let quietAction = try r.enumerated(12, "drop or defer") {
+        ["drop", "defer"].contains($0) ? $0 : nil
+      }
+      userDefers.append((quietAction ?? settings.defaultQuietAction) == "defer")
     }
     count("users", users.count)
     info.timeZones = zoneIDs.keys.sorted()
@@ -769,6 +776,14 @@ struct Load {
       threadPrefRows.append((u, c, thread, level))
     }
     count("thread_prefs", threadPrefRows.count)
+  }
+
+  mutating func readPresence() throws(SnapshotError) {
+    let r = try reader("presence", key: [0, 1, 2])
+    while try r.next() {
+      presence.append((try user(r, 0), try r.int(1), try r.int(2)))
+    }
+    count("presence", presence.count)
   }
 
   mutating func readGatewayPrefs() throws(SnapshotError) {

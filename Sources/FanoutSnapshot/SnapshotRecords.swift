@@ -64,6 +64,10 @@ public struct UserRecords: Sendable {
   public var categoryPreferences: [CategoryPreferenceRecord]
   /// Gateways the user is restricted on (gateway_prefs.restricted = 1), sorted.
   public var restrictedGateways: [String]
+  /// Contract v2: users.quiet_action ('drop', 'defer' or nil).
+  public var quietAction: String? = nil
+  /// Contract v2: presence windows `[from, until)` as stored, by from.
+  public var presence: [(from: Int64, until: Int64)] = []
   /// Contract v2: the users this user muted (user_mutes), sorted.
   public var mutedUsers: [String] = []
   /// Contract v2: thread_prefs rows, by channel then thread.
@@ -144,7 +148,7 @@ public final class SnapshotRecords {
         userID: id, timeZone: try row.optionalText(8) ?? "UTC",
         user: try LevelSettings(row, first: 1),
         dailyDND: daily, weeklyDND: [], scopes: [nil, nil, nil], channels: [], devices: [],
-        categoryPreferences: [], restrictedGateways: [])
+        categoryPreferences: [], restrictedGateways: [], quietAction: try row.optionalText(12))
     }
     guard var records = found else { return nil }
     let byUser = "user_id = ?"
@@ -185,6 +189,11 @@ public final class SnapshotRecords {
       orderBy: "gateway COLLATE BINARY"
     ) { (row) throws(SnapshotError) in
       records.restrictedGateways.append(try row.text(1))
+    }
+    try forEachRow(
+      "presence", key: [0, 1, 2], where: byUser, [id], orderBy: "active_from, active_until"
+    ) { (row) throws(SnapshotError) in
+      records.presence.append((try row.int(1), try row.int(2)))
     }
     try forEachRow(
       "user_mutes", key: [0, 1], where: byUser, [id], orderBy: "muted_user_id COLLATE BINARY"

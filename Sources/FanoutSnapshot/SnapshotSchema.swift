@@ -109,6 +109,11 @@ public enum SnapshotSchema {
       chat_level TEXT NOT NULL,      -- 'all' | 'mentions' | 'none'
       PRIMARY KEY (user_id, channel_id, thread_id)
     );
+    CREATE TABLE presence (          -- user_id was active on some client during [active_from, active_until)
+      user_id      TEXT NOT NULL REFERENCES users(user_id),
+      active_from  INTEGER NOT NULL,
+      active_until INTEGER NOT NULL  -- active_from >= active_until: an empty window (accepted)
+    );
     """
 
   /// `createSQL` without contract v2's additions: the v1 schema.
@@ -172,6 +177,7 @@ public enum SnapshotSchema {
     Table(
       name: "thread_prefs", required: false,
       columns: ["user_id", "channel_id", "thread_id", "chat_level"]),
+    Table(name: "presence", required: false, columns: ["user_id", "active_from", "active_until"]),
   ]
 
   static func table(_ name: String) -> Table { tables.first { $0.name == name }! }

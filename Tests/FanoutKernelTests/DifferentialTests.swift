@@ -19,6 +19,25 @@ struct DifferentialTests {
     #expect(outcomes.isSuperset(of: ["-silent", "-sender_muted", "mention"]), "seed \(seed)")
   }
 
+  @Test("the v2 worlds reach deferral and presence, suppressing and delaying")
+  func v2Coverage() {
+    var deferred = 0
+    var active = 0
+    var delayedWorlds = 0
+    for seed in UInt64(101)...116 {
+      let world = RandomWorld(seed: seed, v2: true)
+      let outcomes = ReferenceEvaluator(world).decisions().values
+      deferred += outcomes.filter { $0.contains("@") }.count
+      active += outcomes.filter { $0 == "-active" }.count
+      if world.presenceAction == "delay" && outcomes.contains(where: { $0.contains("@") }) {
+        delayedWorlds += 1
+      }
+    }
+    #expect(deferred > 100, "\(deferred) deferred pairs")
+    #expect(active > 20, "\(active) active pairs")
+    #expect(delayedWorlds > 2)
+  }
+
   private func check(_ world: RandomWorld, _ seed: UInt64) throws {
     let scenario = try Scenario(world: world)
     #expect(scenario.batch.rejections.isEmpty)

@@ -49,6 +49,6 @@ extension Index {
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
       categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy,
-      threadPrefs: threadPrefs)
+      threadPrefs: threadPrefs, presence: presence, userDefers: userDefers)
   }
 }

@@ -135,6 +135,18 @@ struct V2SnapshotTests {
       key: "user_id='u1', channel_id='c1', thread_id=7", column: "thread_id",
       definition: "CREATE TABLE thread_prefs (user_id, channel_id, thread_id, chat_level);\n"),
     Refusal(
+      what: "presence: unknown user", sql: "INSERT INTO presence VALUES ('ghost', 1, 2);",
+      table: "presence", key: "user_id='ghost', active_from=1, active_until=2", column: "user_id"),
+    Refusal(
+      what: "presence: NULL until", sql: "INSERT INTO presence VALUES ('u1', 1, NULL);",
+      table: "presence", key: "user_id='u1', active_from=1, active_until=NULL",
+      column: "active_until",
+      definition: "CREATE TABLE presence (user_id, active_from, active_until);\n"),
+    Refusal(
+      what: "presence: text from", sql: "INSERT INTO presence VALUES ('u1', 'now', 2);",
+      table: "presence", key: "user_id='u1', active_from='now', active_until=2",
+      column: "active_from"),
+    Refusal(
       what: "thread_prefs: a duplicate",
       sql: "INSERT INTO thread_prefs VALUES ('u1', 'c1', 't', 'all'), ('u1', 'c1', 't', 'none');",
       table: "thread_prefs", key: "user_id='u1', channel_id='c1', thread_id='t'", column: nil,
@@ -187,19 +199,16 @@ struct V2SnapshotTests {
         INSERT INTO thread_prefs VALUES ('u3', 'c1', '', 'none');
         INSERT INTO presence VALUES ('u1', 10, 5);
         """
-    let snapshot = try load(sql, schema: SQLiteFixture.v2Schema + Self.presence).get()
+    let snapshot = try load(sql).get()
     let settings = snapshot.index.settings
     #expect(settings.kindChatLevel == [.all, .mentions, Level.none])
     #expect(settings.largeChannel == AppSettings.LargeChannel(members: 1, level: .mentions))
     #expect(settings.mentionAllMaxMembers == .max)
     #expect(settings.throttle?.messages == 1)
     #expect(snapshot.index.channelSize(0) == 2)
-    #expect(snapshot.info.rowCounts.map(\.table).suffix(2) == ["user_mutes", "thread_prefs"])
+    #expect(
+      snapshot.info.rowCounts.map(\.table).suffix(3) == ["user_mutes", "thread_prefs", "presence"])
   }
-
-  /// The presence table (part 2 of contract v2): an extra table here.
-  static let presence =
-    "CREATE TABLE presence (user_id TEXT NOT NULL, active_from INTEGER NOT NULL, active_until INTEGER NOT NULL);\n"
 
   @Test("a v1 snapshot (no v2 column or table) loads as before")
   func v1Schema() throws {

@@ -54,6 +54,11 @@ public struct RandomWorld {
   public var mutes: Set<String> = []  // "user|muted"
   public var threadPrefs: [String: String] = [:]  // "user|channel|thread" -> chat level
   static let threads = ["t1", "t2", "", "t 3"]
+  public var presenceAction: String?
+  public var presenceDelay: Int64?
+  public var presence: [(user: String, from: Int64, until: Int64)] = []
+  public var defaultQuietAction: String?
+  public var quietAction: [String: String] = [:]  // user -> drop | defer
 
   public static let zones = [
     "UTC", "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata",
@@ -232,6 +237,26 @@ public struct RandomWorld {
           levels.randomElement(using: &rng)!
       }
     }
+    // Part 2: presence windows around message times, deferral.
+    presenceAction =
+      chance(0.7) ? ["ignore", "suppress", "delay"].randomElement(using: &rng)! : nil
+    presenceDelay = chance(0.6) ? [0, 1, 60_000, 3_600_000].randomElement(using: &rng)! : nil
+    let times = messages.map { line -> Int64 in
+      let object = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      return object["ts"] as! Int64
+    }
+    for u in users where chance(0.6) {
+      for _ in 0..<Int.random(in: 2...6, using: &rng) {
+        let at = times.randomElement(using: &rng)! + Int64.random(in: -1...1, using: &rng)
+        let from = at - [0, 1, 60_000, 3_600_000].randomElement(using: &rng)!
+        let until = at + [-5, 0, 1, 60_000, 3_600_000].randomElement(using: &rng)!
+        presence.append((u.id, from, until))
+      }
+    }
+    defaultQuietAction = chance(0.5) ? ["drop", "defer"].randomElement(using: &rng)! : nil
+    for u in users where chance(0.4) {
+      quietAction[u.id] = ["drop", "defer", "defer"].randomElement(using: &rng)!
+    }
     for i in messages.indices {
       var extra: [String] = []
       if chance(0.08) { extra.append("\"silent\":\(chance(0.8))") }
@@ -274,7 +299,7 @@ public struct RandomWorld {
     }
     for u in users {
       out +=
-        "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview\(v2Column), dnd_start, dnd_end) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1)));\n"
+        "INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until, mention_notifications, pinned_notifications, show_preview\(v2Column), dnd_start, dnd_end\(v2 ? ", quiet_action" : "")) VALUES (\(q(u.id)), \(q(u.timezone)), \(p(u.prefs)), \(n(u.dnd?.0)), \(n(u.dnd?.1))\(v2 ? ", " + q(quietAction[u.id]) : ""));\n"
       for w in u.weekly {
         out += "INSERT INTO dnd_weekly VALUES (\(q(u.id)), \(w.day), \(w.start), \(w.end));\n"
       }
@@ -328,6 +353,18 @@ public struct RandomWorld {
     }
     if let mentionAllMax {
       out += "INSERT INTO settings VALUES ('mention_all_max_members', '\(mentionAllMax)');\n"
+    }
+    if let presenceAction {
+      out += "INSERT INTO settings VALUES ('presence_action', \(q(presenceAction)));\n"
+    }
+    if let presenceDelay {
+      out += "INSERT INTO settings VALUES ('presence_delay_ms', '\(presenceDelay)');\n"
+    }
+    if let defaultQuietAction {
+      out += "INSERT INTO settings VALUES ('default_quiet_action', \(q(defaultQuietAction)));\n"
+    }
+    for w in presence {
+      out += "INSERT INTO presence VALUES (\(q(w.user)), \(w.from), \(w.until));\n"
     }
     for key in mutes.sorted() {
       let parts = key.split(separator: "|").map(String.init)

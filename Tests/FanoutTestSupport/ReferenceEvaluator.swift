@@ -1,7 +1,7 @@
 import Foundation
 
-/// The contract's sections 3 and 5.3 (but presence, deferral and
-/// throttling), written as plainly as possible over a
+/// The contract's sections 3 and 5.3 (but throttling), written as plainly
+/// as possible over a
 /// `RandomWorld`: dictionaries, strings and Foundation's `TimeZone` (ICU's
 /// copy of the tz data, independent of Fanout's TZif reader).
 public struct ReferenceEvaluator {
@@ -9,7 +9,7 @@ public struct ReferenceEvaluator {
 
   public init(_ world: RandomWorld) { self.world = world }
 
-  /// `message/user` → trigger, or `-reason`.
+  /// `message/user` → trigger (`trigger@deliver_at` when deferred), or `-reason`.
   public func decisions() -> [String: String] {
     var out: [String: String] = [:]
     for line in world.messages {
@@ -57,25 +57,28 @@ public struct ReferenceEvaluator {
     }
     let ts = m["ts"] as! Int64
     let force = m["force"] as? Bool ?? false
+    let isCall = m["kind"] as? String == "call"
     // 0. silent
     if m["silent"] as? Bool == true { return ("-silent", []) }
     // 1. sender_muted
     if let sender = m["sender"] as? String, world.mutes.contains(user + "|" + sender) {
       return ("-sender_muted", [])
     }
-    // 2. snoozed
-    if !force {
+    // 2. snoozed: the end of the latest window holding t, if any.
+    func snoozeEnd(_ t: Int64) -> Int64? {
+      var end: Int64? = nil
       for level in levels {
         guard let p = level, let until = p.snoozeUntil else { continue }
-        if ts >= (p.snoozeStart ?? .min) && ts < until { return ("-snoozed", []) }
+        if t >= (p.snoozeStart ?? .min) && t < until { end = max(end ?? .min, until) }
       }
+      return end
     }
-    // 3. dnd
-    if !force {
-      let zone = TimeZone(identifier: u.timezone ?? "UTC")!
-      var calendar = Calendar(identifier: .gregorian)
-      calendar.timeZone = zone
-      let date = Date(timeIntervalSince1970: Double(ts) / 1000)
+    let zone = TimeZone(identifier: u.timezone ?? "UTC")!
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = zone
+    // 3. dnd at t.
+    func inDND(_ t: Int64) -> Bool {
+      let date = Date(timeIntervalSince1970: Double(t) / 1000)
       let parts = calendar.dateComponents([.weekday, .hour, .minute], from: date)
       let minute = parts.hour! * 60 + parts.minute!
       let weekday = (parts.weekday! + 5) % 7 + 1  // Foundation: 1 = Sunday
@@ -86,14 +89,31 @@ public struct ReferenceEvaluator {
         return minute >= start || minute < stop
       }
       if !u.weekly.isEmpty {
-        if u.weekly.contains(where: {
+        return u.weekly.contains(where: {
           $0.day == weekday && minute >= $0.start && minute < ($0.end == 1439 ? 1440 : $0.end)
-        }) {
-          return ("-dnd", [])
-        }
-      } else if let dnd = u.dnd, inWindow(dnd.0, dnd.1) {
-        return ("-dnd", [])
+        })
       }
+      return u.dnd.map { inWindow($0.0, $0.1) } ?? false
+    }
+    var deliverAt = ts
+    if !force, let quiet = snoozeEnd(ts) != nil ? "-snoozed" : inDND(ts) ? "-dnd" : nil {
+      // Deferral: the first free instant within 7 days, stepping through
+      // snooze ends and UTC minutes (the world's zones keep whole minutes).
+      let defers = (world.quietAction[user] ?? world.defaultQuietAction) == "defer"
+      var free: Int64? = nil
+      var t = ts
+      while defers && !isCall && t < ts + 604_800_000 {
+        if let end = snoozeEnd(t) {
+          t = end
+        } else if inDND(t) {
+          t = (t / 60_000 + 1) * 60_000
+        } else {
+          free = t
+          break
+        }
+      }
+      guard let free else { return (quiet, []) }
+      deliverAt = free
     }
     // 4. levels. The channel's size: member_count, else its members.
     let size = world.memberCount[channel] ?? world.members[channel]!.count
@@ -133,6 +153,15 @@ public struct ReferenceEvaluator {
       default: return ("-muted", [])
       }
     }
+    // 5. active: presence at ts, calls exempt.
+    let action = world.presenceAction ?? "ignore"
+    if action != "ignore" && !isCall
+      && world.presence.contains(where: { $0.user == user && $0.from <= ts && ts < $0.until })
+    {
+      if action == "suppress" { return ("-active", []) }
+      deliverAt = max(deliverAt, ts + (world.presenceDelay ?? 120_000))
+    }
+    if deliverAt > ts { trigger += "@\(deliverAt)" }
     // 6, 7. devices and the gateway gate
     let devices = world.devices.filter { $0.user == user }.sorted { $0.id < $1.id }
     if devices.isEmpty { return ("-no_device", []) }

@@ -41,12 +41,14 @@ public struct Scenario {
       let key = "\(object["message"]!)/\(object["user"]!)"
       out[key] =
         (object["deliver"] as! Bool)
-        ? object["trigger"] as! String : "-" + (object["reason"] as! String)
+        ? (object["trigger"] as! String) + ((object["deliver_at"] as? Int).map { "@\($0)" } ?? "")
+        : "-" + (object["reason"] as! String)
     }
     return out
   }
 
-  /// The outcome for one pair: a trigger name, `-reason`, or nil if no pair.
+  /// The outcome for one pair: a trigger name (with `@deliver_at` when
+  /// deferred), `-reason`, or nil if no pair.
   public func outcome(_ message: String, _ user: String) -> String? {
     decisions["\(message)/\(user)"]
   }
