@@ -236,13 +236,17 @@ public final class Explainer {
       var user: String
       var trigger: String?
       var reason: String?
-      var deliver_at: Int64?
+      var deliverAt: Int64?
+      enum CodingKeys: String, CodingKey {
+        case user, trigger, reason
+        case deliverAt = "deliver_at"
+      }
     }
     let user = index.users[Int(u)]
     for line in result.decisionLines.split(separator: UInt8(ascii: "\n")) {
       guard let pair = try? JSONDecoder().decode(Line.self, from: Data(line)), pair.user == user
       else { continue }
-      return (pair.trigger ?? pair.reason ?? "") + (pair.deliver_at.map { "@\($0)" } ?? "")
+      return (pair.trigger ?? pair.reason ?? "") + (pair.deliverAt.map { "@\($0)" } ?? "")
     }
     return nil
   }
