@@ -5,7 +5,8 @@ import FanoutSnapshot
 /// without them. Shaped on the vendors the contract cites: Rocket.Chat's
 /// mentions-only rooms above 100 members, Mattermost's @all limit of 1,000,
 /// Element's all-in-DMs default, Zulip's muted users and followed topics,
-/// and the "send without push" flag.
+/// the "send without push" flag, Rocket.Chat's 120-second delay for users
+/// active on another client, and quiet hours that defer instead of drop.
 struct V2Features {
   var random: Random
 
@@ -14,20 +15,38 @@ struct V2Features {
   /// Thread ids of a channel's traffic and preferences.
   static let threads = (0..<8).map { "t\($0)" }
 
-  /// Writes the settings keys, mention_all_notifications, channels'
-  /// member_count, user_mutes and thread_prefs.
+  /// Writes the settings keys, mention_all_notifications and quiet_action,
+  /// channels' member_count, user_mutes, thread_prefs and presence.
   mutating func write(_ p: Population, _ db: Connection, userIDs: [String]) throws {
     try db.execute(
       """
       INSERT INTO settings VALUES ('default_chat_level.direct', 'all'),
         ('large_channel_members', '100'), ('large_channel_level', 'mentions'),
-        ('mention_all_max_members', '1000');
+        ('mention_all_max_members', '1000'), ('presence_action', 'delay');
       """)
     let allOff = try db.prepare(
       "UPDATE users SET mention_all_notifications = 0 WHERE user_id = ?")
-    for u in 0..<p.users where random.chance(0.05) {
-      allOff.bind(1, userIDs[u])
-      try allOff.insert()
+    let defers = try db.prepare("UPDATE users SET quiet_action = 'defer' WHERE user_id = ?")
+    let active = try db.prepare("INSERT INTO presence VALUES (?, ?, ?)")
+    for u in 0..<p.users {
+      if random.chance(0.05) {
+        allOff.bind(1, userIDs[u])
+        try allOff.insert()
+      }
+      if random.chance(0.1) {
+        defers.bind(1, userIDs[u])
+        try defers.insert()
+      }
+      // Sessions of 5–60 minutes on the traffic's day.
+      if random.chance(0.1) {
+        for _ in 0..<(1 + random.below(4)) {
+          let from = Generator.day + Int64(random.below(24 * 60)) * 60_000
+          active.bind(1, userIDs[u])
+          active.bind(2, from)
+          active.bind(3, from + Int64(5 + random.below(56)) * 60_000)
+          try active.insert()
+        }
+      }
     }
     // Half the broadcast channels are one shard of a channel twice the size.
     let count = try db.prepare("UPDATE channels SET member_count = ? WHERE channel_id = ?")

@@ -29,6 +29,7 @@ extension WhatIfReport {
       \(Self.card("Delivered pairs", a.delivered, b.delivered))
       \(Self.card("Deliveries (devices)", deliveriesA, deliveriesB))
       \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered))
+      \(Self.card("Deferred pairs", a.deferred, b.deferred))
       <div class="card"><div class="label">Pairs whose outcome changed</div>\
       <div class="value">\(Format.grouped(changedPairs))</div>\
       <div class="delta">\(Format.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>

@@ -21,7 +21,7 @@ extension WhatIfReport {
       let suppressed = Reason.allCases.map { "\(q($0.name)):\(t.suppressed[Int($0.rawValue)])" }
       return "{\"snapshot\":\(q(t.snapshot)),"
         + (t.sql.map { "\"sql\":\(q($0))," } ?? "")
-        + "\"pairs\":\(t.pairs),\"delivered\":\(t.delivered),"
+        + "\"pairs\":\(t.pairs),\"delivered\":\(t.delivered),\"deferred\":\(t.deferred),"
         + "\"deliveries\":{\(deliveries.joined(separator: ","))},"
         + "\"suppressed\":{\(suppressed.joined(separator: ","))}}"
     }

@@ -44,6 +44,8 @@ public struct WhatIfReport: Sendable {
     public var sql: String?
     public var pairs: Int
     public var delivered: Int
+    /// Delivered pairs whose delivery time is later than their message's ts.
+    public var deferred: Int
     /// Per reason, in rule order.
     public var suppressed: [Int]
   }
@@ -90,7 +92,7 @@ public struct WhatIfReport: Sendable {
     sides = [(options.snapshot, nil), (bPath, sql)].enumerated().map { s, side in
       let c = totals.counters[s]
       return Totals(
-        snapshot: side.0, sql: side.1, pairs: c.pairs, delivered: c.delivered,
+        snapshot: side.0, sql: side.1, pairs: c.pairs, delivered: c.delivered, deferred: c.deferred,
         suppressed: c.suppressed)
     }
     messages = totals.messages

@@ -94,6 +94,7 @@ extension Fanout {
       var rows: [(String, Int, Int)] = [
         ("pairs", a.pairs, b.pairs), ("delivered", a.delivered, b.delivered),
       ]
+      if a.deferred != 0 || b.deferred != 0 { rows.append(("  deferred", a.deferred, b.deferred)) }
       let deliveriesA = Dictionary(
         uniqueKeysWithValues: r.deliveries(.a).map { ($0.gateway, $0.count) })
       let deliveriesB = Dictionary(

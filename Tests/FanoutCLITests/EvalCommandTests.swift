@@ -51,6 +51,18 @@ struct EvalCommandTests {
     #expect(summaryCounts(out) == golden as! NSDictionary)
   }
 
+  @Test("the printed schema (v2 additions included) builds the sample, as make demo does")
+  func printedSchema() throws {
+    let schema = runProcess(fanoutExecutable, ["snapshot", "schema"])
+    #expect(schema.status == 0)
+    let snapshot = SQLiteFixture.make(
+      readText(datasetURL("sample/snapshot.sql").path),
+      schema: String(decoding: schema.stdout, as: UTF8.self))
+    let check = runProcess(fanoutExecutable, ["snapshot", "check", snapshot])
+    #expect(check.status == 0, "\(check.stderr)")
+    #expect(String(decoding: check.stdout, as: UTF8.self).contains("users: 16"))
+  }
+
   @Test("the same bytes with 1, 2 and 7 threads")
   func deterministic() throws {
     // Enough traffic for several parse and evaluation chunks.

@@ -82,5 +82,6 @@ struct GenCommandTests {
     for reason in ["silent", "sender_muted", "snoozed", "dnd", "muted", "not_mentioned"] {
       #expect((suppressed[reason] ?? 0) > 0, "no \(reason)")
     }
+    #expect((summary["deferred"] as? Int ?? 0) > 0)
   }
 }

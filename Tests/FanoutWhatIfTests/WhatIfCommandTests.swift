@@ -37,6 +37,25 @@ struct WhatIfCommandTests {
     #expect(result.text.contains("not_mentioned"))
   }
 
+  @Test("defer instead of drop: deferred pairs per side, fewer dnd and snoozed")
+  func deferral() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(
+      ["--sql", "INSERT INTO settings VALUES ('default_quiet_action', 'defer')"], out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    let report =
+      try JSONSerialization.jsonObject(with: try #require(contents(out + "/report.json")))
+      as! [String: Any]
+    let a = try #require(report["a"] as? [String: Any])
+    let b = try #require(report["b"] as? [String: Any])
+    #expect(a["deferred"] as? Int == 0)
+    #expect((b["deferred"] as? Int ?? 0) > 0)
+    let dnd = { (side: [String: Any]) in (side["suppressed"] as! [String: Int])["dnd"]! }
+    #expect(dnd(b) < dnd(a))
+    #expect((b["delivered"] as! Int) - (a["delivered"] as! Int) > 0)
+    #expect(result.text.contains("deferred"))
+  }
+
   @Test("the same bytes with 1 and 3 threads")
   func deterministic() throws {
     // Enough traffic for several parse and evaluation chunks.

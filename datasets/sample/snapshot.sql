@@ -6,7 +6,8 @@ INSERT INTO settings VALUES ('schema_version', '1'), ('default_chat_level', 'all
   ('default_call_level', 'all'), ('motd', 'unknown keys are ignored');
 
 --        user_id   timezone              chat        call    snooze_start   snooze_until   dnd_start dnd_end mention pinned preview
-INSERT INTO users VALUES
+INSERT INTO users (user_id, timezone, chat_level, call_level, snooze_start, snooze_until,
+    dnd_start, dnd_end, mention_notifications, pinned_notifications, show_preview) VALUES
   ('alice',  NULL,                  NULL,       NULL,   NULL,          NULL,          NULL, NULL, NULL, NULL, NULL),
   ('bob',    'Asia/Shanghai',       NULL,       NULL,   NULL,          NULL,          1320, 420,  NULL, NULL, NULL), -- 22:00-07:00
   ('carol',  'America/New_York',    'mentions', NULL,   NULL,          NULL,          30,   200,  NULL, NULL, 0),    -- 00:30-03:20
@@ -29,7 +30,7 @@ INSERT INTO dnd_weekly VALUES
   ('dave', 3, 540, 1020),    -- Wednesday
   ('walter', 7, 0, 1439);    -- all Sunday in Sydney (1439 runs to midnight)
 
-INSERT INTO channels VALUES
+INSERT INTO channels (channel_id, kind) VALUES
   ('dm:alice-bob', 'direct'), ('messaging:general', 'group'),
   ('news:announcements', 'broadcast'), ('team:eng', 'group');
 
