@@ -15,9 +15,18 @@ public enum RawScan {
     let orders = [
       "members": "channel_id COLLATE BINARY, user_id COLLATE BINARY", "devices": "device_id",
     ]
+    // The tables present, as the loader finds them: optional ones may be absent.
+    var present: Set<String> = []
+    do {
+      let list = try connection.prepare(
+        "SELECT lower(name) FROM sqlite_master WHERE type IN ('table', 'view')")
+      while try list.step() { present.insert(list.text(0)) }
+    } catch {
+      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
+    }
     var values = 0
     var bytes = 0
-    for table in SnapshotSchema.tables {
+    for table in SnapshotSchema.tables where table.required || present.contains(table.name) {
       let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
       let order = orders[table.name].map { " ORDER BY \($0)" } ?? ""
       do {
