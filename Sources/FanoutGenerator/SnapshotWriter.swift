@@ -6,9 +6,12 @@ import FanoutSnapshot
 
 /// Writes a population with its preferences into a new snapshot file.
 enum SnapshotWriter {
+  /// What `write` reports progress on: users written, or memberships.
+  enum Phase { case users, channels }
+
   static func write(
     _ p: Population, to path: String, random: inout Random, v2: inout V2Features?,
-    report: inout GeneratorReport
+    report: inout GeneratorReport, progress: (Phase, Int) -> Void
   ) throws {
     unlink(path)
     let db = try Connection(path: path, writable: true)
@@ -42,6 +45,7 @@ enum SnapshotWriter {
     let dailyWindows = [(1320, 420), (1380, 480), (0, 360), (780, 840), (1260, 1439), (600, 600)]
     var deviceID: Int64 = 1
     for u in 0..<p.users {
+      if u % 16_384 == 0 { progress(.users, u) }
       let id = userIDs[u]
       user.bind(1, id)
       if p.zone[u] < 0 { user.bindNull(2) } else { user.bind(2, Population.zones[Int(p.zone[u])]) }
@@ -139,7 +143,10 @@ enum SnapshotWriter {
     /// (user, channel, chat level, calls off, snooze start) per override.
     var overrides: [(user: Int32, channel: Int32, level: UInt8, callsOff: Bool, snooze: Int64?)] =
       []
+    var memberships = 0
     for (channelNumber, c) in p.channels.enumerated() {
+      if channelNumber % 4096 == 0 { progress(.channels, memberships) }
+      memberships += c.members.count
       channel.bind(1, c.id)
       channel.bind(2, c.kind.rawValue)
       try channel.insert()

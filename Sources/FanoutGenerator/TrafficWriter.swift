@@ -10,7 +10,7 @@ enum TrafficWriter {
 
   static func write(
     _ p: Population, messages: Int, profile: Profile, to path: String, random: inout Random,
-    v2: inout V2Features?, report: inout GeneratorReport
+    v2: inout V2Features?, report: inout GeneratorReport, progress: (Int) -> Void
   ) throws {
     guard let file = fopen(path, "w") else {
       throw GeneratorError(description: "cannot write \(path)")
@@ -25,6 +25,7 @@ enum TrafficWriter {
     var line: [UInt8] = []
     line.reserveCapacity(512)
     for i in 0..<messages {
+      if i % 16_384 == 0 { progress(i) }
       let ts =
         Generator.day + Int64(i) * Generator.dayMillis / Int64(max(1, messages))
         + Int64(random.below(1000))

@@ -51,12 +51,18 @@ extension Fanout {
       let clock = ContinuousClock()
       let start = clock.now
       let report: GeneratorReport
+      let bar = ProgressBar.ifTerminal(unit: "rows")
       do {
         report = try Generator.run(
           GeneratorOptions(
-            users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2)
+            users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2),
+          progress: bar.map { bar in
+            { rows, fraction in bar.update(messages: rows, fraction: fraction) }
+          }
         )
+        bar?.clear()
       } catch {
+        bar?.clear()
         throw fail(GenerationError(reason: "\(error)"), status: .cannotCreate)
       }
       print(

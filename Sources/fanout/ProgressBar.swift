@@ -4,12 +4,16 @@ import FanoutPipeline
   import Glibc
 #endif
 
-/// A one-line progress bar on standard error — how much of the input is
-/// read, messages evaluated, their rate and an estimate of the time left —
-/// shown once a run has taken a second (short runs stay quiet).
+/// A one-line progress bar on standard error — how much of the work is
+/// done, how many items (messages, or what `unit` names), their rate and an
+/// estimate of the time left — shown once a run has taken a second (short
+/// runs stay quiet).
 final class ProgressBar: @unchecked Sendable {
   private let started = ContinuousClock.now
   private var shown = false
+  private let unit: String
+
+  init(unit: String = "messages") { self.unit = unit }
 
   func update(messages: Int, fraction: Double?) {
     guard ContinuousClock.now - started > .seconds(1) else { return }
@@ -22,7 +26,7 @@ final class ProgressBar: @unchecked Sendable {
       line += "] \(Int(fraction * 100))%  "
     }
     let elapsed = (ContinuousClock.now - started).seconds
-    line += "\(messages) messages, \(Int(Double(messages) / max(elapsed, 1e-9))) messages/s"
+    line += "\(messages) \(unit), \(Int(Double(messages) / max(elapsed, 1e-9))) \(unit)/s"
     if let fraction, fraction > 0.01, fraction < 1 {
       line += ", about \(Int((elapsed * (1 - fraction) / fraction).rounded())) s to go  "
     }
@@ -39,5 +43,7 @@ final class ProgressBar: @unchecked Sendable {
 
 extension ProgressBar {
   /// A bar for a long command: drawn only when standard error is a terminal.
-  static func ifTerminal() -> ProgressBar? { isatty(2) != 0 ? ProgressBar() : nil }
+  static func ifTerminal(unit: String = "messages") -> ProgressBar? {
+    isatty(2) != 0 ? ProgressBar(unit: unit) : nil
+  }
 }
