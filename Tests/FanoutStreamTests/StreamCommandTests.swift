@@ -31,6 +31,29 @@ struct StreamCommandTests {
     #expect(stream.stderr.contains("stopped (end of input): \(trafficLines.count) lines"))
   }
 
+  @Test(
+    "contract v2 data: the same deliveries (deliver_at included) as eval, batch sizes 1 and 1000")
+  func v2Data() throws {
+    let dir = makeTemporaryDirectory("fanout-stream-v2")
+    let gen = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "1500", "--messages", "1500", "--seed", "9", "--v2", "--out", dir])
+    #expect(gen.status == 0, "\(gen.stderr)")
+    let snapshot = dir + "/snapshot.sqlite"
+    let input = Array(readText(dir + "/traffic.ndjson").utf8)
+    let expected = evalDeliveries(snapshot: snapshot, input: input)
+    #expect(expected.gateways.values.contains { $0.contains("deliver_at") })
+    for batch in ["1", "1000"] {
+      let out = makeTemporaryDirectory() + "/out"
+      let stream = StreamProcess([
+        "--snapshot", snapshot, "--out", out, "--batch-messages", batch, "--threads", "2",
+      ])
+      stream.write(input)
+      #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+      #expect(SegmentFolder(out).deliveries == expected, "batch \(batch)")
+    }
+  }
+
   @Test("refusals: exit code and message, and no output folder")
   func refusals() throws {
     let dir = makeTemporaryDirectory()
