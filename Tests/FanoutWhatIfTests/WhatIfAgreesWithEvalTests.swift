@@ -174,7 +174,10 @@ private let sampleTraffic = datasetURL("sample/traffic.ndjson").path
 /// The what-if scenarios the tests replay, as SQL on A: the README's, from
 /// `datasets/scenarios/`, and a few that touch the other tables.
 let scenarios: [(name: String, sql: String)] =
-  ["big-groups-mentions-only", "quiet-hours-22-08", "newsletter-opt-out"].map {
+  [
+    "big-groups-mentions-only", "quiet-hours-22-08", "newsletter-opt-out", "defer-quiet-hours",
+    "large-channels-mentions-only",
+  ].map {
     ($0, readText(datasetURL("scenarios/\($0).sql").path))
   } + [
     (
