@@ -48,6 +48,9 @@ public struct ChunkResult: Sendable {
   /// and per message the end of its pairs (chunk-relative).
   public var pairUsers: [Int32] = []
   public var pairOutcomes: [Outcome] = []
+  /// With `.outcomes`: per pair, the UTC hour (0–23) it is delivered at —
+  /// its message's hour unless deferral or presence delay it.
+  public var pairDeliveryHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
   public var counters: Counters
 
@@ -64,6 +67,7 @@ public struct ChunkResult: Sendable {
     decisionLines.removeAll(keepingCapacity: true)
     pairUsers.removeAll(keepingCapacity: true)
     pairOutcomes.removeAll(keepingCapacity: true)
+    pairDeliveryHours.removeAll(keepingCapacity: true)
     messagePairEnds.removeAll(keepingCapacity: true)
     counters = Counters(gateways: gatewayLines.count)
   }

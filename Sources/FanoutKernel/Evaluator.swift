@@ -222,6 +222,9 @@ public final class Evaluator {
         result.pairUsers.append(u)
         result.pairOutcomes.append(
           verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger))
+        result.pairDeliveryHours.append(
+          verdict.reason == nil && verdict.deliverAt > terms.ts
+            ? Self.utcHour(verdict.deliverAt) : Self.utcHour(terms.ts))
       }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
@@ -352,6 +355,12 @@ public final class Evaluator {
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered
+  }
+
+  /// The hour of the UTC day of Unix milliseconds `t`.
+  @inline(__always)
+  static func utcHour(_ t: Int64) -> UInt8 {
+    UInt8(truncatingIfNeeded: (LocalTime.floorDiv(t, 3_600_000) % 24 + 24) % 24)
   }
 
   /// Whether `channel` was met since its entry in `channelsMet` was last

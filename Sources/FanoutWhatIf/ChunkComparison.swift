@@ -77,12 +77,14 @@ struct ChunkComparer: ChunkWork {
         var outcomeB = Outcome.notMember
         if userA == user {
           outcomeA = results[0].pairOutcomes[i]
-          sides[0].tally(user, outcomeA, into: &chunk)
+          sides[0].tally(
+            user, outcomeA, deliveryHour: results[0].pairDeliveryHours[i], into: &chunk)
           i += 1
         }
         if userB == user {
           outcomeB = results[1].pairOutcomes[j]
-          sides[1].tally(user, outcomeB, into: &chunk)
+          sides[1].tally(
+            user, outcomeB, deliveryHour: results[1].pairDeliveryHours[j], into: &chunk)
           j += 1
         }
         chunk.transitions[
@@ -140,13 +142,16 @@ private struct SideTally {
   }
 
   @inline(__always)
-  mutating func tally(_ user: Int32, _ outcome: Outcome, into chunk: inout ComparedChunk) {
+  mutating func tally(
+    _ user: Int32, _ outcome: Outcome, deliveryHour: UInt8, into chunk: inout ComparedChunk
+  ) {
     let isDelivered = outcome.isDelivered
     let hour = localHour.hour(zone: index.zoneRow(ofUser: Int(user)), ts: ts, message: message)
     chunk.slices.count(side, kindSlice, delivered: isDelivered)
     chunk.slices.count(side, sizeSlice, delivered: isDelivered)
     chunk.slices.count(side, utcHour, delivered: isDelivered)
     chunk.slices.count(side, Slice.localHours + hour, delivered: isDelivered)
+    chunk.slices.count(side, Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered)
     if isDelivered {
       delivered += 1
       chunk.deliveredUsers[side.rawValue].append(user)

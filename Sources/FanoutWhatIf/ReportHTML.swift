@@ -45,6 +45,11 @@ extension WhatIfReport {
       ).svg(title: "UTC hour of the message")
     page +=
       BarChart(
+        labels: hours, a: slices.byDeliveryHourUTC(.a).map(\.delivered),
+        b: slices.byDeliveryHourUTC(.b).map(\.delivered), labelStep: 2
+      ).svg(title: "UTC hour of delivery (later than the message's when deferred)")
+    page +=
+      BarChart(
         labels: hours, a: slices.byHourLocal(.a).map(\.delivered),
         b: slices.byHourLocal(.b).map(\.delivered), labelStep: 2
       ).svg(title: "Hour in the recipient's own time zone")

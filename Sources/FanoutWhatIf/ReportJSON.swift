@@ -52,6 +52,7 @@ extension WhatIfReport {
         "by_channel_size": \(slice("\"size\"", Slice.sizeBuckets.map(q), slices.bySize(.a), slices.bySize(.b))),
         "by_hour_utc": \(slice("\"hour\"", hours, slices.byHourUTC(.a), slices.byHourUTC(.b))),
         "by_hour_local": \(slice("\"hour\"", hours, slices.byHourLocal(.a), slices.byHourLocal(.b))),
+        "by_delivery_hour_utc": \(slice("\"hour\"", hours, slices.byDeliveryHourUTC(.a), slices.byDeliveryHourUTC(.b))),
         "by_gateway": \(slice("\"gateway\"", gateways.map(q), byGateway[0], byGateway[1])),
         "top_channels": \(changes("\"channel\"", topChannels)),
         "top_users": \(changes("\"user\"", topUsers))

@@ -23,7 +23,9 @@ public enum Slice {
   static let sizes = kinds + Scope.allCases.count
   static let utcHours = sizes + sizeBuckets.count
   static let localHours = utcHours + 24
-  static let count = localHours + 24
+  /// The UTC hour a pair is delivered at (later than its message's when deferred).
+  static let deliveryHours = localHours + 24
+  static let count = deliveryHours + 24
 
   static func sizeBucket(members: Int) -> Int {
     switch members {
@@ -70,6 +72,12 @@ public struct SliceCounts: Sendable, Equatable {
 
   public func byHourLocal(_ side: Side) -> [Tally] {
     (0..<24).map { tally(side, Slice.localHours + $0) }
+  }
+
+  /// Delivered pairs by the UTC hour they are delivered at; suppressed ones
+  /// by their message's.
+  public func byDeliveryHourUTC(_ side: Side) -> [Tally] {
+    (0..<24).map { tally(side, Slice.deliveryHours + $0) }
   }
 }
 

@@ -54,6 +54,14 @@ struct WhatIfCommandTests {
     #expect(dnd(b) < dnd(a))
     #expect((b["delivered"] as! Int) - (a["delivered"] as! Int) > 0)
     #expect(result.text.contains("deferred"))
+    // Deliveries move to later hours: A's by hour of delivery are its by
+    // hour of message; B's are not.
+    func delivered(_ key: String, _ side: String) -> [Int] {
+      (report[key] as! [[String: Any]]).map { ($0[side] as! [String: Int])["delivered"]! }
+    }
+    #expect(delivered("by_delivery_hour_utc", "a") == delivered("by_hour_utc", "a"))
+    #expect(delivered("by_delivery_hour_utc", "b") != delivered("by_hour_utc", "b"))
+    #expect(delivered("by_delivery_hour_utc", "b").reduce(0, +) == b["delivered"] as! Int)
   }
 
   @Test("the same bytes with 1 and 3 threads")
@@ -111,7 +119,7 @@ struct WhatIfCommandTests {
     let addresses = html.components(separatedBy: "http").count - 1
     let svgNamespaces = html.components(separatedBy: "http://www.w3.org/2000/svg").count - 1
     #expect(addresses == svgNamespaces)
-    #expect(html.components(separatedBy: "<svg ").count - 1 == 4)
+    #expect(html.components(separatedBy: "<svg ").count - 1 == 5)  // hour of message, of delivery, local hour, kind, size
     #expect(html.contains("messaging:general"))  // the channel that changes most
   }
 
