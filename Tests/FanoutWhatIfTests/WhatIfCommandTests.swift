@@ -119,7 +119,8 @@ struct WhatIfCommandTests {
     let addresses = html.components(separatedBy: "http").count - 1
     let svgNamespaces = html.components(separatedBy: "http://www.w3.org/2000/svg").count - 1
     #expect(addresses == svgNamespaces)
-    #expect(html.components(separatedBy: "<svg ").count - 1 == 5)  // hour of message, of delivery, local hour, kind, size
+    // Charts: hour of message, hour of delivery, local hour, kind, size.
+    #expect(html.components(separatedBy: "<svg ").count - 1 == 5)
     #expect(html.contains("messaging:general"))  // the channel that changes most
   }
 
