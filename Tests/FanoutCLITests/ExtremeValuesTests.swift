@@ -8,10 +8,21 @@ import Testing
 struct ExtremeValuesTests {
   static let extremes: [Int64] = [.min, .min + 1, -1, 0, .max - 1, .max]
 
-  @Test("Int64's extremes in snooze windows and timestamps: no command traps")
-  func noTraps() throws {
+  @Test(
+    "Int64's extremes in snooze windows and timestamps (v2: deferral, presence, sizes): no command traps",
+    arguments: [false, true])
+  func noTraps(v2: Bool) throws {
     var sql = SQLiteFixture.header
-    sql += "INSERT INTO channels VALUES ('c', 'group');\n"
+    sql +=
+      v2
+      ? """
+      INSERT INTO channels (channel_id, kind, member_count) VALUES ('c', 'group', 9223372036854775807);
+      INSERT INTO settings VALUES ('default_quiet_action', 'defer'), ('presence_action', 'delay'),
+        ('presence_delay_ms', '604800000'), ('mention_all_max_members', '9223372036854775807'),
+        ('large_channel_members', '9223372036854775806'), ('large_channel_level', 'none');
+
+      """
+      : "INSERT INTO channels VALUES ('c', 'group');\n"
     for (i, start) in Self.extremes.enumerated() {
       let until = Self.extremes[(i + 3) % Self.extremes.count]
       let zone = ["UTC", "America/New_York", "Asia/Kolkata", "Pacific/Kiritimati"][i % 4]
@@ -25,10 +36,20 @@ struct ExtremeValuesTests {
         INSERT INTO devices (user_id, gateway, token) VALUES ('u\(i)', 'apns', 't\(i)');
 
         """
+      if v2 {
+        sql += """
+          INSERT INTO presence VALUES ('u\(i)', \(start), \(until)), ('u\(i)', \(until), \(start));
+          INSERT INTO thread_prefs VALUES ('u\(i)', 'c', 't', 'all');
+          INSERT INTO user_mutes VALUES ('u\(i)', 'u\((i + 1) % Self.extremes.count)');
+
+          """
+      }
     }
-    let snapshot = SQLiteFixture.make(sql)
+    let snapshot = SQLiteFixture.make(
+      sql, schema: v2 ? SQLiteFixture.v2Schema : SQLiteFixture.schema)
     let lines = Self.extremes.enumerated().map { i, ts in
-      #"{"id":"m\#(i)","channel":"c","sender":"u\#(i % 2)","ts":\#(ts),"force":\#(i % 3 == 0)}"#
+      #"{"id":"m\#(i)","channel":"c","sender":"u\#(i % 2)","ts":\#(ts),"force":\#(i % 3 == 0)"#
+        + (v2 ? #","mention_all":true,"thread":"t","silent":\#(i == 4)}"# : "}")
     }
     let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
     try lines.joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
