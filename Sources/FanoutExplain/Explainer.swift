@@ -171,17 +171,17 @@ public final class Explainer {
 
     // Deferral (rules 2 and 3) and presence (rule 5).
     let zone = index.zone(ofUser: Int(u))
-    let quiet: (String, SettingSource) =
+    let quiet: (QuietAction, SettingSource) =
       if let own = records.quietAction {
         (own, .user)
       } else if let app = index.settings.defaultQuietAction {
         (app, .settings)
       } else {
-        ("drop", .builtIn)
+        (.drop, .builtIn)
       }
     var deferral = Explanation.Deferral(
       quietAction: quiet.0, source: quiet.1, instant: nil, localClock: nil, steps: [])
-    if quiet.0 == "defer" && !message.force && message.kind != .call {
+    if quiet.0 == .defer && !message.force && message.kind != .call {
       (deferral.instant, deferral.steps) = Self.firstFreeInstant(
         message.ts, records: records, snooze: [records.user, scopeSettings, channelSettings],
         zone: zone)
@@ -189,10 +189,10 @@ public final class Explainer {
         Self.checkDND(records, zone: zone, ts: $0).clock
       }
     }
-    let presenceAction = index.settings.presenceAction ?? "ignore"
+    let presenceAction = index.settings.presenceAction ?? .ignore
     let presence = Explanation.Presence(
       action: presenceAction,
-      delayMilliseconds: index.settings.presenceDelayMilliseconds ?? 120_000,
+      delayMilliseconds: index.settings.presenceDelay,
       windows: records.presence,
       matched: records.presence.first { $0.from <= message.ts && message.ts < $0.until })
 
@@ -310,8 +310,8 @@ public final class Explainer {
       deliverAt = instant
     }
     if let reason = e.levelReason { return (.suppressed(reason), .level, ts) }
-    if e.presence.action != "ignore" && e.message.kind != .call && e.presence.matched != nil {
-      if e.presence.action == "suppress" { return (.suppressed(.active), .active, ts) }
+    if e.presence.action != .ignore && e.message.kind != .call && e.presence.matched != nil {
+      if e.presence.action == .suppress { return (.suppressed(.active), .active, ts) }
       let delayed = ts.addingReportingOverflow(e.presence.delayMilliseconds)
       deliverAt = max(deliverAt, delayed.overflow ? .max : delayed.partialValue)
     }

@@ -112,7 +112,7 @@ public struct Explanation: Sendable {
   /// What snooze and DND do for this user, and where they would deliver.
   public struct Deferral: Sendable {
     /// 'drop' or 'defer', and the level it came from (users, settings, default).
-    public var quietAction: String
+    public var quietAction: QuietAction
     public var source: SettingSource
     /// The first free instant within 7 days, when the quiet action is
     /// 'defer' and the message is neither a call nor forced.
@@ -126,7 +126,7 @@ public struct Explanation: Sendable {
   /// Rule 5: the presence policy and the user's windows.
   public struct Presence: Sendable {
     /// 'ignore', 'suppress' or 'delay'.
-    public var action: String
+    public var action: PresenceAction
     public var delayMilliseconds: Int64
     public var windows: [(from: Int64, until: Int64)]
     /// The window holding ts, if any.

@@ -165,9 +165,10 @@ extension Explanation {
       let d = deferral
       let from = Words.source(d.source, scope: nil)
       if m.kind == .call {
-        lines.append("   quiet_action \(d.quietAction) (from \(from)): calls are never deferred")
-      } else if d.quietAction != "defer" {
-        lines.append("   quiet_action \(d.quietAction) (from \(from)): dropped")
+        lines.append(
+          "   quiet_action \(d.quietAction.name) (from \(from)): calls are never deferred")
+      } else if d.quietAction != .defer {
+        lines.append("   quiet_action \(d.quietAction.name) (from \(from)): dropped")
       } else if let instant = d.instant, let clock = d.localClock {
         lines.append(
           "   quiet_action defer (from \(from)): deferred to \(Words.time(instant)), local "
@@ -217,16 +218,16 @@ extension Explanation {
 
     let p = presence
     let active =
-      p.action != "ignore" && m.kind != .call && p.matched != nil
-      ? (p.action == "suppress"
+      p.action != .ignore && m.kind != .call && p.matched != nil
+      ? (p.action == .suppress
         ? "yes"
         : "delayed by \(p.delayMilliseconds) ms to \(Words.time(m.ts &+ p.delayMilliseconds))")
       : "no"
     heading(.active, active)
     lines.append(
-      "   presence_action \(p.action)"
-        + (p.action == "delay" ? ", presence_delay_ms \(p.delayMilliseconds)" : "")
-        + (m.kind == .call && p.action != "ignore" ? " (calls are exempt)" : ""))
+      "   presence_action \(p.action.name)"
+        + (p.action == .delay ? ", presence_delay_ms \(p.delayMilliseconds)" : "")
+        + (m.kind == .call && p.action != .ignore ? " (calls are exempt)" : ""))
     if let w = p.matched {
       lines.append("   active [\(Words.time(w.from)), \(Words.time(w.until))) holds ts")
     } else {
@@ -271,7 +272,8 @@ extension Explanation {
       (
         "deferral",
         .object([
-          ("quiet_action", .string(deferral.quietAction)), ("from", .string(deferral.source.name)),
+          ("quiet_action", .string(deferral.quietAction.name)),
+          ("from", .string(deferral.source.name)),
           ("deferred", .bool(deferred)),
           ("deliver_at", .optional(deferred ? deferral.instant : nil)),
           ("steps", .array(deferral.steps.map(JSONValue.string))),
@@ -281,7 +283,7 @@ extension Explanation {
       (
         "presence",
         .object([
-          ("action", .string(presence.action)), ("delay_ms", .int(presence.delayMilliseconds)),
+          ("action", .string(presence.action.name)), ("delay_ms", .int(presence.delayMilliseconds)),
           (
             "matched",
             presence.matched.map { .object([("from", .int($0.from)), ("until", .int($0.until))]) }

@@ -207,8 +207,7 @@ public final class Index: Sendable {
 
   /// Whether `mention_all` counts in `channel` (`mention_all_max_members`).
   public func mentionAllApplies(in channel: Int) -> Bool {
-    settings.mentionAllMaxMembers == nil
-      || settings.mentionAllApplies(members: channelSize(channel))
+    settings.mentionAllApplies(members: channelSize(channel))
   }
 
   /// The time zone of user row `u`.

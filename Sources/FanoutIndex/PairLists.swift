@@ -31,10 +31,6 @@ public struct MutedBy: Sendable {
     u < 0 ? 0..<0 : Int(offsets[Int(u)])..<Int(offsets[Int(u) + 1])
   }
 
-  /// Whether user row `u` muted user row `sender`.
-  public func hasMuted(_ u: Int32, _ sender: Int32) -> Bool {
-    muters[range(of: sender)].contains(u)
-  }
 }
 
 /// `thread_prefs`: per (channel, thread) the users with a chat level there.
@@ -90,9 +86,4 @@ public struct ThreadPrefs: Sendable {
     return Int(starts[lo])..<Int(starts[lo + 1])
   }
 
-  /// User row `u`'s chat level for `thread` in `channel`, if they set one.
-  public func level(user u: Int32, channel: Int, thread: Int32) -> Level? {
-    let rows = range(channel: channel, thread: thread)
-    return rows.first { users[$0] == u }.map { levels[$0] }
-  }
 }

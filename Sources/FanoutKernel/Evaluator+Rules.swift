@@ -113,18 +113,12 @@ extension Evaluator {
 
   /// `presence_action` and `presence_delay_ms`, as the rules read them.
   struct PresencePolicy {
-    enum Action { case ignore, suppress, delay }
-    let action: Action
+    let action: PresenceAction
     let delayMilliseconds: Int64
 
     init(_ settings: AppSettings) {
-      action =
-        switch settings.presenceAction {
-        case "suppress": .suppress
-        case "delay": .delay
-        default: .ignore
-        }
-      delayMilliseconds = settings.presenceDelayMilliseconds ?? 120_000
+      action = settings.presenceAction ?? .ignore
+      delayMilliseconds = settings.presenceDelay
     }
   }
 

@@ -224,7 +224,8 @@ public final class Evaluator {
           verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger))
         result.pairDeliveryHours.append(
           verdict.reason == nil && verdict.deliverAt > terms.ts
-            ? Self.utcHour(verdict.deliverAt) : Self.utcHour(terms.ts))
+            ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
+            : UInt8(LocalTime.utcHour(millis: terms.ts)))
       }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
@@ -355,12 +356,6 @@ public final class Evaluator {
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered
-  }
-
-  /// The hour of the UTC day of Unix milliseconds `t`.
-  @inline(__always)
-  static func utcHour(_ t: Int64) -> UInt8 {
-    UInt8(truncatingIfNeeded: (LocalTime.floorDiv(t, 3_600_000) % 24 + 24) % 24)
   }
 
   /// Whether `channel` was met since its entry in `channelsMet` was last

@@ -10,13 +10,26 @@ public struct AppSettings: Sendable, Equatable {
   public var largeChannel: LargeChannel?
   /// `mention_all_max_members`.
   public var mentionAllMaxMembers: Int64?
-  /// `presence_action`, `presence_delay_ms`, `default_quiet_action`,
-  /// `throttle_messages` with `throttle_window_ms`: validated and shown by
-  /// `prefs get`; the rules that read them are contract v2's part 2.
-  public var presenceAction: String?
+  /// `presence_action`, `presence_delay_ms`, `default_quiet_action`.
+  public var presenceAction: PresenceAction?
   public var presenceDelayMilliseconds: Int64?
-  public var defaultQuietAction: String?
-  public var throttle: (messages: Int64, windowMilliseconds: Int64)?
+  public var defaultQuietAction: QuietAction?
+  /// `throttle_messages` with `throttle_window_ms`: validated; no rule reads
+  /// them yet (throttling is not built).
+  public var throttle: Throttle?
+
+  /// The presence delay in force: `presence_delay_ms`, else 120 s.
+  public var presenceDelay: Int64 { presenceDelayMilliseconds ?? 120_000 }
+
+  public struct Throttle: Sendable, Equatable {
+    public var messages: Int64
+    public var windowMilliseconds: Int64
+
+    public init(messages: Int64, windowMilliseconds: Int64) {
+      self.messages = messages
+      self.windowMilliseconds = windowMilliseconds
+    }
+  }
 
   public struct LargeChannel: Sendable, Equatable {
     /// A channel with more members than this is large.
@@ -31,16 +44,6 @@ public struct AppSettings: Sendable, Equatable {
   }
 
   public init() {}
-
-  public static func == (a: AppSettings, b: AppSettings) -> Bool {
-    a.defaultChatLevel == b.defaultChatLevel && a.defaultCallLevel == b.defaultCallLevel
-      && a.kindChatLevel == b.kindChatLevel && a.largeChannel == b.largeChannel
-      && a.mentionAllMaxMembers == b.mentionAllMaxMembers && a.presenceAction == b.presenceAction
-      && a.presenceDelayMilliseconds == b.presenceDelayMilliseconds
-      && a.defaultQuietAction == b.defaultQuietAction
-      && a.throttle?.messages == b.throttle?.messages
-      && a.throttle?.windowMilliseconds == b.throttle?.windowMilliseconds
-  }
 
   /// Whether a channel of `members` members is large (`large_channel_members`).
   public func isLarge(members: Int64) -> Bool {

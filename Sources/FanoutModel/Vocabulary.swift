@@ -132,6 +132,21 @@ public enum Reason: UInt8, Sendable, CaseIterable {
   }
 }
 
+/// What presence does to a pair whose user is active (`presence_action`).
+public enum PresenceAction: String, Sendable, CaseIterable {
+  case ignore, suppress, delay
+
+  public var name: String { rawValue }
+}
+
+/// What snooze and DND do to a user's pairs (`quiet_action`).
+public enum QuietAction: String, Sendable, CaseIterable {
+  case drop
+  case `defer`
+
+  public var name: String { rawValue }
+}
+
 /// A category preference (`opt_in` / `opt_out`).
 public enum Preference: UInt8, Sendable {
   case optIn = 0

@@ -7,8 +7,7 @@ extension Load {
   mutating func build() -> Snapshot {
     let userCount = users.count
     // Each channel's default chat level; its size matters only to the large-channel rule.
-    var rows = [Int32](repeating: 0, count: settings.largeChannel == nil ? 0 : channelScope.count)
-    if !rows.isEmpty { for key in memberKeys { rows[Int(key >> 32)] += 1 } }
+    let rows = settings.largeChannel == nil ? [] : memberRowsPerChannel()
     func channelSize(_ c: Int) -> Int64 {
       let declared = channelMemberCount.isEmpty ? -1 : channelMemberCount[c]
       return declared >= 0 ? declared : rows.isEmpty ? 0 : Int64(rows[c])

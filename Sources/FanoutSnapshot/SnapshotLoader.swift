@@ -341,13 +341,9 @@ struct Load {
         }
         return v
       }
-      func oneOf(_ allowed: [String]) throws(SnapshotError) -> String {
-        let text = try r.text(1)
-        guard allowed.contains(text) else {
-          throw r.fail(
-            1, "unknown value '\(text)' (expected \(allowed.joined(separator: ", ")))")
-        }
-        return text
+      func oneOf<T: CaseIterable & RawRepresentable<String>>(_: T.Type) throws(SnapshotError) -> T {
+        let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
+        return try required(r, 1, allowed, T.init(rawValue:))
       }
       switch key {
       case "schema_version":
@@ -370,9 +366,9 @@ struct Load {
           $0 == "all" ? nil : Level(chatLevel: $0)
         }
       case "mention_all_max_members": settings.mentionAllMaxMembers = try integer(1...Int64.max)
-      case "presence_action": settings.presenceAction = try oneOf(["ignore", "suppress", "delay"])
+      case "presence_action": settings.presenceAction = try oneOf(PresenceAction.self)
       case "presence_delay_ms": settings.presenceDelayMilliseconds = try integer(0...604_800_000)
-      case "default_quiet_action": settings.defaultQuietAction = try oneOf(["drop", "defer"])
+      case "default_quiet_action": settings.defaultQuietAction = try oneOf(QuietAction.self)
       case "throttle_messages": throttleMessages = try integer(1...Int64.max)
       case "throttle_window_ms": throttleWindow = try integer(1...Int64.max)
       default:
@@ -394,7 +390,7 @@ struct Load {
       settings.largeChannel = .init(members: largeMembers, level: largeLevel)
     }
     if let throttleMessages, let throttleWindow {
-      settings.throttle = (throttleMessages, throttleWindow)
+      settings.throttle = .init(messages: throttleMessages, windowMilliseconds: throttleWindow)
     }
     count("settings", rows)
   }
@@ -450,10 +446,8 @@ struct Load {
       case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
       case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
       }
-      let quietAction = try r.enumerated(12, "drop or defer") {
-        ["drop", "defer"].contains($0) ? $0 : nil
-      }
-      userDefers.append((quietAction ?? settings.defaultQuietAction) == "defer")
+      let quietAction = try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:))
+      userDefers.append((quietAction ?? settings.defaultQuietAction) == .defer)
     }
     count("users", users.count)
     info.timeZones = zoneIDs.keys.sorted()
@@ -523,19 +517,23 @@ struct Load {
   /// Refuses a member_count below the channel's rows in members: checked
   /// once the members are read, so after any error in that table.
   func checkMemberCounts() throws(SnapshotError) {
-    // memberKeys ascend by channel: each channel's rows are one run.
-    var run = 0
+    guard !channelMemberCount.isEmpty else { return }
+    let rows = memberRowsPerChannel()
     for c in channelMemberCount.indices {
-      var rows = 0
-      while run + rows < memberKeys.count && Int(memberKeys[run + rows] >> 32) == c { rows += 1 }
-      run += rows
       let declared = channelMemberCount[c]
-      if declared >= 0 && declared < rows {
+      if declared >= 0 && declared < rows[c] {
         throw SnapshotError(
           table: "channels", key: "channel_id='\(channelNames.string(c))'", column: "member_count",
-          reason: "member_count \(declared) is below the channel's \(rows) rows in members")
+          reason: "member_count \(declared) is below the channel's \(rows[c]) rows in members")
       }
     }
+  }
+
+  /// Each channel's rows in members.
+  func memberRowsPerChannel() -> [Int32] {
+    var rows = [Int32](repeating: 0, count: channelScope.count)
+    for key in memberKeys { rows[Int(key >> 32)] += 1 }
+    return rows
   }
 
   /// A channel id near the middle of the members table in byte order, from

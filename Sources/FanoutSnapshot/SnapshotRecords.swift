@@ -65,7 +65,7 @@ public struct UserRecords: Sendable {
   /// Gateways the user is restricted on (gateway_prefs.restricted = 1), sorted.
   public var restrictedGateways: [String]
   /// Contract v2: users.quiet_action ('drop', 'defer' or nil).
-  public var quietAction: String? = nil
+  public var quietAction: QuietAction? = nil
   /// Contract v2: presence windows `[from, until)` as stored, by from.
   public var presence: [(from: Int64, until: Int64)] = []
   /// Contract v2: the users this user muted (user_mutes), sorted.
@@ -148,7 +148,8 @@ public final class SnapshotRecords {
         userID: id, timeZone: try row.optionalText(8) ?? "UTC",
         user: try LevelSettings(row, first: 1),
         dailyDND: daily, weeklyDND: [], scopes: [nil, nil, nil], channels: [], devices: [],
-        categoryPreferences: [], restrictedGateways: [], quietAction: try row.optionalText(12))
+        categoryPreferences: [], restrictedGateways: [],
+        quietAction: try row.optionalText(12).flatMap(QuietAction.init(rawValue:)))
     }
     guard var records = found else { return nil }
     let byUser = "user_id = ?"

@@ -60,7 +60,7 @@ struct ChunkComparer: ChunkWork {
     for (k, m) in messages.enumerated() {
       let channel = Int(batch.channel[m])
       let ts = batch.ts[m]
-      let utcHour = Int(LocalTime.floorDiv(ts, 3_600_000) % 24 + 24) % 24
+      let utcHour = LocalTime.utcHour(millis: ts)
       sides[0].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
       sides[1].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
 
