@@ -60,33 +60,51 @@ public final class Explainer {
     }
   }
 
-  /// Explains message line `text` (numbered `line`) for `user`.
-  public func explain(line text: String, number line: Int = 1, user: String) throws(ExplainError)
-    -> Explanation
-  {
+  /// Explains message line `text` (numbered `line`) for `user`; `history`
+  /// holds the earlier lines' deliveries for rule 8 (none by default).
+  public func explain(
+    line text: String, number line: Int = 1, user: String,
+    history: ThrottleHistory = ThrottleHistory(replayed: false)
+  ) throws(ExplainError) -> Explanation {
     var parser = TrafficParser(index: index)
     let bytes = Array(text.utf8)
     bytes.withUnsafeBytes { parser.parse($0, line: line) }
     let batch = parser.finish()
     if let rejection = batch.rejections.first { throw .rejected(rejection) }
     guard batch.count == 1 else { throw .rejected(Rejection(line: line, reason: "blank line")) }
-    return try explain(batch, 0, text: text, user: user)
+    return try explain(batch, 0, text: text, user: user, history: history)
   }
 
   /// Explains the first message with id `id` in the traffic file `path`.
+  /// With a throttle set, the earlier lines of its channel are explained
+  /// first, in order, for rule 8.
   public func explain(messagesAt path: String, id: String, user: String) throws(ExplainError)
     -> Explanation
   {
     let reader: LineReader
     do { reader = try LineReader(path: path) } catch { throw .messages(error) }
     let decoder = JSONDecoder()
+    var history = ThrottleHistory()
+    var earlier: [(text: String, line: Int, channel: String?)] = []
     while let block = try nextBlock(reader) {
       for k in 0..<block.count {
         let bytes = Array(block.bytes[block.starts[k]..<block.ends[k]])
-        guard let fields = try? decoder.decode(TextFields.self, from: Data(bytes)), fields.id == id
-        else { continue }
-        return try explain(
-          line: String(decoding: bytes, as: UTF8.self), number: block.firstLine + k, user: user)
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let fields = try? decoder.decode(TextFields.self, from: Data(bytes)) else { continue }
+        guard fields.id == id else {
+          if index.settings.throttle != nil {
+            earlier.append((text, block.firstLine + k, fields.channel))
+          }
+          continue
+        }
+        // Rule 8: the earlier lines of this channel, as eval saw them.
+        for line in earlier where line.channel == fields.channel {
+          guard
+            let e = try? explain(line: line.text, number: line.line, user: user, history: history)
+          else { continue }  // rejected by eval too
+          if e.pair == .evaluated { history.record(e) }
+        }
+        return try explain(line: text, number: block.firstLine + k, user: user, history: history)
       }
     }
     throw .noSuchMessage(id: id, path: path)
@@ -106,9 +124,10 @@ public final class Explainer {
   }
 
   /// Explains message `m` of `batch` (its line is `text`) for `user`.
-  package func explain(_ batch: MessageBatch, _ m: Int, text: String, user: String)
-    throws(ExplainError) -> Explanation
-  {
+  package func explain(
+    _ batch: MessageBatch, _ m: Int, text: String, user: String,
+    history: ThrottleHistory = ThrottleHistory(replayed: false)
+  ) throws(ExplainError) -> Explanation {
     let fields = try? JSONDecoder().decode(TextFields.self, from: Data(text.utf8))
     let channelRow = Int(batch.channel[m])
     let message = Explanation.Message(
@@ -116,11 +135,12 @@ public final class Explainer {
       scope: index.channelScope[channelRow], kind: batch.kind[m], ts: batch.ts[m],
       force: batch.force[m], silent: batch.silent[m], sender: fields?.sender,
       category: fields?.category, thread: batch.hasThread[m] ? fields?.thread : nil)
-    return try explain(batch, m, message: message, user: user)
+    return try explain(batch, m, message: message, user: user, history: history)
   }
 
   package func explain(
-    _ batch: MessageBatch, _ m: Int, message: Explanation.Message, user: String
+    _ batch: MessageBatch, _ m: Int, message: Explanation.Message, user: String,
+    history: ThrottleHistory
   ) throws(ExplainError) -> Explanation {
     guard let u = index.users.find(user), let records = try userRecords(user) else {
       throw .unknownUser(user)
@@ -202,6 +222,12 @@ public final class Explainer {
       levelRule: levelRule,
       levelReason: levelReason, trigger: trigger, devices: devices, deferral: deferral,
       presence: presence, outcome: nil, decidedBy: nil)
+    explanation.throttle = index.settings.throttle.map {
+      Explanation.Throttle(
+        messages: $0.messages, windowMilliseconds: $0.windowMilliseconds,
+        replayed: history.replayed,
+        counted: history.counted(at: message.ts, window: $0.windowMilliseconds))
+    }
     if !index.members(of: batch.channel[m]).contains(u) {
       explanation.pair = .notMember
     } else if batch.sender[m] == u {
@@ -209,8 +235,11 @@ public final class Explainer {
     } else {
       (explanation.outcome, explanation.decidedBy, explanation.deliverAt) = Self.decide(
         explanation)
-      // The verdict is the kernel's: the narration must arrive at it.
-      let verdict = kernelVerdict(batch, m, user: u)
+      // The verdict is the kernel's: the narration must arrive at it. Rule
+      // 8's count is the narration's own (from the earlier lines it was
+      // given): the kernel is handed it and decides the rest.
+      let throttled = explanation.throttle.map { $0.holds(explanation.trigger) } ?? false
+      let verdict = kernelVerdict(batch, m, user: u, throttled: throttled)
       let narrated = explanation.outcome.map {
         "\($0.name)"
           + ($0.isDelivered && explanation.deliverAt > message.ts
@@ -228,10 +257,18 @@ public final class Explainer {
   /// What `fanout eval` decides for user row `u` on message `m`: the
   /// kernel's decision line for that pair, as `outcome` or
   /// `trigger@deliver_at` when deferred; nil when there is no pair.
-  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32) -> String? {
+  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32, throttled: Bool)
+    -> String?
+  {
     let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
-    evaluator.evaluate(batch, messages: m..<(m + 1), into: &result)
+    var members = ThrottledMembers.none
+    if throttled {
+      members.starts =
+        [Int32](repeating: 0, count: m + 1) + [Int32](repeating: 1, count: batch.count - m)
+      members.users = [u]
+    }
+    evaluator.evaluate(batch, messages: m..<(m + 1), throttled: members, into: &result)
     struct Line: Decodable {
       var user: String
       var trigger: String?
@@ -317,6 +354,9 @@ public final class Explainer {
     }
     if e.devices.isEmpty { return (.suppressed(.noDevice), .devices, ts) }
     if !e.devices.contains(where: \.passes) { return (.suppressed(.optedOut), .gate, ts) }
+    if let throttle = e.throttle, throttle.holds(e.trigger) {
+      return (.suppressed(.throttled), .throttled, ts)
+    }
     return (.delivered(e.trigger), nil, deliverAt)
   }
 

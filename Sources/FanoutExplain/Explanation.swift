@@ -24,6 +24,7 @@ public struct Explanation: Sendable {
     case active = 5
     case devices = 6
     case gate = 7
+    case throttled = 8
 
     public var name: String {
       switch self {
@@ -35,6 +36,7 @@ public struct Explanation: Sendable {
       case .active: "active"
       case .devices: "no_device"
       case .gate: "opted_out"
+      case .throttled: "throttled"
       }
     }
   }
@@ -133,6 +135,24 @@ public struct Explanation: Sendable {
     public var matched: (from: Int64, until: Int64)?
   }
 
+  /// Rule 8: the throttle, and the earlier lines that count against it.
+  public struct Throttle: Sendable {
+    public var messages: Int64
+    public var windowMilliseconds: Int64
+    /// Whether earlier lines were given (`--messages FILE --id M`); with
+    /// `--message JSON` there are none.
+    public var replayed: Bool
+    /// The earlier lines delivered to the user in this channel with
+    /// trigger 'message' (and not throttled) whose ts lies in
+    /// (ts − window, ts].
+    public var counted: [ThrottleHistory.Delivery]
+
+    /// Whether the throttle holds back a pair delivered with `trigger`.
+    public func holds(_ trigger: Trigger) -> Bool {
+      trigger == .message && Int64(counted.count) >= messages
+    }
+  }
+
   public struct Device: Sendable {
     public var record: DeviceRecord
     public var passes: Bool
@@ -156,6 +176,8 @@ public struct Explanation: Sendable {
   public var devices: [Device]
   public var deferral: Deferral
   public var presence: Presence
+  /// Nil when the snapshot sets no throttle.
+  public var throttle: Throttle? = nil
   /// When a delivered pair is delivered: ts unless deferral or presence
   /// set a later instant.
   public var deliverAt: Int64 = 0
@@ -170,4 +192,35 @@ public struct Explanation: Sendable {
   public var quiet: Bool { !message.force && (snoozed || inDND) }
   /// The pair goes on past rules 2 and 3 to a later delivery time.
   public var deferred: Bool { quiet && message.kind != .call && deferral.instant != nil }
+}
+
+/// Rule 8's memory for one (user, channel), built by explaining the earlier
+/// lines in input order: each pair delivered with trigger 'message' and not
+/// throttled is counted.
+public struct ThrottleHistory: Sendable {
+  public struct Delivery: Sendable {
+    public var line: Int
+    public var message: String
+    public var ts: Int64
+  }
+
+  public private(set) var deliveries: [Delivery] = []
+  /// False for a lone message (`--message JSON`): no earlier lines.
+  public var replayed: Bool
+
+  public init(replayed: Bool = true) { self.replayed = replayed }
+
+  /// Counts `e` if rule 8 counts it: delivered with trigger 'message'.
+  public mutating func record(_ e: Explanation) {
+    guard e.outcome == .delivered(.message) else { return }
+    deliveries.append(.init(line: e.message.line, message: e.message.id, ts: e.message.ts))
+  }
+
+  /// The counted deliveries whose ts' lies in (ts − window, ts].
+  func counted(at ts: Int64, window: Int64) -> [Delivery] {
+    deliveries.filter {
+      let (age, overflow) = ts.subtractingReportingOverflow($0.ts)
+      return $0.ts <= ts && !overflow && age < window
+    }
+  }
 }

@@ -242,6 +242,22 @@ extension Explanation {
       lines.append("   device \(d.record.id) \(d.record.gateway) \(d.record.token): \(d.why)")
     }
     if m.category == nil { lines.append("   (no category)") }
+
+    if let t = throttle {
+      heading(.throttled, t.holds(trigger) ? "yes" : "no")
+      lines.append(
+        "   at most \(t.messages) 'message' deliveries per \(t.windowMilliseconds) ms in this channel"
+          + (trigger == .message ? "" : " (a \(trigger.name) is neither throttled nor counted)"))
+      if !t.replayed {
+        lines.append(
+          "   no earlier lines: a lone message (give --messages FILE --id M to count them)")
+      } else if t.counted.isEmpty {
+        lines.append("   no earlier line delivered to \(user) here in (ts − window, ts]")
+      }
+      for d in t.counted {
+        lines.append("   counted: line \(d.line), message \(d.message) at \(Words.time(d.ts))")
+      }
+    }
     return lines.joined(separator: "\n") + "\n"
   }
 
@@ -291,6 +307,26 @@ extension Explanation {
           ),
         ])
       ))
+    if let t = throttle {
+      fields.append(
+        (
+          "throttle",
+          .object([
+            ("messages", .int(t.messages)), ("window_ms", .int(t.windowMilliseconds)),
+            ("replayed", .bool(t.replayed)), ("throttled", .bool(t.holds(trigger))),
+            (
+              "counted",
+              .array(
+                t.counted.map {
+                  .object([
+                    ("line", .int(Int64($0.line))), ("message", .string($0.message)),
+                    ("ts", .int($0.ts)),
+                  ])
+                })
+            ),
+          ])
+        ))
+    }
     fields.append(("settings", settings.json(scope: message.scope)))
     fields.append(("sender_muted", .bool(mutedSender)))
     fields.append(

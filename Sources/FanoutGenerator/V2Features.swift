@@ -6,7 +6,11 @@ import FanoutSnapshot
 /// mentions-only rooms above 100 members, Mattermost's @all limit of 1,000,
 /// Element's all-in-DMs default, Zulip's muted users and followed topics,
 /// the "send without push" flag, Rocket.Chat's 120-second delay for users
-/// active on another client, and quiet hours that defer instead of drop.
+/// active on another client, quiet hours that defer instead of drop, and a
+/// throttle of one ordinary 'message' push per user and channel per hour
+/// (Synapse's, Knock's and Novu's per-room or per-step throttles; the
+/// generated traffic is spread over the day, so a tighter window would
+/// rarely bite).
 struct V2Features {
   var random: Random
 
@@ -15,14 +19,15 @@ struct V2Features {
   /// Thread ids of a channel's traffic and preferences.
   static let threads = (0..<8).map { "t\($0)" }
 
-  /// Writes the settings keys, mention_all_notifications and quiet_action,
+  /// Writes the settings keys (the throttle among them), mention_all_notifications and quiet_action,
   /// channels' member_count, user_mutes, thread_prefs and presence.
   mutating func write(_ p: Population, _ db: Connection, userIDs: [String]) throws {
     try db.execute(
       """
       INSERT INTO settings VALUES ('default_chat_level.direct', 'all'),
         ('large_channel_members', '100'), ('large_channel_level', 'mentions'),
-        ('mention_all_max_members', '1000'), ('presence_action', 'delay');
+        ('mention_all_max_members', '1000'), ('presence_action', 'delay'),
+        ('throttle_messages', '1'), ('throttle_window_ms', '3600000');
       """)
     let allOff = try db.prepare(
       "UPDATE users SET mention_all_notifications = 0 WHERE user_id = ?")

@@ -193,6 +193,29 @@ public final class Index: Sendable {
     memberUser[channelMembers[Int(channel)]..<channelMembers[Int(channel) + 1]]
   }
 
+  /// The channel row whose members include member slot `slot`.
+  public func channel(ofMemberSlot slot: Int) -> Int {
+    // The last channel whose first slot is at or before `slot`.
+    var low = 0
+    var high = channels.count
+    while high - low > 1 {
+      let mid = (low + high) / 2
+      if channelMembers[mid] <= slot { low = mid } else { high = mid }
+    }
+    return low
+  }
+
+  /// The member slot of user row `user` in `channel`, if a member.
+  public func memberSlot(user: Int32, channel: Int) -> Int? {
+    var low = channelMembers[channel]
+    var high = channelMembers[channel + 1]
+    while low < high {
+      let mid = (low + high) / 2
+      if memberUser[mid] < user { low = mid + 1 } else { high = mid }
+    }
+    return low < channelMembers[channel + 1] && memberUser[low] == user ? low : nil
+  }
+
   /// The number of members of `channel`.
   public func memberCount(of channel: Int) -> Int {
     channelMembers[channel + 1] - channelMembers[channel]

@@ -1,6 +1,7 @@
 /// FanoutKernel owns the evaluation rules: for each message of a batch and
 /// each member of its channel, the rule chain (silent → sender_muted →
-/// snoozed → dnd → muted / not_mentioned → no_device → opted_out), and the delivery lines and
+/// snoozed → dnd → muted / not_mentioned → active → no_device → opted_out
+/// → throttled), and the delivery lines and
 /// decision lines that follow. It sees only the index and parsed batches —
 /// no SQLite, no JSON parsing, no files — and allocates nothing per pair.
 import FanoutModel
@@ -52,6 +53,10 @@ public struct ChunkResult: Sendable {
   /// its message's hour unless deferral or presence delay it.
   public var pairDeliveryHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
+  /// With `.throttleCandidates`: the member slots of each message's pairs
+  /// delivered with trigger 'message', and per message their end.
+  public var candidateSlots: [Int32] = []
+  public var candidateEnds: [Int32] = []
   public var counters: Counters
 
   public init(gateways: Int) {
@@ -69,6 +74,8 @@ public struct ChunkResult: Sendable {
     pairOutcomes.removeAll(keepingCapacity: true)
     pairDeliveryHours.removeAll(keepingCapacity: true)
     messagePairEnds.removeAll(keepingCapacity: true)
+    candidateSlots.removeAll(keepingCapacity: true)
+    candidateEnds.removeAll(keepingCapacity: true)
     counters = Counters(gateways: gatewayLines.count)
   }
 }

@@ -10,7 +10,9 @@ import FanoutModel
 /// bits — asking the caller, only where it matters, for the instant a
 /// deferral would deliver at and whether the user is active — and hand a
 /// delivered pair's trigger and delivery time to the gateway gate (rules 6
-/// and 7, in `gateRule`), which the caller applies per device.
+/// and 7, in `gateRule`), which the caller applies per device, then to
+/// rule 8 (`isThrottled`), whose verdicts a `ThrottleLedger` found in input
+/// order before the message was evaluated.
 extension Evaluator {
   /// The time rules' view of a pair at the message's instant; the raw
   /// values number the time states of `ChannelShare`'s groups.
@@ -43,6 +45,8 @@ extension Evaluator {
     var mutedSender = false
     /// The member's `thread_prefs` level for the message's thread.
     var threadLevel: Level? = nil
+    /// Rule 8 found enough earlier deliveries to throttle a 'message' pair.
+    var throttled = false
 
     /// A member the message does not single out.
     static let plain = PairTerms()
@@ -146,5 +150,13 @@ extension Evaluator {
   @inline(__always)
   static func gateRule(devices: Int, passed: Int) -> Reason? {
     devices == 0 ? .noDevice : passed == 0 ? .optedOut : nil
+  }
+
+  /// Rule 8 for a pair that reached the gateway gate with `trigger`: only
+  /// 'message' pairs are throttled (mentions, pinned messages and calls
+  /// never are).
+  @inline(__always)
+  static func isThrottled(_ pair: PairTerms, _ trigger: Trigger) -> Bool {
+    pair.throttled && trigger == .message
   }
 }

@@ -19,6 +19,10 @@ public final class Evaluator {
     case deliveriesAndDecisions
     /// Counters and one `Outcome` record per pair, for comparing two snapshots.
     case outcomes
+    /// Rule 8's candidates: per message, the member slots of its pairs
+    /// delivered with trigger 'message' before any throttle (see
+    /// `ThrottleJudge`).
+    case throttleCandidates
   }
 
   public let index: Index
@@ -26,6 +30,7 @@ public final class Evaluator {
   private let writeLines: Bool
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
+  private let recordCandidates: Bool
   let columns: IndexColumns
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
@@ -75,24 +80,36 @@ public final class Evaluator {
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
+    recordCandidates = output == .throttleCandidates
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
   /// Evaluates `messages` of `batch` in order, appending to `result`.
   ///
+  /// - Parameter throttled: the batch's members rule 8 throttles, when the
+  ///   index sets a throttle (from `ThrottleJudge`, for this index).
   /// - Complexity: O(pairs + deliveries); allocates only to grow output
   ///   buffers. Counting only, a message in a large channel costs
   ///   O(groups + named users · log members), plus O(timed members) once
   ///   per channel and minute and O(members) once per channel and category.
   public func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, into result: inout ChunkResult
+    _ batch: MessageBatch, messages: Range<Int>, throttled: ThrottledMembers? = nil,
+    into result: inout ChunkResult
   ) {
+    let throttled = throttled ?? .none
     batch.mentions.withUnsafeBufferPointer { mentions in
       batch.channel.withUnsafeBufferPointer { channels in
-        for m in messages {
-          prefetch(channels, ahead: m, end: messages.upperBound)
-          evaluateMessage(batch, m, mentions, &result)
+        throttled.users.withUnsafeBufferPointer { throttledUsers in
+          for m in messages {
+            prefetch(channels, ahead: m, end: messages.upperBound)
+            let cursor =
+              throttled.starts.isEmpty
+              ? SortedCursor.empty
+              : SortedCursor(
+                throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+            evaluateMessage(batch, m, mentions, cursor, &result)
+          }
         }
       }
     }
@@ -177,8 +194,13 @@ public final class Evaluator {
 
   private func evaluateMessage(
     _ batch: MessageBatch, _ m: Int, _ mentions: UnsafeBufferPointer<Int32>,
-    _ result: inout ChunkResult
+    _ throttled: SortedCursor, _ result: inout ChunkResult
   ) {
+    // Silent messages and calls have no pair with trigger 'message'.
+    if recordCandidates && (batch.silent[m] || batch.kind[m] == .call) {
+      result.candidateEnds.append(Int32(result.candidateSlots.count))
+      return
+    }
     stamp += 1
     let c = columns
     let channel = Int(batch.channel[m])
@@ -188,7 +210,7 @@ public final class Evaluator {
       mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
       category: Int(batch.category[m]))
     let sender = batch.sender[m]
-    var singledOut = singledOut(batch, m, channel, mentions)
+    var singledOut = singledOut(batch, m, channel, mentions, throttled)
     // A silent message decides every pair by rule 0: nothing to share.
     if members.count >= sharingThreshold && !terms.silent && metBefore(channel) {
       evaluateAlike(channel, members, terms, sender, singledOut, &result)
@@ -217,6 +239,9 @@ public final class Evaluator {
       let pair = singledOut.terms(for: u)
       let verdict = evaluatePair(slot, u, terms, pair, sign: 1, &result)
       if verdict.reason == nil { delivered &+= 1 }
+      if recordCandidates && verdict.reason == nil && verdict.trigger == .message {
+        result.candidateSlots.append(Int32(slot))
+      }
       if writeDecisions { appendDecision(user: Int(u), verdict, ts: terms.ts, &result) }
       if recordOutcomes {
         result.pairUsers.append(u)
@@ -229,6 +254,7 @@ public final class Evaluator {
       }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
+    if recordCandidates { result.candidateEnds.append(Int32(result.candidateSlots.count)) }
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered
@@ -240,10 +266,12 @@ public final class Evaluator {
   }
 
   /// The members message `m` singles out: its mentions and reply_to, the
-  /// users who muted its sender, those with a level for its thread here.
+  /// users who muted its sender, those with a level for its thread here,
+  /// those rule 8 throttles.
   @inline(__always)
   private func singledOut(
-    _ batch: MessageBatch, _ m: Int, _ channel: Int, _ mentions: UnsafeBufferPointer<Int32>
+    _ batch: MessageBatch, _ m: Int, _ channel: Int, _ mentions: UnsafeBufferPointer<Int32>,
+    _ throttled: SortedCursor
   ) -> SingledOut {
     let c = columns
     let named = Int(batch.mentionOffsets[m])..<Int(batch.mentionOffsets[m &+ 1])
@@ -255,7 +283,8 @@ public final class Evaluator {
     return SingledOut(
       mentions: SortedCursor(mentions, named), replyTo: batch.replyTo[m],
       muters: SortedCursor(c.muters, index.mutedBy.range(of: batch.sender[m])),
-      threadUsers: SortedCursor(c.threadUsers, threadRows), threadLevels: c.threadLevels)
+      threadUsers: SortedCursor(c.threadUsers, threadRows), threadLevels: c.threadLevels,
+      throttled: throttled)
   }
 
   /// The rule chain for one pair, tallied into the counters `sign` times
@@ -284,6 +313,7 @@ public final class Evaluator {
     let deferredTo: Int64? = verdict.deliverAt > terms.ts ? verdict.deliverAt : nil
 
     if verdict.reason == nil {
+      let throttled = Self.isThrottled(pair, trigger)
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {
@@ -291,15 +321,18 @@ public final class Evaluator {
         if passesGate(
           gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
         {
-          appendDelivery(
-            device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
-            preview: settings.showPreview, deferredTo: deferredTo, sign: sign, &result)
+          if !throttled {
+            appendDelivery(
+              device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
+              preview: settings.showPreview, deferredTo: deferredTo, sign: sign, &result)
+          }
           passed &+= 1
         } else {
           scratch.blocked[g] &+= sign
         }
       }
-      verdict.reason = Self.gateRule(devices: devices, passed: passed)
+      verdict.reason =
+        Self.gateRule(devices: devices, passed: passed) ?? (throttled ? .throttled : nil)
     }
     if let reason = verdict.reason {
       scratch.suppressed[Int(reason.rawValue)] &+= sign

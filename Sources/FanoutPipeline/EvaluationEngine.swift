@@ -12,8 +12,16 @@ public protocol ChunkWork: Sendable {
 
   /// The placeholder an output slot holds until its chunk is done.
   var empty: Output { get }
+  /// The indexes the work evaluates against: one, or one per side of a
+  /// comparison. Rule 8 is judged for each that sets a throttle.
+  var indexes: [Index] { get }
   func makeWorker() -> Worker
-  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker: inout Worker) -> Output
+  /// - Parameter throttled: per index, the batch's members rule 8
+  ///   throttles (`.none` where the index sets no throttle).
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    worker: inout Worker
+  ) -> Output
 }
 
 /// The one evaluation loop of every command: parse → plan → chunks on the
@@ -33,15 +41,38 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// counted through channel shares, and chunks are planned for it.
   public let sharedCounting: Bool
   private var workers: [Work.Worker]
+  /// Rule 8, per index of the work that sets a throttle; its ledger lives
+  /// as long as the engine.
+  public private(set) var throttleJudges: [ThrottleJudge?]
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
   public private(set) var parseSeconds = 0.0
   public private(set) var evaluateSeconds = 0.0
 
-  public init(index: Index, threads: Int, work: Work, sharedCounting: Bool = false) {
+  /// - Parameter throttleRetention: how late a line may be, behind the
+  ///   newest before it, for the throttle to count exactly (nil: any, all
+  ///   counted deliveries are kept; see `ThrottleLedger`).
+  public init(
+    index: Index, threads: Int, work: Work, sharedCounting: Bool = false,
+    throttleRetention: Int64? = nil
+  ) {
     self.index = index
     self.work = work
     self.sharedCounting = sharedCounting
-    workers = (0..<max(1, threads)).map { _ in work.makeWorker() }
+    let threads = max(1, threads)
+    workers = (0..<threads).map { _ in work.makeWorker() }
+    throttleJudges = work.indexes.map { index in
+      index.settings.throttle.map {
+        ThrottleJudge(index: index, throttle: $0, threads: threads, retention: throttleRetention)
+      }
+    }
+  }
+
+  /// Carries the throttle ledgers of `previous` (an engine of the snapshot
+  /// this one replaces) over, side by side; see `ThrottleJudge.inherit`.
+  public func inheritThrottles<Other>(from previous: EvaluationEngine<Other>) {
+    for (judge, old) in zip(throttleJudges, previous.throttleJudges) {
+      if let judge, let old { judge.inherit(from: old) }
+    }
   }
 
   public var threads: Int { workers.count }
@@ -77,12 +108,19 @@ public final class EvaluationEngine<Work: ChunkWork> {
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
     let work = work
     let size = max(1, groupSize)
+    let judged = ContinuousClock.now
+    let unthrottled = [ThrottledMembers](repeating: .none, count: batches.count)
+    // Per index, per batch.
+    let throttled = throttleJudges.map { $0?.judge(batches, plan: plan) ?? unthrottled }
+    evaluateSeconds += (ContinuousClock.now - judged).seconds
     for groupStart in stride(from: 0, to: plan.count, by: size) {
       let started = ContinuousClock.now
       let group = Array(plan[groupStart..<(groupStart + min(size, plan.count - groupStart))])
       let outputs = runChunks(count: group.count, workers: &workers, empty: work.empty) {
         worker, i in
-        work.evaluate(batches[group[i].batch], messages: group[i].messages, worker: &worker)
+        work.evaluate(
+          batches[group[i].batch], messages: group[i].messages,
+          throttled: throttled.map { $0[group[i].batch] }, worker: &worker)
       }
       evaluateSeconds += (ContinuousClock.now - started).seconds
       try deliver(outputs)

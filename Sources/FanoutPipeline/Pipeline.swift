@@ -91,6 +91,7 @@ struct DeliveryWork: ChunkWork {
   }
 
   var empty: CompressedChunk { CompressedChunk(gateways: 0) }
+  var indexes: [Index] { [index] }
 
   func makeWorker() -> Worker {
     Worker(
@@ -98,11 +99,13 @@ struct DeliveryWork: ChunkWork {
       result: ChunkResult(gateways: index.gateways.count))
   }
 
-  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker: inout Worker)
-    -> CompressedChunk
-  {
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    worker: inout Worker
+  ) -> CompressedChunk {
     worker.result.removeAll()
-    worker.evaluator.evaluate(batch, messages: messages, into: &worker.result)
+    worker.evaluator.evaluate(
+      batch, messages: messages, throttled: throttled[0], into: &worker.result)
     return CompressedChunk(worker.result)
   }
 }

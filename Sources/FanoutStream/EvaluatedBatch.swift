@@ -130,14 +130,16 @@ struct StreamWork: ChunkWork {
   }
 
   var empty: Output { Output(payloads: [], counters: Counters(gateways: 0)) }
+  var indexes: [Index] { [index] }
 
   func makeWorker() -> Evaluator { Evaluator(index: index, output: .deliveries) }
 
-  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker evaluator: inout Evaluator)
-    -> Output
-  {
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    worker evaluator: inout Evaluator
+  ) -> Output {
     var result = ChunkResult(gateways: index.gateways.count)
-    evaluator.evaluate(batch, messages: messages, into: &result)
+    evaluator.evaluate(batch, messages: messages, throttled: throttled[0], into: &result)
     let payloads = result.gatewayLines.enumerated().map { g, lines in
       lines.isEmpty ? [] : encoding.encode(lines, gatewayJSON: gatewayJSON[g])
     }

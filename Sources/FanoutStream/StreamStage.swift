@@ -72,6 +72,12 @@ public final class StreamStage: Sendable {
     input.stop()
   }
 
+  /// How late a line may be, behind the newest line before it, for rule 8
+  /// to count its earlier deliveries exactly: the stage runs for ever, so
+  /// its throttle ledger forgets deliveries older than the newest ts minus
+  /// the window minus this (one hour).
+  public static let throttleRetention: Int64 = 3_600_000
+
   /// Loads the snapshot file again in the background (SIGHUP).
   public func requestReload() { reloader.reload(because: "SIGHUP") }
 
@@ -83,7 +89,8 @@ public final class StreamStage: Sendable {
     func engine(for snapshot: LoadedSnapshot) -> EvaluationEngine<StreamWork> {
       EvaluationEngine(
         index: snapshot.index, threads: threads,
-        work: StreamWork(index: snapshot.index, encoding: encoding))
+        work: StreamWork(index: snapshot.index, encoding: encoding),
+        throttleRetention: StreamStage.throttleRetention)
     }
     var evaluation = engine(for: snapshot)
     var metrics = StreamMetrics()
@@ -126,7 +133,9 @@ public final class StreamStage: Sendable {
       if let loaded = reloader.takeReady() {
         do { try sink.snapshotChanged() } catch { throw .output(error) }
         snapshot = loaded
+        let previous = evaluation
         evaluation = engine(for: loaded)
+        evaluation.inheritThrottles(from: previous)
         log.line("snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)")
       }
       do { try sink.tick() } catch { throw .output(error) }

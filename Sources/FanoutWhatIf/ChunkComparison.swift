@@ -43,12 +43,14 @@ struct ChunkComparer: ChunkWork {
 
   private static let outcomeJSON: [[UInt8]] = Outcome.allCases.map { Array("\"\($0.name)\"".utf8) }
 
-  func evaluate(_ batch: MessageBatch, messages: Range<Int>, worker evaluators: inout [Evaluator])
-    -> ComparedChunk
-  {
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    worker evaluators: inout [Evaluator]
+  ) -> ComparedChunk {
     let results = indexes.indices.map { side in
       var result = ChunkResult(gateways: indexes[side].gateways.count)
-      evaluators[side].evaluate(batch, messages: messages, into: &result)
+      evaluators[side].evaluate(
+        batch, messages: messages, throttled: throttled[side], into: &result)
       return result
     }
     var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))

@@ -79,9 +79,33 @@ struct GenCommandTests {
         with: Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))) as! [String: Any]
     #expect(summary["rejected"] as? Int == 0)
     let suppressed = summary["suppressed"] as! [String: Int]
-    for reason in ["silent", "sender_muted", "snoozed", "dnd", "muted", "not_mentioned"] {
+    for reason in [
+      "silent", "sender_muted", "snoozed", "dnd", "muted", "not_mentioned", "throttled",
+    ] {
       #expect((suppressed[reason] ?? 0) > 0, "no \(reason)")
     }
     #expect((summary["deferred"] as? Int ?? 0) > 0)
+
+    // The throttle's verdicts depend on the order of lines only: the same
+    // bytes whatever the number of threads.
+    var outputs: [[String: Data]] = []
+    for threads in [1, 2, 7] {
+      let out = v2 + "/out-\(threads)"
+      let run = runProcess(
+        fanoutExecutable,
+        [
+          "eval", "--snapshot", v2 + "/snapshot.sqlite", "--messages", v2 + "/traffic.ndjson",
+          "--out", out, "--decisions", "--threads", String(threads),
+        ])
+      #expect(run.status == 0, "\(run.stderr)")
+      var files: [String: Data] = [:]
+      for name in listDirectory(out) where name != "summary.json" {
+        files[name] = FileManager.default.contents(atPath: out + "/" + name)
+      }
+      outputs.append(files)
+    }
+    #expect(outputs[0].count >= 4)
+    #expect(outputs[0] == outputs[1])
+    #expect(outputs[0] == outputs[2])
   }
 }

@@ -54,10 +54,16 @@ private func checkEveryPair(snapshot: String, messages: String) throws -> Int {
   var next = 0
   var deliveries: [String] = []
   var mismatches: [String] = []
+  // Rule 8: per "user channel", the earlier lines' deliveries, in order.
+  var histories: [String: ThrottleHistory] = [:]
   for m in 0..<batch.count {
     let text = String(lines[batch.lines[m] - 1])
     for u in index.members(of: batch.channel[m]) where u != batch.sender[m] {
-      let e = try explainer.explain(batch, m, text: text, user: index.users[Int(u)])
+      let key = "\(u) \(batch.channel[m])"
+      let e = try explainer.explain(
+        batch, m, text: text, user: index.users[Int(u)],
+        history: histories[key, default: ThrottleHistory()])
+      histories[key, default: ThrottleHistory()].record(e)
       let expected = eval.decisions[next]
       next += 1
       if e.pair != .evaluated || e.message.id != expected.message || e.user != expected.user

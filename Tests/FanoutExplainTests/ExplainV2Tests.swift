@@ -75,4 +75,59 @@ struct ExplainV2Tests {
     #expect(text.contains("g (group, 3 members):"))
     #expect(text.contains("chat_level                mentions  from settings(large_channel_level)"))
   }
+
+  @Test("rule 8: --messages replays the earlier lines and names those counted; --message has none")
+  func throttle() throws {
+    let throttled = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        INSERT INTO settings VALUES ('throttle_messages', '2'), ('throttle_window_ms', '600000');
+        INSERT INTO users (user_id) VALUES ('a'), ('b');
+        INSERT INTO channels (channel_id, kind) VALUES ('dm', 'direct'), ('dm2', 'direct');
+        INSERT INTO members VALUES ('dm', 'a'), ('dm', 'b'), ('dm2', 'a'), ('dm2', 'b');
+        INSERT INTO devices VALUES (2, 'b', 'fcm', 'tb');
+        """, schema: SQLiteFixture.v2Schema)
+    let t: Int64 = 1_772_452_800_000
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try [
+      #"{"id":"m1","channel":"dm","sender":"a","ts":\#(t)}"#,
+      #"{"id":"m2","channel":"dm2","sender":"a","ts":\#(t + 1)}"#,
+      #"{"id":"m3","channel":"dm","sender":"a","ts":\#(t - 600_000)}"#,
+      #"{"id":"m4","channel":"dm","sender":"a","ts":\#(t + 2)}"#,
+      #"{"id":"m5","channel":"dm","sender":"a","ts":\#(t + 3)}"#,
+    ].joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
+    func explain(_ id: String) -> (Int32, String) {
+      let r = runProcess(
+        fanoutExecutable,
+        ["explain", "--snapshot", throttled, "--user", "b", "--messages", traffic, "--id", id])
+      return (r.status, String(decoding: r.stdout, as: UTF8.self) + r.stderr)
+    }
+    // m4 counts m1 only (m2 is another channel, m3 is ts − window): delivered.
+    let (s4, m4) = explain("m4")
+    #expect(s4 == 0, "\(m4)")
+    #expect(m4.contains("8. throttled") && m4.contains("counted: line 1, message m1"), "\(m4)")
+    #expect(!m4.contains("message m3") && !m4.contains("message m2"), "\(m4)")
+    // m5 counts m1 and m4: throttled, as eval decides.
+    let (s5, m5) = explain("m5")
+    #expect(s5 == 0, "\(m5)")
+    #expect(m5.contains("counted: line 4, message m4"), "\(m5)")
+    #expect(m5.contains("decision: not delivered: throttled (rule 8)"), "\(m5)")
+    let out = makeTemporaryDirectory() + "/out"
+    let eval = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", throttled, "--messages", traffic, "--out", out, "--decisions"])
+    #expect(eval.status == 0)
+    let decisions = lz4CommandLineDecode(out + "/decisions.ndjson.lz4") ?? ""
+    #expect(
+      decisions.contains(#"{"message":"m5","user":"b","deliver":false,"reason":"throttled"}"#))
+    #expect(decisions.contains(#"{"message":"m4","user":"b","deliver":true,"trigger":"message"}"#))
+    // A lone message has no earlier lines, and says so.
+    let lone = runProcess(
+      fanoutExecutable,
+      [
+        "explain", "--snapshot", throttled, "--user", "b", "--message",
+        #"{"id":"m5","channel":"dm","sender":"a","ts":\#(t)}"#,
+      ])
+    let text = String(decoding: lone.stdout, as: UTF8.self)
+    #expect(lone.status == 0 && text.contains("no earlier lines"), "\(text)")
+  }
 }

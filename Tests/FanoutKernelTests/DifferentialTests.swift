@@ -19,16 +19,22 @@ struct DifferentialTests {
     #expect(outcomes.isSuperset(of: ["-silent", "-sender_muted", "mention"]), "seed \(seed)")
   }
 
-  @Test("the v2 worlds reach deferral and presence, suppressing and delaying")
+  @Test("the v2 worlds reach deferral, presence (suppressing and delaying) and the throttle")
   func v2Coverage() {
     var deferred = 0
     var active = 0
+    var throttled = 0
+    var throttledInTimeDisorder = 0
     var delayedWorlds = 0
     for seed in UInt64(101)...116 {
       let world = RandomWorld(seed: seed, v2: true)
       let outcomes = ReferenceEvaluator(world).decisions().values
       deferred += outcomes.filter { $0.contains("@") }.count
       active += outcomes.filter { $0 == "-active" }.count
+      throttled += outcomes.filter { $0 == "-throttled" }.count
+      if let throttle = world.throttle, throttle.window >= 86_400_000 {
+        throttledInTimeDisorder += outcomes.filter { $0 == "-throttled" }.count
+      }
       if world.presenceAction == "delay" && outcomes.contains(where: { $0.contains("@") }) {
         delayedWorlds += 1
       }
@@ -36,6 +42,11 @@ struct DifferentialTests {
     #expect(deferred > 100, "\(deferred) deferred pairs")
     #expect(active > 20, "\(active) active pairs")
     #expect(delayedWorlds > 2)
+    // Windows of a day or more over a week of lines in no time order: the
+    // throttle counts earlier lines that are later in time, and not later
+    // lines that are earlier.
+    #expect(throttled > 100, "\(throttled) throttled pairs")
+    #expect(throttledInTimeDisorder > 20, "\(throttledInTimeDisorder)")
   }
 
   private func check(_ world: RandomWorld, _ seed: UInt64) throws {

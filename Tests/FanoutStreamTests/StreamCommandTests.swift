@@ -32,7 +32,7 @@ struct StreamCommandTests {
   }
 
   @Test(
-    "contract v2 data: the same deliveries (deliver_at included) as eval, batch sizes 1 and 1000")
+    "contract v2 data: the same deliveries (deliver_at, throttle) as eval, batch sizes 1, 37, 1000")
   func v2Data() throws {
     let dir = makeTemporaryDirectory("fanout-stream-v2")
     let gen = runProcess(
@@ -43,7 +43,7 @@ struct StreamCommandTests {
     let input = Array(readText(dir + "/traffic.ndjson").utf8)
     let expected = evalDeliveries(snapshot: snapshot, input: input)
     #expect(expected.gateways.values.contains { $0.contains("deliver_at") })
-    for batch in ["1", "1000"] {
+    for batch in ["1", "37", "1000"] {
       let out = makeTemporaryDirectory() + "/out"
       let stream = StreamProcess([
         "--snapshot", snapshot, "--out", out, "--batch-messages", batch, "--threads", "2",

@@ -59,6 +59,7 @@ public struct RandomWorld {
   public var presence: [(user: String, from: Int64, until: Int64)] = []
   public var defaultQuietAction: String?
   public var quietAction: [String: String] = [:]  // user -> drop | defer
+  public var throttle: (messages: Int, window: Int64)?
 
   public static let zones = [
     "UTC", "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata",
@@ -257,6 +258,14 @@ public struct RandomWorld {
     for u in users where chance(0.4) {
       quietAction[u.id] = ["drop", "defer", "defer"].randomElement(using: &rng)!
     }
+    // Throttle windows from a minute to days; the world's lines come in no
+    // order of time, so earlier lines may be later in time.
+    if chance(0.6) {
+      throttle = (
+        [1, 1, 2, 3].randomElement(using: &rng)!,
+        [60_000, 3_600_000, 86_400_000, 3 * 86_400_000].randomElement(using: &rng)!
+      )
+    }
     for i in messages.indices {
       var extra: [String] = []
       if chance(0.08) { extra.append("\"silent\":\(chance(0.8))") }
@@ -359,6 +368,10 @@ public struct RandomWorld {
     }
     if let presenceDelay {
       out += "INSERT INTO settings VALUES ('presence_delay_ms', '\(presenceDelay)');\n"
+    }
+    if let throttle {
+      out += "INSERT INTO settings VALUES ('throttle_messages', '\(throttle.messages)');\n"
+      out += "INSERT INTO settings VALUES ('throttle_window_ms', '\(throttle.window)');\n"
     }
     if let defaultQuietAction {
       out += "INSERT INTO settings VALUES ('default_quiet_action', \(q(defaultQuietAction)));\n"

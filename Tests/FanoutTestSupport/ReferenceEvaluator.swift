@@ -1,7 +1,6 @@
 import Foundation
 
-/// The contract's sections 3 and 5.3 (but throttling), written as plainly
-/// as possible over a
+/// The contract's sections 3 and 5.3, written as plainly as possible over a
 /// `RandomWorld`: dictionaries, strings and Foundation's `TimeZone` (ICU's
 /// copy of the tz data, independent of Fanout's TZif reader).
 public struct ReferenceEvaluator {
@@ -12,31 +11,50 @@ public struct ReferenceEvaluator {
   /// `message/user` → trigger (`trigger@deliver_at` when deferred), or `-reason`.
   public func decisions() -> [String: String] {
     var out: [String: String] = [:]
-    for line in world.messages {
-      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-      let channel = m["channel"] as! String
-      for user in world.members[channel]! where user != m["sender"] as? String {
-        out["\(m["id"]!)/\(user)"] = decide(m, channel: channel, user: user).outcome
-      }
-    }
+    for pair in pairs() { out["\(pair.message)/\(pair.user)"] = pair.outcome }
     return out
   }
 
   /// `message/gateway` → the recipients' `user:device` list, in output order.
   public func deliveries() -> [String: [String]] {
     var out: [String: [String]] = [:]
-    for line in world.messages {
-      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-      let channel = m["channel"] as! String
-      let recipients = world.members[channel]!.filter { $0 != m["sender"] as? String }
-        .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-      for user in recipients {
-        for device in decide(m, channel: channel, user: user).devices {
-          out["\(m["id"]!)/\(device.gateway)", default: []].append("\(user):\(device.id)")
-        }
+    for pair in pairs() {
+      for device in pair.devices {
+        out["\(pair.message)/\(device.gateway)", default: []].append("\(pair.user):\(device.id)")
       }
     }
     return out
+  }
+
+  /// Every pair, in output order (lines in input order, users in byte
+  /// order), with rule 8 applied over the lines in order: a 'message' pair
+  /// is throttled when the user was delivered `messages` or more 'message'
+  /// pairs in the channel by earlier lines with ts' in (ts − window, ts].
+  func pairs() -> [(message: String, user: String, outcome: String, devices: [RandomWorld.Device])]
+  {
+    var out: [(String, String, String, [RandomWorld.Device])] = []
+    var counted: [String: [Int64]] = [:]  // "user|channel" -> ts of counted lines
+    for line in world.messages {
+      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let channel = m["channel"] as! String
+      let ts = m["ts"] as! Int64
+      let recipients = world.members[channel]!.filter { $0 != m["sender"] as? String }
+        .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+      for user in recipients {
+        var (outcome, devices) = decide(m, channel: channel, user: user)
+        if let throttle = world.throttle, outcome.split(separator: "@").first == "message" {
+          let key = user + "|" + channel
+          let recent = counted[key, default: []].filter { ts - throttle.window < $0 && $0 <= ts }
+          if recent.count >= throttle.messages {
+            (outcome, devices) = ("-throttled", [])
+          } else {
+            counted[key, default: []].append(ts)
+          }
+        }
+        out.append(("\(m["id"]!)", user, outcome, devices))
+      }
+    }
+    return out.map { (message: $0.0, user: $0.1, outcome: $0.2, devices: $0.3) }
   }
 
   func decide(_ m: [String: Any], channel: String, user: String) -> (

@@ -27,9 +27,15 @@ public struct Scenario {
     index = snapshot.index
     let batch = parseTraffic(messages, index: index)
     self.batch = batch
+    // Rule 8 first, over the lines in order, as the evaluation engine does.
+    let index = index
+    let throttled = index.settings.throttle.map {
+      ThrottleJudge(index: index, throttle: $0, threads: 2)
+        .judge([batch], plan: [(0, 0..<batch.count)])[0]
+    }
     let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
-    evaluator.evaluate(batch, messages: 0..<batch.count, into: &result)
+    evaluator.evaluate(batch, messages: 0..<batch.count, throttled: throttled, into: &result)
     self.result = result
   }
 

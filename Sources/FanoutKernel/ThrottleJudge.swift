@@ -1,0 +1,155 @@
+import FanoutIndex
+import FanoutModel
+import FanoutTraffic
+
+/// Per message of one batch, the user rows rule 8 throttles, ascending.
+public struct ThrottledMembers: Sendable {
+  /// Per message, where its users start in `users`, and one more at the
+  /// end; empty when the batch has none.
+  public var starts: [Int32] = []
+  public var users: [Int32] = []
+
+  public static let none = ThrottledMembers()
+
+  /// The users throttled for message `m`.
+  public func users(of m: Int) -> ArraySlice<Int32> {
+    starts.isEmpty ? [] : users[Int(starts[m])..<Int(starts[m + 1])]
+  }
+}
+
+/// Rule 8 over a run, wave by wave. A throttle verdict depends on earlier
+/// lines, so it cannot be made while the chunks of a wave are evaluated in
+/// parallel; it is made in between, in three steps:
+///
+/// 1. the wave's chunks are evaluated in parallel without rule 8, keeping
+///    only each message's candidates (pairs delivered with trigger
+///    'message');
+/// 2. the ledger's partitions, one thread each, walk the candidates in
+///    input order, each for its own channels, and throttle or count them;
+/// 3. the caller evaluates the wave as usual, handing each batch's
+///    throttled members to the evaluator, which singles them out.
+///
+/// The verdicts depend only on the lines and their order: the same for any
+/// number of threads, chunks or batches.
+public final class ThrottleJudge {
+  public let index: Index
+  public let throttle: AppSettings.Throttle
+  public private(set) var ledger: ThrottleLedger
+  private var finders: [Evaluator]
+  /// The newest ts evaluated, for the ledger's retention.
+  private var newest = Int64.min
+
+  /// A judge for `index` (which must set a throttle), with a fresh ledger.
+  public init(index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil) {
+    self.index = index
+    self.throttle = throttle
+    ledger = ThrottleLedger(throttle, partitions: threads, retention: retention)
+    finders = (0..<max(1, threads)).map { _ in
+      Evaluator(index: index, output: .throttleCandidates)
+    }
+  }
+
+  /// Carries `previous`'s counted deliveries over to this judge's index,
+  /// matched by user id and channel id (a stream's snapshot reload).
+  public func inherit(from previous: ThrottleJudge) {
+    ledger = previous.ledger.rekeyed(
+      from: previous.index, to: index, throttle: throttle, partitions: finders.count)
+    newest = previous.newest
+  }
+
+  /// The members rule 8 throttles in each of `batches`, which `plan` cuts
+  /// into chunks in input order; updates the ledger.
+  public func judge(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
+    -> [ThrottledMembers]
+  {
+    let candidates = runChunks(count: plan.count, workers: &finders, empty: Candidates()) {
+      finder, k in
+      var result = ChunkResult(gateways: finder.index.gateways.count)
+      finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
+      return Candidates(slots: result.candidateSlots, ends: result.candidateEnds)
+    }
+    var numbers = [Int](repeating: 0, count: batches.count + 1)
+    for (b, batch) in batches.enumerated() {
+      numbers[b + 1] = numbers[b] + batch.count
+      for ts in batch.ts { newest = max(newest, ts) }
+    }
+    let firstNumber = numbers
+    let ledger = ledger
+    let throttle = throttle
+    let memberUser = index.memberUser
+    // Times at or before the horizon can count only for lines more than
+    // `retention` older than the newest.
+    let horizon = ledger.retention.map { retention in
+      Self.saturatingDifference(
+        Self.saturatingDifference(newest, throttle.windowMilliseconds), retention)
+    }
+    let verdicts = runChunks(
+      count: ledger.partitions.count, workers: finders.count, empty: Verdicts()
+    ) { p in
+      let partition = ledger.partitions[p]
+      var verdicts = Verdicts()
+      for (k, chunk) in plan.enumerated() {
+        let batch = batches[chunk.batch]
+        var start = 0
+        for (j, m) in chunk.messages.enumerated() {
+          let end = Int(candidates[k].ends[j])
+          defer { start = end }
+          guard start < end, ledger.partition(ofChannel: Int(batch.channel[m])) == p else {
+            continue
+          }
+          let before = verdicts.users.count
+          for slot in candidates[k].slots[start..<end]
+          where !partition.admit(slot: slot, ts: batch.ts[m], throttle) {
+            verdicts.users.append(memberUser[Int(slot)])
+          }
+          if verdicts.users.count > before {
+            verdicts.messages.append(firstNumber[chunk.batch] + m)
+            verdicts.ends.append(verdicts.users.count)
+          }
+        }
+      }
+      if let horizon, horizon > .min { partition.sweep(olderThan: horizon) }
+      return verdicts
+    }
+    guard verdicts.contains(where: { !$0.messages.isEmpty }) else {
+      return [ThrottledMembers](repeating: .none, count: batches.count)
+    }
+    // Each message's verdicts are in its channel's partition, in order.
+    var next = [Int](repeating: 0, count: verdicts.count)
+    return batches.enumerated().map { b, batch in
+      var members = ThrottledMembers(starts: [0], users: [])
+      members.starts.reserveCapacity(batch.count + 1)
+      for m in 0..<batch.count {
+        let p = ledger.partition(ofChannel: Int(batch.channel[m]))
+        let i = next[p]
+        if i < verdicts[p].messages.count && verdicts[p].messages[i] == firstNumber[b] + m {
+          let from = i == 0 ? 0 : verdicts[p].ends[i - 1]
+          members.users += verdicts[p].users[from..<verdicts[p].ends[i]]
+          next[p] += 1
+        }
+        members.starts.append(Int32(members.users.count))
+      }
+      return members
+    }
+  }
+
+  /// `a − b` for b ≥ 0, `.min` where it would overflow.
+  private static func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
+    let (difference, overflow) = a.subtractingReportingOverflow(b)
+    return overflow ? .min : difference
+  }
+
+  /// One chunk's candidates: member slots, and per message their end.
+  private struct Candidates: Sendable {
+    var slots: [Int32] = []
+    var ends: [Int32] = []
+  }
+
+  /// One partition's throttled pairs of a wave: per message (numbered in
+  /// the wave) that has any, its end in `users`.
+  private struct Verdicts: Sendable {
+    var messages: [Int] = []
+    var ends: [Int] = []
+    var users: [Int32] = []
+  }
+}
