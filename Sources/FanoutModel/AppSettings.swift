@@ -14,8 +14,7 @@ public struct AppSettings: Sendable, Equatable {
   public var presenceAction: PresenceAction?
   public var presenceDelayMilliseconds: Int64?
   public var defaultQuietAction: QuietAction?
-  /// `throttle_messages` with `throttle_window_ms`: validated; no rule reads
-  /// them yet (throttling is not built).
+  /// `throttle_messages` with `throttle_window_ms`: rule 8.
   public var throttle: Throttle?
 
   /// The presence delay in force: `presence_delay_ms`, else 120 s.

@@ -44,4 +44,4 @@ struct StandardError: TextOutputStream {
 func defaultThreadCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
 /// `fanout --version`: the program's version and the contract it implements.
-let fanoutVersion = "fanout 1.2.0 (contract v2 without throttling)"
+let fanoutVersion = "fanout 1.3.0 (contract v2)"

@@ -1,3 +1,6 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutSnapshot
 import FanoutTestSupport
 import Foundation
 import Testing
@@ -133,5 +136,55 @@ struct V2ThrottleTests {
       msg("m4", ts: -1))
     // m4 (−1) counts neither m1 nor m3 (later in time) nor m2 (0 > −1).
     #expect(Self.outcomes(s, user: "b") == ["message", "message", "-throttled", "message"])
+  }
+}
+
+/// The stream stage's ledger through a snapshot reload: moved to the new
+/// index by ids, it gives the verdicts one ledger would have given.
+@Suite("Throttle ledger across snapshot reloads")
+struct ThrottleReloadTests {
+  @Test("re-keyed by user and channel id, where rows and member slots moved")
+  func rekeyed() throws {
+    let throttle =
+      "INSERT INTO settings VALUES ('throttle_messages', '2'), ('throttle_window_ms', '600000');\n"
+    let first = try SnapshotLoader.load(
+      path: SQLiteFixture.make(
+        SQLiteFixture.header + world + throttle, schema: SQLiteFixture.v2Schema)
+    ).index
+    // New users sort before the old ones: every user row and slot moves.
+    let second = try SnapshotLoader.load(
+      path: SQLiteFixture.make(
+        SQLiteFixture.header + world + throttle + """
+          INSERT INTO users (user_id) VALUES ('0'), ('1');
+          INSERT INTO channels (channel_id, kind) VALUES ('0g', 'group');
+          INSERT INTO members VALUES ('g', '0'), ('g', '1'), ('0g', 'b');
+          INSERT INTO devices VALUES (10, '0', 'apns', 't0'), (11, '1', 'apns', 't1');
+          """, schema: SQLiteFixture.v2Schema)
+    ).index
+    let lines = (0..<6).map { msg("m\($0)", ts: noon + Int64($0) * 60_000) }
+    func throttledUsers(_ index: Index, _ judge: ThrottleJudge, _ lines: ArraySlice<String>)
+      -> [[String]]
+    {
+      let batch = parseTraffic(Array(lines), index: index)
+      let judged = judge.judge([batch], plan: [(0, 0..<batch.count)])[0]
+      return (0..<batch.count).map { m in judged.users(of: m).map { index.users[Int($0)] } }
+    }
+    let t = first.settings.throttle!
+    let whole = ThrottleJudge(index: first, throttle: t, threads: 2)
+    let expected = throttledUsers(first, whole, lines[...])
+    #expect(expected[2] == ["b", "c"], "\(expected)")
+
+    let before = ThrottleJudge(index: first, throttle: t, threads: 2)
+    let after = ThrottleJudge(index: second, throttle: t, threads: 3)
+    var got = throttledUsers(first, before, lines[0..<2])
+    after.inherit(from: before)
+    got += throttledUsers(second, after, lines[2...])
+    // The new members '0' and '1' start afresh: throttled from their third line.
+    #expect(got[0..<2] == expected[0..<2])
+    let oldMembers: [[String]] = got[2..<6].map { users in
+      users.filter { $0 != "0" && $0 != "1" }
+    }
+    #expect(oldMembers == Array(expected[2..<6]))
+    #expect(got[4] == ["0", "1", "b", "c"], "\(got)")
   }
 }
