@@ -101,7 +101,7 @@ let package = Package(
       dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutExplainTests",
-      dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutTestSupport"]),
+      dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutModel", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(

@@ -1,5 +1,6 @@
 import FanoutExplain
 import FanoutGenerator
+import FanoutModel
 import FanoutPipeline
 import FanoutTestSupport
 import FanoutTraffic
@@ -95,6 +96,20 @@ struct ExplainAgreesWithEvalTests {
     let pairs = try checkEveryPair(
       snapshot: snapshot, messages: datasetURL("sample/traffic.ndjson").path)
     #expect(pairs > 50)
+  }
+
+  @Test("the contract v2 sample: every v2 rule, throttle and deferral included")
+  func sampleV2() throws {
+    let snapshot = SQLiteFixture.make(
+      readText(datasetURL("sample-v2/snapshot.sql").path), schema: SQLiteFixture.v2Schema)
+    let messages = datasetURL("sample-v2/traffic.ndjson").path
+    #expect(try checkEveryPair(snapshot: snapshot, messages: messages) == 29)
+    let out = makeTemporaryDirectory() + "/eval"
+    let report = try Pipeline.eval(EvalOptions(snapshot: snapshot, messages: messages, out: out))
+    for reason in [Reason.silent, .senderMuted, .dnd, .muted, .active, .throttled] {
+      #expect(report.counters.suppressed[Int(reason.rawValue)] > 0, "no \(reason)")
+    }
+    #expect(report.counters.deferred == 3)
   }
 
   @Test(
