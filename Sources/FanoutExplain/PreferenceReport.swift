@@ -115,6 +115,11 @@ public struct PreferenceReport: Sendable {
     for t in r.threadLevels {
       lines.append("  \(t.channel) thread '\(t.thread)': chat_level \(t.level.name)")
     }
+    lines.append("quiet action: \(quietAction.action.name) from \(quietAction.from)")
+    lines.append("presence windows (presence):" + (r.presence.isEmpty ? " none" : ""))
+    for w in r.presence {
+      lines.append("  [\(Words.time(w.from)), \(Words.time(w.until)))")
+    }
     lines.append("")
     lines.append("app settings (settings table; the chains above end in them):")
     lines += appSettingsRows.map { "  \($0.key.padding(28))\($0.value)" }
@@ -133,8 +138,16 @@ public struct PreferenceReport: Sendable {
     return lines.joined(separator: "\n") + "\n"
   }
 
-  /// The settings keys that shape every user's chat level and mentions,
-  /// with their values ("not set" where absent).
+  /// The user's quiet action (contract v2) and where it came from:
+  /// users.quiet_action → default_quiet_action → drop.
+  var quietAction: (action: QuietAction, from: String) {
+    if let own = records.quietAction { return (own, "users") }
+    if let app = app.defaultQuietAction { return (app, "settings(default_quiet_action)") }
+    return (.drop, "default")
+  }
+
+  /// The settings keys that shape every user's decisions, with their
+  /// values ("not set" where absent).
   var appSettingsRows: [(key: String, value: String)] {
     func show<V>(_ v: V?) -> String {
       switch v {
@@ -155,6 +168,11 @@ public struct PreferenceReport: Sendable {
       ("large_channel_members", show(app.largeChannel?.members)),
       ("large_channel_level", show(app.largeChannel?.level)),
       ("mention_all_max_members", show(app.mentionAllMaxMembers)),
+      ("presence_action", show(app.presenceAction?.name)),
+      ("presence_delay_ms", show(app.presenceDelayMilliseconds)),
+      ("default_quiet_action", show(app.defaultQuietAction?.name)),
+      ("throttle_messages", show(app.throttle?.messages)),
+      ("throttle_window_ms", show(app.throttle?.windowMilliseconds)),
     ]
     return rows
   }
@@ -239,6 +257,15 @@ public struct PreferenceReport: Sendable {
               ("chat_level", .string($0.level.name)),
             ])
           })
+      ),
+      (
+        "quiet_action",
+        .object([("value", .string(quietAction.action.name)), ("from", .string(quietAction.from))])
+      ),
+      (
+        "presence",
+        .array(
+          r.presence.map { .object([("from", .int($0.from)), ("until", .int($0.until))]) })
       ),
       (
         "app_settings",

@@ -130,4 +130,27 @@ struct ExplainV2Tests {
     let text = String(decoding: lone.stdout, as: UTF8.self)
     #expect(lone.status == 0 && text.contains("no earlier lines"), "\(text)")
   }
+
+  @Test(
+    "prefs get shows the quiet action and its source, presence windows, presence and throttle settings"
+  )
+  func prefsPartTwo() throws {
+    let snapshot = SQLiteFixture.make(
+      readText(datasetURL("sample-v2/snapshot.sql").path), schema: SQLiteFixture.v2Schema)
+    func prefs(_ user: String) -> String {
+      let r = runProcess(
+        fanoutExecutable, ["prefs", "get", "--snapshot", snapshot, "--user", user])
+      #expect(r.status == 0, "\(r.stderr)")
+      return String(decoding: r.stdout, as: UTF8.self)
+    }
+    let ana = prefs("ana")
+    #expect(ana.contains("quiet action: defer from users"), "\(ana)")
+    #expect(ana.contains("presence windows (presence): none"), "\(ana)")
+    #expect(ana.contains("throttle_messages           2"), "\(ana)")
+    #expect(ana.contains("throttle_window_ms          600000"), "\(ana)")
+    #expect(ana.contains("presence_action             suppress"), "\(ana)")
+    let ed = prefs("ed")
+    #expect(ed.contains("quiet action: drop from default"), "\(ed)")
+    #expect(ed.contains("  [1773046800000 (2026-03-09T09:00:00.000Z), 1773048000000"), "\(ed)")
+  }
 }
