@@ -1,6 +1,7 @@
 import FanoutGenerator
 import FanoutIndex
 import FanoutKernel
+import FanoutModel
 import FanoutPipeline
 import FanoutSnapshot
 import FanoutTestSupport
@@ -21,8 +22,14 @@ struct ChannelShareTests {
     let evaluator =
       shareFrom.map { Evaluator(index: index, output: .counts, shareChannelsFrom: $0) }
       ?? Evaluator(index: index, output: .deliveries)
+    // Rule 8's verdicts, when the world throttles: the shared count must
+    // single out the throttled members as the pair loop does.
+    let throttled = index.settings.throttle.map {
+      ThrottleJudge(index: index, throttle: $0, threads: 2)
+        .judge([batch], plan: [(0, 0..<batch.count)])[0]
+    }
     var result = ChunkResult(gateways: index.gateways.count)
-    evaluator.evaluate(batch, messages: 0..<batch.count, into: &result)
+    evaluator.evaluate(batch, messages: 0..<batch.count, throttled: throttled, into: &result)
     return (result.counters, evaluator.minutesGrouped)
   }
 
@@ -66,8 +73,26 @@ struct ChannelShareTests {
     let (pairByPair, _) = Self.counters(scenario.index, batch)
     let (shared, minutes) = Self.counters(scenario.index, batch, shareFrom: 1)
     #expect(shared == pairByPair, "seed \(seed)")
+
     // Shares served several messages per minute.
     #expect(minutes < batch.count / 4, "seed \(seed): \(minutes) minutes grouped")
+  }
+
+  @Test(
+    "v2 worlds that share (no deferral, no presence) with a throttle: the throttled members singled out",
+    arguments: Array(UInt64(211)...214))
+  func throttledShares(_ seed: UInt64) throws {
+    var world = RandomWorld(seed: seed, users: 60, messages: 1500, v2: true)
+    world.quietAction = [:]
+    world.defaultQuietAction = nil
+    world.presenceAction = nil
+    world.throttle = (Int(seed % 3) + 1, 86_400_000)
+    let scenario = try Scenario(world: world)
+    let (pairByPair, _) = Self.counters(scenario.index, scenario.batch)
+    let (shared, minutes) = Self.counters(scenario.index, scenario.batch, shareFrom: 1)
+    #expect(shared == pairByPair, "seed \(seed)")
+    #expect(minutes > 0, "shares were used")
+    #expect(pairByPair.suppressed[Int(Reason.throttled.rawValue)] > 100)
   }
 
   @Test("generated broadcast traffic squeezed into minutes: kernel and fanout eval --summary-only")
