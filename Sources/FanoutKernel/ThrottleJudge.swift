@@ -43,7 +43,7 @@ public final class ThrottleJudge {
   public init(index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil) {
     self.index = index
     self.throttle = throttle
-    ledger = ThrottleLedger(throttle, partitions: threads, retention: retention)
+    ledger = ThrottleLedger(partitions: threads, retention: retention)
     finders = (0..<max(1, threads)).map { _ in
       Evaluator(index: index, output: .throttleCandidates)
     }
@@ -52,8 +52,7 @@ public final class ThrottleJudge {
   /// Carries `previous`'s counted deliveries over to this judge's index,
   /// matched by user id and channel id (a stream's snapshot reload).
   public func inherit(from previous: ThrottleJudge) {
-    ledger = previous.ledger.rekeyed(
-      from: previous.index, to: index, throttle: throttle, partitions: finders.count)
+    ledger = previous.ledger.rekeyed(from: previous.index, to: index, partitions: finders.count)
     newest = previous.newest
   }
 
@@ -71,7 +70,7 @@ public final class ThrottleJudge {
     var numbers = [Int](repeating: 0, count: batches.count + 1)
     for (b, batch) in batches.enumerated() {
       numbers[b + 1] = numbers[b] + batch.count
-      for ts in batch.ts { newest = max(newest, ts) }
+      if ledger.retention != nil { newest = max(newest, batch.ts.max() ?? .min) }
     }
     let firstNumber = numbers
     let ledger = ledger

@@ -14,12 +14,10 @@ import FanoutModel
 /// window minus `retention` are dropped, which is exact for any line at
 /// most `retention` older than the newest line before it.
 public final class ThrottleLedger: @unchecked Sendable {
-  public let throttle: AppSettings.Throttle
   public let retention: Int64?
   let partitions: [ThrottlePartition]
 
-  public init(_ throttle: AppSettings.Throttle, partitions: Int, retention: Int64? = nil) {
-    self.throttle = throttle
+  public init(partitions: Int, retention: Int64? = nil) {
     self.retention = retention
     self.partitions = (0..<max(1, partitions)).map { _ in ThrottlePartition() }
   }
@@ -27,20 +25,15 @@ public final class ThrottleLedger: @unchecked Sendable {
   @inline(__always)
   func partition(ofChannel channel: Int) -> Int { channel % partitions.count }
 
-  /// The counted times held, over all partitions (for the run's figures).
-  public var entries: Int { partitions.reduce(0) { $0 + $1.liveNodes } }
-  /// The (user, channel) pairs held.
-  public var pairs: Int { partitions.reduce(0) { $0 + $1.keyCount } }
-
   /// The ledger for `index`, which replaces `previous`'s index (a stream's
   /// snapshot reload): every (user, channel) entry moves to the new index's
   /// member slot of the same user id and channel id; an entry whose
   /// membership the new snapshot lacks is dropped, as that user can receive
   /// nothing in that channel.
-  public func rekeyed(
-    from previous: Index, to index: Index, throttle: AppSettings.Throttle, partitions count: Int
-  ) -> ThrottleLedger {
-    let ledger = ThrottleLedger(throttle, partitions: count, retention: retention)
+  public func rekeyed(from previous: Index, to index: Index, partitions count: Int)
+    -> ThrottleLedger
+  {
+    let ledger = ThrottleLedger(partitions: count, retention: retention)
     for part in partitions {
       part.forEachKey { slot, times in
         let oldChannel = previous.channel(ofMemberSlot: Int(slot))
@@ -66,10 +59,9 @@ public final class ThrottleLedger: @unchecked Sendable {
 final class ThrottlePartition: @unchecked Sendable {
   private var keys = [Int32](repeating: -1, count: 1024)
   private var heads = [Int32](repeating: -1, count: 1024)
-  private(set) var keyCount = 0
+  private var keyCount = 0
   private var nodeTime: [Int64] = []
   private var nodeNext: [Int32] = []
-  private(set) var liveNodes = 0
   /// Pool size after the last sweep; the next sweep waits until it doubles.
   private var sweptAt = 0
 
@@ -151,11 +143,9 @@ final class ThrottlePartition: @unchecked Sendable {
     keyCount = 0
     nodeTime.removeAll(keepingCapacity: true)
     nodeNext.removeAll(keepingCapacity: true)
-    liveNodes = 0
   }
 
   private func allocate(_ t: Int64) -> Int32 {
-    liveNodes += 1
     nodeTime.append(t)
     nodeNext.append(-1)
     return Int32(nodeTime.count - 1)

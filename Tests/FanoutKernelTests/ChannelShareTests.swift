@@ -22,12 +22,9 @@ struct ChannelShareTests {
     let evaluator =
       shareFrom.map { Evaluator(index: index, output: .counts, shareChannelsFrom: $0) }
       ?? Evaluator(index: index, output: .deliveries)
-    // Rule 8's verdicts, when the world throttles: the shared count must
-    // single out the throttled members as the pair loop does.
-    let throttled = index.settings.throttle.map {
-      ThrottleJudge(index: index, throttle: $0, threads: 2)
-        .judge([batch], plan: [(0, 0..<batch.count)])[0]
-    }
+    // When the world throttles, the shared count must single out the
+    // throttled members as the pair loop does.
+    let throttled = throttledMembers(batch, index: index)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: 0..<batch.count, throttled: throttled, into: &result)
     return (result.counters, evaluator.minutesGrouped)

@@ -27,12 +27,7 @@ public struct Scenario {
     index = snapshot.index
     let batch = parseTraffic(messages, index: index)
     self.batch = batch
-    // Rule 8 first, over the lines in order, as the evaluation engine does.
-    let index = index
-    let throttled = index.settings.throttle.map {
-      ThrottleJudge(index: index, throttle: $0, threads: 2)
-        .judge([batch], plan: [(0, 0..<batch.count)])[0]
-    }
+    let throttled = throttledMembers(batch, index: index)
     let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(batch, messages: 0..<batch.count, throttled: throttled, into: &result)
@@ -65,6 +60,15 @@ public struct Scenario {
     return String(decoding: result.gatewayLines[Int(g)], as: UTF8.self).split(separator: "\n").map {
       try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
     }
+  }
+}
+
+/// Rule 8's verdicts for `batch`, over its lines in order, as the
+/// evaluation engine finds them; nil when `index` sets no throttle.
+public func throttledMembers(_ batch: MessageBatch, index: Index) -> ThrottledMembers? {
+  index.settings.throttle.map {
+    ThrottleJudge(index: index, throttle: $0, threads: 2)
+      .judge([batch], plan: [(0, 0..<batch.count)])[0]
   }
 }
 
