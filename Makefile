@@ -1,13 +1,14 @@
 # Fanout: `make demo` runs the sample, `make test` runs the whole suite.
 # Both install the Debian packages they need first (as root, or with sudo).
 
+SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata pkg-config
 FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo whatif-demo stream-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps build demo whatif-demo stream-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -46,6 +47,31 @@ stream-demo: build $(SAMPLE)/snapshot.sqlite
 	$(FANOUT) stream --snapshot $(SAMPLE)/snapshot.sqlite --out $(STREAM_OUT) < $(SAMPLE)/traffic.ndjson
 	@echo; ls $(STREAM_OUT); echo; echo "== $(STREAM_OUT)/batches-000001.ndjson"; cat $(STREAM_OUT)/batches-000001.ndjson
 
+# Apache Spark (deploy/spark, docs/scale-out.md): pyspark from PyPI in .venv-spark,
+# Java 17 from Debian if no java is installed.
+SPARK_VENV := .venv-spark
+spark-env: $(SPARK_VENV)/.installed
+$(SPARK_VENV)/.installed:
+	@command -v java >/dev/null 2>&1 || { echo "installing Java 17"; $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openjdk-17-jre-headless; }
+	python3 -m venv $(SPARK_VENV)
+	$(SPARK_VENV)/bin/pip install -q --disable-pip-version-check pyspark
+	touch $@
+
+# The sample in 3 recipient shards on Spark (local mode), compared with one `fanout eval`.
+SPARK_OUT := out/spark
+spark-demo: build spark-env $(SAMPLE)/snapshot.sqlite
+	rm -rf $(SPARK_OUT)
+	$(SPARK_VENV)/bin/python deploy/spark/fanout_spark.py --snapshot $(SAMPLE)/snapshot.sqlite \
+	  --messages $(SAMPLE)/traffic.ndjson --shards 3 --out $(SPARK_OUT)/merged --master 'local[2]' --decisions
+	$(FANOUT) eval --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --out $(SPARK_OUT)/one-node --decisions
+	@for f in $$(ls $(SPARK_OUT)/one-node); do \
+	  if [ $$f = summary.json ]; then \
+	    diff <(grep -v -e second -e timings $(SPARK_OUT)/one-node/$$f) <(grep -v -e second -e timings $(SPARK_OUT)/merged/$$f) || exit 1; \
+	  else cmp $(SPARK_OUT)/one-node/$$f $(SPARK_OUT)/merged/$$f || exit 1; fi; \
+	done; echo "Spark, 3 shards: the same files as one fanout eval ($(SPARK_OUT)/merged, $(SPARK_OUT)/one-node)"
+
 # Renders that report in headless Chromium (installed if missing) and checks
 # the screenshot, $(WHATIF_OUT)/report.png, shows the page and its charts.
 report-check: whatif-demo
@@ -72,9 +98,9 @@ bench-thresholds: deps
 lint:
 	swift format lint --strict -r Sources Tests Benchmarks Package.swift
 
-test: deps lint
+test: deps lint spark-env
 	swift build --build-tests --explicit-target-dependency-import-check error
 	swift test --skip-build
 
 clean:
-	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite
+	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)

@@ -36,6 +36,10 @@ public final class Evaluator {
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
   private var decisionPrefix: [UInt8] = []
+  /// Whether each line starts with its traffic line number, `{"line":N,…`
+  /// (`eval --mergeable`: `fanout merge` orders shards' lines by it, then
+  /// removes it).
+  public var writesLineNumbers = false
   private(set) var stamp = 0
   /// Counting only, messages in channels of at least this many members are
   /// counted through the channel's `ChannelShare`.
@@ -220,7 +224,8 @@ public final class Evaluator {
     if writeLines { buildLinePrefix(batch, m, channel) }
     if writeDecisions {
       decisionPrefix.removeAll(keepingCapacity: true)
-      decisionPrefix += #"{"message":"#.utf8
+      appendLineNumber(batch, m, to: &decisionPrefix)
+      decisionPrefix += #""message":"#.utf8
       decisionPrefix += batch.idJSON[m]
       decisionPrefix += #","user":"#.utf8
     }
@@ -605,13 +610,23 @@ public final class Evaluator {
   /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
   private func buildLinePrefix(_ batch: MessageBatch, _ m: Int, _ channel: Int) {
     linePrefix.removeAll(keepingCapacity: true)
-    linePrefix += #"{"message":"#.utf8
+    appendLineNumber(batch, m, to: &linePrefix)
+    linePrefix += #""message":"#.utf8
     linePrefix += batch.idJSON[m]
     linePrefix += #","channel":"#.utf8
     JSONText.appendQuoted(UnsafeRawBufferPointer(columns.channelNames[channel]), to: &linePrefix)
     linePrefix += #","ts":"#.utf8
     JSONText.appendDecimal(batch.ts[m], to: &linePrefix)
     linePrefix += Self.kindAndRecipients[Int(batch.kind[m].rawValue)]
+  }
+
+  /// `{`, or `{"line":N,` with `writesLineNumbers`.
+  private func appendLineNumber(_ batch: MessageBatch, _ m: Int, to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "{"))
+    guard writesLineNumbers else { return }
+    bytes += #""line":"#.utf8
+    JSONText.appendDecimal(Int64(batch.lines[m]), to: &bytes)
+    bytes.append(UInt8(ascii: ","))
   }
 
   /// `,"kind":"…","recipients":[` per `MessageKind`.

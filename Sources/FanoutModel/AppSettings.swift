@@ -16,6 +16,9 @@ public struct AppSettings: Sendable, Equatable {
   public var defaultQuietAction: QuietAction?
   /// `throttle_messages` with `throttle_window_ms`: rule 8.
   public var throttle: Throttle?
+  /// `fanout_shard`, Fanout's own key (not the contract's): the raw "K/N"
+  /// of a shard snapshot, read by `eval --mergeable` (see `ShardLabel`).
+  public var shardLabel: String?
 
   /// The presence delay in force: `presence_delay_ms`, else 120 s.
   public var presenceDelay: Int64 { presenceDelayMilliseconds ?? 120_000 }

@@ -34,36 +34,38 @@ public enum LZ4Frame {
   /// - Complexity: O(n); allocates the result once, at its largest possible
   ///   size (nothing is zero-filled or copied twice).
   public static func blocks(_ bytes: [UInt8]) -> [UInt8] {
-    guard !bytes.isEmpty else { return [] }
-    let pieces = stride(from: 0, to: bytes.count, by: maxBlockSize).map {
-      min(maxBlockSize, bytes.count - $0)
+    bytes.withUnsafeBytes { blocks($0, pieceSize: maxBlockSize) }
+  }
+
+  static func blocks(_ src: UnsafeRawBufferPointer, pieceSize: Int) -> [UInt8] {
+    guard !src.isEmpty else { return [] }
+    let pieces = stride(from: 0, to: src.count, by: pieceSize).map {
+      min(pieceSize, src.count - $0)
     }
     let capacity = pieces.reduce(0) { $0 + 4 + Int(LZ4_compressBound(Int32($1))) }
-    return bytes.withUnsafeBytes { src in
-      [UInt8](unsafeUninitializedCapacity: capacity) { out, count in
-        var start = 0
-        count = 0
-        for n in pieces {
-          let headerAt = count
-          let body = out.baseAddress! + headerAt + 4
-          let written = Int(
-            LZ4_compress_default(
-              (src.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-              UnsafeMutableRawPointer(body).assumingMemoryBound(to: CChar.self), Int32(n),
-              LZ4_compressBound(Int32(n))))
-          var word: UInt32
-          if written > 0 && written < n {
-            word = UInt32(written)
-            count += 4 + written
-          } else {
-            // Incompressible: stored as is, flagged by the high bit.
-            word = UInt32(n) | 0x8000_0000
-            UnsafeMutableRawPointer(body).copyMemory(from: src.baseAddress! + start, byteCount: n)
-            count += 4 + n
-          }
-          for k in 0..<4 { out[headerAt + k] = UInt8(truncatingIfNeeded: word >> (8 * UInt32(k))) }
-          start += n
+    return [UInt8](unsafeUninitializedCapacity: capacity) { out, count in
+      var start = 0
+      count = 0
+      for n in pieces {
+        let headerAt = count
+        let body = out.baseAddress! + headerAt + 4
+        let written = Int(
+          LZ4_compress_default(
+            (src.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+            UnsafeMutableRawPointer(body).assumingMemoryBound(to: CChar.self), Int32(n),
+            LZ4_compressBound(Int32(n))))
+        var word: UInt32
+        if written > 0 && written < n {
+          word = UInt32(written)
+          count += 4 + written
+        } else {
+          // Incompressible: stored as is, flagged by the high bit.
+          word = UInt32(n) | 0x8000_0000
+          UnsafeMutableRawPointer(body).copyMemory(from: src.baseAddress! + start, byteCount: n)
+          count += 4 + n
         }
+        for k in 0..<4 { out[headerAt + k] = UInt8(truncatingIfNeeded: word >> (8 * UInt32(k))) }
+        start += n
       }
     }
   }

@@ -34,7 +34,9 @@ public struct OutputError: Error, CustomStringConvertible {
 /// appears.
 public final class PendingFile {
   public let path: String
-  let partialPath: String
+  /// Where the file is written until `commit` (another writer, such as
+  /// SQLite, may write it by this path).
+  public let partialPath: String
   private var state: State
 
   private enum State {

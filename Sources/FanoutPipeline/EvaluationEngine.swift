@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutKernel
+import FanoutModel
 import FanoutTraffic
 
 /// What each evaluation chunk computes, and the state a worker thread keeps
@@ -47,6 +48,12 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
   public private(set) var parseSeconds = 0.0
   public private(set) var evaluateSeconds = 0.0
+  /// With `digestsTraffic`: the lines read (blank and rejected ones too)
+  /// and a digest of their bytes, by which `fanout merge` knows that shards
+  /// ran on the same traffic.
+  public var digestsTraffic = false
+  public private(set) var linesRead = 0
+  public private(set) var trafficDigest: UInt64 = 0
 
   /// - Parameter throttleRetention: how late a line may be, behind the
   ///   newest before it, for the throttle to count exactly (nil: any, all
@@ -83,7 +90,20 @@ public final class EvaluationEngine<Work: ChunkWork> {
     let started = ContinuousClock.now
     guard let block = try reader.next(maxLines: Pipeline.waveLines) else { return nil }
     defer { parseSeconds += (ContinuousClock.now - started).seconds }
+    if digestsTraffic { digest(block) }
     return Pipeline.parse(block, index: index, workers: threads)
+  }
+
+  /// Folds each line's bytes, seeded by its line number, into the digest.
+  private func digest(_ block: LineBlock) {
+    block.bytes.withUnsafeBytes { raw in
+      for k in 0..<block.count {
+        let line = UnsafeRawBufferPointer(rebasing: raw[block.starts[k]..<block.ends[k]])
+        let h = XXH64.hash(line, seed: UInt64(block.firstLine + k))
+        trafficDigest = (trafficDigest ^ h) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+      }
+    }
+    linesRead = block.firstLine + block.count - 1
   }
 
   /// Parses several blocks (each from its own producer), in parallel.

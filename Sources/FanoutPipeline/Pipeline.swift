@@ -16,6 +16,9 @@ public struct EvalOptions: Sendable {
   public var summaryOnly: Bool
   public var threads: Int
   public var overwrite: Bool
+  /// Output for `fanout merge` from a shard snapshot: lines carry their
+  /// traffic line number, summary.json the shard and the traffic's digest.
+  public var mergeable = false
   /// How long to wait for a writer holding the snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
   /// Called after each wave of lines: messages evaluated so far, and the
@@ -74,39 +77,42 @@ public struct RunReport: Sendable {
   public var gatewayNames: [String]
   public var seconds: Double
   public var timings: Timings
+  /// With `--mergeable`: which shard this run evaluated, on which traffic.
+  public var shard: ShardRun?
 
   public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
 }
 
-/// `fanout eval`'s chunk work: evaluate, build the output lines and
-/// compress them, on the worker; each worker keeps its evaluator (channel
+/// `fanout eval`'s chunk work: evaluate and build the output lines, on the
+/// worker (the writer compresses them); each worker keeps its evaluator (channel
 /// shares outlive a wave) and its line buffers (they keep their capacity).
 struct DeliveryWork: ChunkWork {
   let index: Index
   let output: Evaluator.Output
+  var writesLineNumbers = false
 
   struct Worker {
     var evaluator: Evaluator
     var result: ChunkResult
   }
 
-  var empty: CompressedChunk { CompressedChunk(gateways: 0) }
+  var empty: EvaluatedChunk { EvaluatedChunk(gateways: 0) }
   var indexes: [Index] { [index] }
 
   func makeWorker() -> Worker {
-    Worker(
-      evaluator: Evaluator(index: index, output: output),
-      result: ChunkResult(gateways: index.gateways.count))
+    var evaluator = Evaluator(index: index, output: output)
+    evaluator.writesLineNumbers = writesLineNumbers
+    return Worker(evaluator: evaluator, result: ChunkResult(gateways: index.gateways.count))
   }
 
   func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
     worker: inout Worker
-  ) -> CompressedChunk {
+  ) -> EvaluatedChunk {
     worker.result.removeAll()
     worker.evaluator.evaluate(
       batch, messages: messages, throttled: throttled[0], into: &worker.result)
-    return CompressedChunk(worker.result)
+    return EvaluatedChunk(taking: &worker.result)
   }
 }
 
@@ -145,6 +151,15 @@ public enum Pipeline {
       throw .snapshot(error)
     }
     timings.load = lap(phase)
+    var shard: ShardLabel?
+    if options.mergeable {
+      guard let label = index.settings.shardLabel.flatMap(ShardLabel.init) else {
+        throw .usage(
+          "--mergeable: '\(options.snapshot)' is not a shard snapshot (its settings have no "
+            + "'\(ShardLabel.settingsKey)' = 'K/N'; `fanout snapshot split` writes one)")
+      }
+      shard = label
+    }
 
     let writer: RunWriter
     do {
@@ -157,7 +172,9 @@ public enum Pipeline {
       options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
     let engine = EvaluationEngine(
       index: index, threads: options.threads,
-      work: DeliveryWork(index: index, output: evaluation), sharedCounting: options.summaryOnly)
+      work: DeliveryWork(index: index, output: evaluation, writesLineNumbers: shard != nil),
+      sharedCounting: options.summaryOnly)
+    engine.digestsTraffic = shard != nil
     let output = BackgroundWriter(writer)
     try engine.run(
       reader,
@@ -168,7 +185,7 @@ public enum Pipeline {
         for chunk in chunks { counters.add(chunk.counters) }
         let waiting = clock.now
         output.submit { writer throws(OutputError) in
-          for chunk in chunks { try writer.write(chunk) }
+          try writer.write(chunks)
         }
         timings.write += lap(waiting)  // time spent waiting for the previous write
       },
@@ -188,7 +205,12 @@ public enum Pipeline {
     let report = RunReport(
       counters: counters, rejected: rejected,
       gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
-      seconds: lap(started), timings: timings)
+      seconds: lap(started), timings: timings,
+      shard: shard.map {
+        ShardRun(
+          label: $0, trafficLines: engine.linesRead, trafficDigest: engine.trafficDigest,
+          decisions: options.decisions, summaryOnly: options.summaryOnly)
+      })
     do { try writer.commit(summary: Summary.json(report)) } catch { throw .output(error) }
     return report
   }

@@ -15,6 +15,9 @@ public enum PipelineError: Error, CustomStringConvertible {
   case input(TrafficInputError)
   /// An output file could not be written; no partial file is left under a final name.
   case output(OutputError)
+  /// `fanout merge` refused its shards' outputs (missing, incomplete or
+  /// not of one split and one traffic); nothing was written.
+  case merge(String)
 
   public var description: String {
     switch self {
@@ -22,6 +25,7 @@ public enum PipelineError: Error, CustomStringConvertible {
     case .snapshot(let e): e.description
     case .input(let e): e.description
     case .output(let e): e.description
+    case .merge(let reason): "cannot merge: \(reason)"
     }
   }
 
@@ -31,6 +35,7 @@ public enum PipelineError: Error, CustomStringConvertible {
     case .snapshot(let e): e.exitStatus
     case .input: .noInput
     case .output: .cannotCreate
+    case .merge: .dataError
     }
   }
 }

@@ -4,22 +4,25 @@ import FanoutModel
 import FanoutOutput
 import FanoutTraffic
 
-/// One evaluated chunk, compressed by the worker that evaluated it.
-struct CompressedChunk: Sendable {
-  var gatewayBlocks: [[UInt8]]
-  var decisionBlocks: [UInt8]
+/// One evaluated chunk's lines, taken from the worker that built them;
+/// the writer compresses them (see `BlockedFrameFile`).
+struct EvaluatedChunk: Sendable {
+  var gatewayLines: [[UInt8]]
+  var decisionLines: [UInt8]
   var counters: Counters
 
   init(gateways: Int) {
-    gatewayBlocks = [[UInt8]](repeating: [], count: gateways)
-    decisionBlocks = []
+    gatewayLines = [[UInt8]](repeating: [], count: gateways)
+    decisionLines = []
     counters = Counters(gateways: gateways)
   }
 
-  init(_ result: ChunkResult) {
-    gatewayBlocks = result.gatewayLines.map(LZ4Frame.blocks)
-    decisionBlocks = LZ4Frame.blocks(result.decisionLines)
+  /// Moves the lines out of `result`, which starts again empty.
+  init(taking result: inout ChunkResult) {
+    gatewayLines = result.gatewayLines
+    decisionLines = result.decisionLines
     counters = result.counters
+    result = ChunkResult(gateways: gatewayLines.count)
   }
 }
 
@@ -29,28 +32,33 @@ struct CompressedChunk: Sendable {
 package final class RunWriter {
   let directory: String
   let index: Index
-  private var gatewayFiles: [LZ4FrameFile?]
-  private let decisions: LZ4FrameFile?
+  private var gatewayFiles: [BlockedFrameFile?]
+  private let decisions: BlockedFrameFile?
   private let rejected: PendingFile
 
   init(directory: String, index: Index, decisions: Bool) throws(OutputError) {
     self.directory = directory
     self.index = index
-    gatewayFiles = [LZ4FrameFile?](repeating: nil, count: index.gateways.count)
+    gatewayFiles = [BlockedFrameFile?](repeating: nil, count: index.gateways.count)
     self.decisions =
-      decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
+      decisions ? try BlockedFrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
     rejected = try PendingFile(directory: directory, name: "rejected.ndjson")
   }
 
-  func write(_ chunk: CompressedChunk) throws(OutputError) {
-    for (g, blocks) in chunk.gatewayBlocks.enumerated() where !blocks.isEmpty {
+  /// Appends chunks in order; their full blocks are compressed in parallel.
+  func write(_ chunks: [EvaluatedChunk]) throws(OutputError) {
+    var pieces: [(file: BlockedFrameFile, pieces: [[UInt8]])] = []
+    for g in gatewayFiles.indices {
+      let lines = chunks.map { $0.gatewayLines[g] }.filter { !$0.isEmpty }
+      guard !lines.isEmpty else { continue }
       if gatewayFiles[g] == nil {
-        gatewayFiles[g] = try LZ4FrameFile(
+        gatewayFiles[g] = try BlockedFrameFile(
           directory: directory, name: index.gateways[g] + ".ndjson.lz4")
       }
-      try gatewayFiles[g]!.append(blocks: blocks)
+      pieces.append((gatewayFiles[g]!, lines))
     }
-    try decisions?.append(blocks: chunk.decisionBlocks)
+    if let decisions { pieces.append((decisions, chunks.map(\.decisionLines))) }
+    try BlockedFrameFile.append(pieces)
   }
 
   func write(_ rejections: [Rejection]) throws(OutputError) {

@@ -19,11 +19,20 @@ enum Summary {
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(seconds(report.seconds)),
         "pairs_per_second": \(Int(report.pairsPerSecond.rounded())),
-        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write))}
+        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write))}\(report.shard.map(shardJSON) ?? "")
       }
 
       """
     return Array(text.utf8)
+  }
+
+  /// `,\n  "shard": {…}`: what `fanout merge` checks before merging.
+  static func shardJSON(_ run: ShardRun) -> String {
+    """
+    ,
+      "shard": {"index": \(run.label.index), "count": \(run.label.count), "traffic_lines": \(run.trafficLines), \
+    "traffic_digest": "\(run.digestHex)", "output": "\(run.output)"}
+    """
   }
 
   /// Seconds to the microsecond, never in exponent form.
@@ -31,5 +40,36 @@ enum Summary {
     let micros = Int((s * 1e6).rounded())
     let fraction = String(micros % 1_000_000)
     return "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+  }
+}
+
+/// A `--mergeable` run of one shard, as summary.json records it.
+public struct ShardRun: Sendable, Equatable {
+  public var label: ShardLabel
+  public var trafficLines: Int
+  public var trafficDigest: UInt64
+  /// "deliveries", "deliveries+decisions" or "counts": shards merge only
+  /// with shards that wrote the same files.
+  public var output: String
+
+  public init(label: ShardLabel, trafficLines: Int, trafficDigest: UInt64, output: String) {
+    self.label = label
+    self.trafficLines = trafficLines
+    self.trafficDigest = trafficDigest
+    self.output = output
+  }
+
+  init(
+    label: ShardLabel, trafficLines: Int, trafficDigest: UInt64, decisions: Bool,
+    summaryOnly: Bool
+  ) {
+    self.init(
+      label: label, trafficLines: trafficLines, trafficDigest: trafficDigest,
+      output: summaryOnly ? "counts" : decisions ? "deliveries+decisions" : "deliveries")
+  }
+
+  public var digestHex: String {
+    let hex = String(trafficDigest, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
   }
 }

@@ -371,6 +371,8 @@ struct Load {
       case "default_quiet_action": settings.defaultQuietAction = try oneOf(QuietAction.self)
       case "throttle_messages": throttleMessages = try integer(1...Int64.max)
       case "throttle_window_ms": throttleWindow = try integer(1...Int64.max)
+      case ShardLabel.settingsKey:
+        settings.shardLabel = r.textIfAny(1)
       default:
         break  // unknown keys are ignored
       }

@@ -83,6 +83,14 @@ struct TableReader {
     return bytes
   }
 
+  /// Column `c`'s text, or nil when it holds anything else: for values no
+  /// rule reads, which are never refused.
+  func textIfAny(_ c: Int32) -> String? {
+    guard statement.type(c) == SQLITE_TEXT else { return nil }
+    let bytes = statement.textBytes(c)
+    return UTF8Check.isValid(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+  }
+
   func text(_ c: Int32) throws(SnapshotError) -> String {
     String(decoding: try textBytes(c), as: UTF8.self)
   }

@@ -31,6 +31,14 @@ extension Fanout {
         """)
     var summaryOnly = false
 
+    @Flag(
+      help: """
+        For `fanout merge`, on a shard snapshot (from `fanout snapshot split`): every output \
+        line starts with its traffic line number, and summary.json names the shard and the \
+        traffic.
+        """)
+    var mergeable = false
+
     @OptionGroup var runOptions: RunOptions
 
     func validate() throws {
@@ -45,6 +53,7 @@ extension Fanout {
         summaryOnly: summaryOnly,
         threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      options.mergeable = mergeable
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
       do {

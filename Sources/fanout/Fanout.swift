@@ -20,7 +20,7 @@ struct Fanout: ParsableCommand {
     version: fanoutVersion,
     subcommands: [
       Eval.self, WhatIfCommand.self, StreamCommand.self, ExplainCommand.self, PrefsCommand.self,
-      SnapshotCommand.self, Gen.self,
+      SnapshotCommand.self, MergeCommand.self, Gen.self,
     ])
 }
 

@@ -6,7 +6,7 @@ extension Fanout {
   struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
       commandName: "snapshot", abstract: "Inspect preference snapshots.",
-      subcommands: [Check.self, Schema.self])
+      subcommands: [Check.self, Schema.self, Split.self])
 
     struct Schema: ParsableCommand {
       static let configuration = CommandConfiguration(
@@ -37,6 +37,42 @@ extension Fanout {
         print(
           "distinct DND schedules: \(info.dndPatterns); distinct snooze groups: \(info.snoozeGroups)"
         )
+      }
+    }
+
+    struct Split: ParsableCommand {
+      static let configuration = CommandConfiguration(
+        abstract: "Split a snapshot into recipient shards: DIR/shard-K-of-N.sqlite.",
+        discussion: """
+          A user's shard is pmod(xxhash64(user_id), N), as Spark SQL computes it: each shard \
+          holds its users' rows, every channel (member_count filled in), category and setting \
+          (docs/scale-out.md). Evaluate each with `fanout eval --mergeable`, then `fanout merge`. \
+          Exit codes: 0 written, 64 bad command line or output folder (must be empty), 65 \
+          snapshot refused (nothing is written), 73 output could not be written, 75 busy.
+          """)
+
+      @Argument(help: "The snapshot (SQLite).")
+      var file: String
+
+      @Option(help: "Number of shards (at least 1).")
+      var shards: Int
+
+      @Option(help: "The output folder: created if needed, must be empty.")
+      var out: String
+
+      func validate() throws {
+        guard shards >= 1 else { throw ValidationError("--shards must be at least 1.") }
+      }
+
+      func run() throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let paths: [String]
+        do { paths = try SnapshotSplit.run(snapshot: file, shards: shards, out: out) } catch {
+          throw fail(error)
+        }
+        let seconds = (clock.now - started).seconds
+        print("\(paths.count) shards of \(file) in \(out) (\(threeDecimals(seconds)) s)")
       }
     }
   }

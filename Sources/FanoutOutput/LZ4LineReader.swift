@@ -1,0 +1,99 @@
+import CLZ4
+import FanoutModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Reads the lines of an `.ndjson.lz4` file (one or more LZ4 frames), a
+/// bounded piece at a time: `fanout merge` walks several at once.
+public final class LZ4LineReader {
+  public let path: String
+  private let fd: Int32
+  private var context: OpaquePointer?
+  private var input = [UInt8](repeating: 0, count: 1 << 20)
+  private var inputStart = 0
+  private var inputEnd = 0
+  private var endOfFile = false
+  /// Decompressed bytes not yet handed out, from `start`.
+  private var text: [UInt8] = []
+  private var start = 0
+  private var chunk = [UInt8](repeating: 0, count: 1 << 20)
+  /// Whether the bytes read so far end a frame (an empty file ends none).
+  private var frameComplete = false
+
+  public init(path: String) throws(OutputError) {
+    self.path = path
+    do { fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) } } catch {
+      throw OutputError(path: path, error)
+    }
+    guard clz4_is_error(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0
+    else {
+      close(fd)
+      throw OutputError(path: path, reason: "cannot create an LZ4 decompression context")
+    }
+  }
+
+  deinit {
+    LZ4F_freeDecompressionContext(context)
+    close(fd)
+  }
+
+  /// The next line, without its newline, valid until the next call; nil at
+  /// the end. A last line without a newline is returned as a line.
+  public func nextLine() throws(OutputError) -> ArraySlice<UInt8>? {
+    while true {
+      if let newline = text[start...].firstIndex(of: UInt8(ascii: "\n")) {
+        defer { start = newline + 1 }
+        return text[start..<newline]
+      }
+      // Keep the partial line, then decompress more behind it.
+      text.removeSubrange(0..<start)
+      start = 0
+      guard try decompressMore() else {
+        guard !text.isEmpty else { return nil }
+        start = text.count
+        return text[0..<text.count]
+      }
+    }
+  }
+
+  /// Appends decompressed bytes to `text`; false at the end of the file.
+  private func decompressMore() throws(OutputError) -> Bool {
+    while true {
+      if inputStart == inputEnd {
+        if endOfFile { return false }
+        let got: Int
+        do {
+          got = try systemCall("read") {
+            input.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+          }
+        } catch { throw OutputError(path: path, error) }
+        inputStart = 0
+        inputEnd = got
+        if got == 0 {
+          endOfFile = true
+          // liblz4's hint is 0 only where a frame ended.
+          guard frameComplete else { throw OutputError(path: path, reason: "truncated LZ4 frame") }
+          return false
+        }
+      }
+      var produced = chunk.count
+      var consumed = inputEnd - inputStart
+      let hint = chunk.withUnsafeMutableBytes { out in
+        input.withUnsafeBytes { src in
+          LZ4F_decompress(
+            context, out.baseAddress, &produced, src.baseAddress! + inputStart, &consumed, nil)
+        }
+      }
+      guard clz4_is_error(hint) == 0 else {
+        throw OutputError(
+          path: path, reason: "not an LZ4 frame: \(String(cString: LZ4F_getErrorName(hint)))")
+      }
+      frameComplete = hint == 0
+      inputStart += consumed
+      text += chunk[0..<produced]
+      if produced > 0 { return true }
+    }
+  }
+}

@@ -1,0 +1,424 @@
+import FanoutModel
+import FanoutOutput
+import Foundation
+
+/// `fanout merge`: the output folders of `eval --mergeable` runs on every
+/// shard of one split, merged into the files one `fanout eval` on the whole
+/// snapshot writes — the same bytes (docs/scale-out.md).
+///
+/// Each shard's lines are in input order and start with their traffic line
+/// number; a message's lines from several shards are merged by recipient
+/// (users are in exactly one shard, so merging is ordering by user id).
+public enum ShardMerge {
+  /// What was merged: the merged summary's numbers.
+  public struct Report: Sendable {
+    public var shards: Int
+    public var messages: Int
+    public var pairs: Int
+    public var delivered: Int
+    public var seconds: Double
+  }
+
+  public static func run(shardOutputs: [String], out: String, overwrite: Bool = false)
+    throws(PipelineError) -> Report
+  {
+    let clock = ContinuousClock()
+    let started = clock.now
+    let shards = try checkedShards(shardOutputs)
+    let folder = try OutputFolder(claiming: out, mode: .fresh(overwrite: overwrite))
+    defer { folder.release() }
+    var files: [PendingFile] = []
+    do throws(OutputError) {
+      let rejected = try PendingFile(directory: out, name: "rejected.ndjson")
+      try rejected.write(shards[0].rejected)
+      files.append(rejected)
+      for name in mergedFileNames(shards) {
+        let file = try BlockedFrameFile(directory: out, name: name)
+        var readers: [LZ4LineReader] = []
+        for shard in shards where access(shard.folder + "/" + name, F_OK) == 0 {
+          readers.append(try LZ4LineReader(path: shard.folder + "/" + name))
+        }
+        try merge(readers, into: file, byRecipient: name != "decisions.ndjson.lz4")
+        try file.close()
+        files.append(file.file)
+      }
+    } catch {
+      throw .merge(error.description)
+    }
+    let summary = MergedSummary(shards.map(\.summary))
+    let seconds = (clock.now - started).seconds
+    do {
+      let file = try PendingFile(directory: out, name: "summary.json")
+      try file.write(Array(summary.json(mergeSeconds: seconds).utf8))
+      try PendingFile.commit(together: files + [file])
+    } catch { throw .output(error) }
+    return Report(
+      shards: shards.count, messages: summary.int("messages"), pairs: summary.sum("pairs"),
+      delivered: summary.sum("delivered"), seconds: seconds)
+  }
+
+  // MARK: Checking the shards
+
+  struct ShardOutput {
+    let folder: String
+    let summary: [String: Any]
+    let label: ShardLabel
+    let identity: [String]
+    let rejected: [UInt8]
+  }
+
+  /// Every shard 0..<N exactly once, all from runs on the same traffic
+  /// that wrote the same files, each complete (summary.json is written last).
+  static func checkedShards(_ folders: [String]) throws(PipelineError) -> [ShardOutput] {
+    guard !folders.isEmpty else { throw .usage("fanout merge needs the shards' output folders") }
+    var shards: [ShardOutput] = []
+    for folder in folders {
+      guard let data = FileManager.default.contents(atPath: folder + "/summary.json") else {
+        throw .merge(
+          "'\(folder)' has no summary.json: not an output folder of a completed `fanout eval --mergeable` run"
+        )
+      }
+      guard let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        let shard = summary["shard"] as? [String: Any]
+      else {
+        throw .merge(
+          "'\(folder)/summary.json' has no \"shard\": the run was not `fanout eval --mergeable`")
+      }
+      guard let k = shard["index"] as? Int, let n = shard["count"] as? Int, k >= 0, k < n else {
+        throw .merge("'\(folder)/summary.json' has an unreadable \"shard\"")
+      }
+      let identity =
+        ["traffic_lines", "traffic_digest", "output"].map { "\(shard[$0] ?? "")" }
+        + ["messages", "rejected"].map { "\(summary[$0] ?? "")" }
+      guard let rejected = FileManager.default.contents(atPath: folder + "/rejected.ndjson") else {
+        throw .merge("'\(folder)' has no rejected.ndjson: an incomplete output folder")
+      }
+      shards.append(
+        ShardOutput(
+          folder: folder, summary: summary, label: ShardLabel(index: k, count: n),
+          identity: identity, rejected: Array(rejected)))
+    }
+    let count = shards[0].label.count
+    for shard in shards where shard.label.count != count {
+      throw .merge(
+        "'\(shard.folder)' is shard \(shard.label) but '\(shards[0].folder)' is shard \(shards[0].label): "
+          + "the shards come from splits into different numbers of shards")
+    }
+    var byIndex = [ShardOutput?](repeating: nil, count: count)
+    for shard in shards {
+      if let other = byIndex[shard.label.index] {
+        throw .merge("shard \(shard.label) is given twice: '\(other.folder)' and '\(shard.folder)'")
+      }
+      byIndex[shard.label.index] = shard
+    }
+    if let missing = byIndex.firstIndex(where: { $0 == nil }) {
+      throw .merge("shard \(missing)/\(count) is missing: merge needs every shard's output folder")
+    }
+    let ordered = byIndex.map { $0! }
+    for shard in ordered.dropFirst() {
+      guard shard.identity == ordered[0].identity else {
+        throw .merge(
+          "'\(shard.folder)' and '\(ordered[0].folder)' were not run on the same traffic with the same "
+            + "options (traffic lines, digest, output files, messages or rejected lines differ)")
+      }
+      guard shard.rejected == ordered[0].rejected else {
+        throw .merge(
+          "'\(shard.folder)' and '\(ordered[0].folder)' rejected different lines: not shards of one snapshot"
+        )
+      }
+    }
+    return ordered
+  }
+
+  /// The `.ndjson.lz4` files of any shard, in name order.
+  static func mergedFileNames(_ shards: [ShardOutput]) -> [String] {
+    var names = Set<String>()
+    for shard in shards {
+      let entries = (try? FileManager.default.contentsOfDirectory(atPath: shard.folder)) ?? []
+      names.formUnion(entries.filter { $0.hasSuffix(".ndjson.lz4") && !$0.hasPrefix(".") })
+    }
+    return names.sorted()
+  }
+
+  // MARK: Merging lines
+
+  /// Merges the shards' lines in traffic line order. With `byRecipient`
+  /// (delivery lists), lines of one message from several shards become one
+  /// line whose recipients are merged by user; otherwise (decisions) a
+  /// message's lines from all shards are ordered by user.
+  static func merge(_ readers: [LZ4LineReader], into file: BlockedFrameFile, byRecipient: Bool)
+    throws(OutputError)
+  {
+    var heads = try readers.map { reader throws(OutputError) in try NumberedLine.next(reader) }
+    var pending: [UInt8] = []
+    pending.reserveCapacity(flushBytes)
+    var group: [(shard: Int, line: NumberedLine)] = []
+    while let number = heads.compactMap({ $0?.number }).min() {
+      group.removeAll(keepingCapacity: true)
+      for r in readers.indices {
+        while let head = heads[r], head.number == number {
+          group.append((r, head))
+          heads[r] = try NumberedLine.next(readers[r])
+        }
+      }
+      if group.count == 1 {
+        pending += group[0].line.body
+      } else if byRecipient {
+        pending += try mergedRecipients(group.map(\.line), path: file.file.path)
+      } else {
+        let keyed = try group.enumerated().map { (i, entry) throws(OutputError) in
+          (
+            key: try decisionUser(entry.line.body, path: file.file.path), order: i,
+            body: entry.line.body
+          )
+        }
+        for entry in keyed.sorted(by: { precedes($0.key, $0.order, $1.key, $1.order) }) {
+          pending += entry.body
+        }
+      }
+      if pending.count >= flushBytes {
+        try BlockedFrameFile.append([(file, [pending])])
+        pending = []
+        pending.reserveCapacity(flushBytes)
+      }
+    }
+    try BlockedFrameFile.append([(file, [pending])])
+  }
+
+  static let flushBytes = 8 << 20
+
+  /// One message's delivery line from several shards, as one line.
+  static func mergedRecipients(_ lines: [NumberedLine], path: String) throws(OutputError) -> [UInt8]
+  {
+    let marker = Array(#""recipients":["#.utf8)
+    var entries: [(key: [UInt8], order: Int, bytes: ArraySlice<UInt8>)] = []
+    var prefix: ArraySlice<UInt8> = []
+    for line in lines {
+      let body = line.body[...]
+      guard let at = body.firstRange(of: marker), body.count >= 3,
+        body[body.endIndex - 3..<body.endIndex].elementsEqual("]}\n".utf8)
+      else { throw OutputError(path: path, reason: "a delivery line without its recipients") }
+      let head = body[..<at.upperBound]
+      if prefix.isEmpty { prefix = head }
+      guard head.elementsEqual(prefix) else {
+        throw OutputError(
+          path: path, reason: "line \(line.number) differs between shards outside its recipients")
+      }
+      var i = at.upperBound
+      let end = body.endIndex - 3
+      while i < end {
+        let start = i
+        let key = try JSONFields.string(in: body, after: #"{"user":"#, at: &i, path: path)
+        i = JSONFields.endOfObject(in: body, from: i)
+        entries.append((key, entries.count, body[start..<i]))
+        if i < end && body[i] == UInt8(ascii: ",") { i += 1 }
+      }
+    }
+    var merged = Array(prefix)
+    for (n, entry) in entries.sorted(by: { precedes($0.key, $0.order, $1.key, $1.order) })
+      .enumerated()
+    {
+      if n > 0 { merged.append(UInt8(ascii: ",")) }
+      merged += entry.bytes
+    }
+    merged += "]}\n".utf8
+    return merged
+  }
+
+  /// A decision line's user id.
+  static func decisionUser(_ body: [UInt8], path: String) throws(OutputError) -> [UInt8] {
+    var i = body.startIndex
+    _ = try JSONFields.string(in: body[...], after: #"{"message":"#, at: &i, path: path)
+    return try JSONFields.string(in: body[...], after: #","user":"#, at: &i, path: path)
+  }
+
+  /// User ids in byte order (the contract's), then the order met.
+  static func precedes(_ a: [UInt8], _ i: Int, _ b: [UInt8], _ j: Int) -> Bool {
+    a == b ? i < j : a.lexicographicallyPrecedes(b)
+  }
+}
+
+/// A line of a `--mergeable` output: its traffic line number, and the line
+/// as one-node output has it (`{"line":N,` becomes `{`), with its newline.
+struct NumberedLine {
+  var number: Int
+  var body: [UInt8]
+
+  static func next(_ reader: LZ4LineReader) throws(OutputError) -> NumberedLine? {
+    guard let line = try reader.nextLine() else { return nil }
+    let prefix = #"{"line":"#.utf8
+    guard line.starts(with: prefix) else {
+      throw OutputError(
+        path: reader.path,
+        reason: "a line without its line number: not `fanout eval --mergeable` output")
+    }
+    var i = line.startIndex + prefix.count
+    var number = 0
+    while i < line.endIndex, line[i] >= UInt8(ascii: "0"), line[i] <= UInt8(ascii: "9"),
+      number < 1 << 50
+    {
+      number = number * 10 + Int(line[i] - UInt8(ascii: "0"))
+      i += 1
+    }
+    guard i < line.endIndex, line[i] == UInt8(ascii: ",") else {
+      throw OutputError(path: reader.path, reason: "an unreadable line number")
+    }
+    var body = [UInt8(ascii: "{")]
+    body.reserveCapacity(line.endIndex - i + 1)
+    body += line[(i + 1)...]
+    body.append(UInt8(ascii: "\n"))
+    return NumberedLine(number: number, body: body)
+  }
+}
+
+/// Just enough JSON to read the fields merge orders by, in lines Fanout wrote.
+enum JSONFields {
+  /// The decoded bytes of the JSON string that follows `key` at `i`; `i`
+  /// moves past it.
+  static func string(in bytes: ArraySlice<UInt8>, after key: String, at i: inout Int, path: String)
+    throws(OutputError) -> [UInt8]
+  {
+    let key = Array(key.utf8)
+    guard bytes[i...].starts(with: key + [UInt8(ascii: "\"")]) else {
+      throw OutputError(
+        path: path, reason: "expected \(String(decoding: key, as: UTF8.self)) in a line")
+    }
+    i += key.count + 1
+    var out: [UInt8] = []
+    while i < bytes.endIndex {
+      let b = bytes[i]
+      i += 1
+      if b == UInt8(ascii: "\"") { return out }
+      guard b == UInt8(ascii: "\\"), i < bytes.endIndex else {
+        out.append(b)
+        continue
+      }
+      let e = bytes[i]
+      i += 1
+      switch e {
+      case UInt8(ascii: "b"): out.append(8)
+      case UInt8(ascii: "f"): out.append(12)
+      case UInt8(ascii: "n"): out.append(10)
+      case UInt8(ascii: "r"): out.append(13)
+      case UInt8(ascii: "t"): out.append(9)
+      case UInt8(ascii: "u"):
+        var scalar = hex4(bytes, &i)
+        if (0xD800..<0xDC00).contains(scalar), bytes[i...].starts(with: #"\u"#.utf8) {
+          i += 2
+          let low = hex4(bytes, &i)
+          scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        }
+        out += Array(String(Character(Unicode.Scalar(scalar) ?? "\u{FFFD}")).utf8)
+      default: out.append(e)
+      }
+    }
+    throw OutputError(path: path, reason: "an unterminated string in a line")
+  }
+
+  static func hex4(_ bytes: ArraySlice<UInt8>, _ i: inout Int) -> UInt32 {
+    var v: UInt32 = 0
+    for _ in 0..<4 where i < bytes.endIndex {
+      let c = bytes[i]
+      let digit: UInt32 =
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - UInt8(ascii: "A") + 10)
+        default: 0
+        }
+      v = v << 4 | digit
+      i += 1
+    }
+    return v
+  }
+
+  /// The index after the object that `i` is inside of (depth 1), strings skipped.
+  static func endOfObject(in bytes: ArraySlice<UInt8>, from start: Int) -> Int {
+    var depth = 1
+    var i = start
+    var inString = false
+    while i < bytes.endIndex && depth > 0 {
+      let b = bytes[i]
+      if inString {
+        if b == UInt8(ascii: "\\") {
+          i += 1
+        } else if b == UInt8(ascii: "\"") {
+          inString = false
+        }
+      } else if b == UInt8(ascii: "\"") {
+        inString = true
+      } else if b == UInt8(ascii: "{") {
+        depth += 1
+      } else if b == UInt8(ascii: "}") {
+        depth -= 1
+      }
+      i += 1
+    }
+    return i
+  }
+}
+
+/// The merged summary.json: counts summed (messages and rejections are
+/// every shard's), keys in one-node order; times are the slowest shard's,
+/// with each shard's under "timings".
+struct MergedSummary {
+  let shards: [[String: Any]]
+
+  init(_ shards: [[String: Any]]) { self.shards = shards }
+
+  func int(_ key: String) -> Int { shards[0][key] as? Int ?? 0 }
+
+  func sum(_ key: String) -> Int { shards.reduce(0) { $0 + ($1[key] as? Int ?? 0) } }
+
+  /// Sums of an object's members, in the first shard's key order for
+  /// `suppressed` (rule order), in byte order of the gateway for `deliveries`.
+  func sums(_ key: String, sortedKeys: Bool) -> String {
+    var totals: [String: Int] = [:]
+    var order: [String] = []
+    for shard in shards {
+      for (name, value) in shard[key] as? [String: Any] ?? [:] {
+        if totals[name] == nil { order.append(name) }
+        totals[name, default: 0] += value as? Int ?? 0
+      }
+    }
+    let names =
+      sortedKeys ? order.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } : order
+    return names.filter { !sortedKeys || totals[$0]! > 0 }
+      .map { "\"\($0)\": \(totals[$0]!)" }.joined(separator: ", ")
+  }
+
+  func json(mergeSeconds: Double) -> String {
+    let seconds = shards.map { $0["seconds"] as? Double ?? 0 }
+    let slowest = seconds.indices.max { seconds[$0] < seconds[$1] } ?? 0
+    let pairs = sum("pairs")
+    let slowestSeconds = seconds[slowest]
+    func timings(_ shard: [String: Any]) -> String {
+      let t = shard["timings"] as? [String: Any] ?? [:]
+      return ["load", "parse", "evaluate", "write"].map {
+        "\"\($0)\": \(Summary.seconds(t[$0] as? Double ?? 0))"
+      }.joined(separator: ", ")
+    }
+    let perShard = shards.enumerated().map { (k, shard) in
+      "{\"shard\": \(k), \"seconds\": \(Summary.seconds(seconds[k])), \(timings(shard))}"
+    }
+    let suppressedOrder = Reason.allCases.map(\.name)
+    let suppressed = suppressedOrder.map { name in
+      "\"\(name)\": \(shards.reduce(0) { $0 + (($1["suppressed"] as? [String: Any])?[name] as? Int ?? 0) })"
+    }
+    return """
+      {
+        "messages": \(int("messages")),
+        "rejected": \(int("rejected")),
+        "pairs": \(pairs),
+        "delivered": \(sum("delivered")),
+        "deferred": \(sum("deferred")),
+        "deliveries": {\(sums("deliveries", sortedKeys: true))},
+        "suppressed": {\(suppressed.joined(separator: ", "))},
+        "seconds": \(Summary.seconds(slowestSeconds)),
+        "pairs_per_second": \(slowestSeconds > 0 ? Int((Double(pairs) / slowestSeconds).rounded()) : 0),
+        "timings": {\(timings(shards[slowest])), "merge": \(Summary.seconds(mergeSeconds)), "shards": [\(perShard.joined(separator: ", "))]}
+      }
+
+      """
+  }
+}

@@ -1,0 +1,39 @@
+import FanoutModel
+import FanoutOutput
+import FanoutSnapshot
+
+/// `fanout snapshot split`: a snapshot's recipient shards (docs/scale-out.md).
+public enum SnapshotSplit {
+  /// The file name of shard `k` of `count`.
+  public static func fileName(shard k: Int, of count: Int) -> String {
+    "shard-\(k)-of-\(count).sqlite"
+  }
+
+  /// Writes `count` shards of `snapshot` into `out` (created if needed,
+  /// which must be empty): written aside, each validated as any snapshot,
+  /// then all renamed together. A refusal leaves nothing behind.
+  public static func run(
+    snapshot: String, shards count: Int, out: String,
+    busyTimeoutMilliseconds: Int = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  ) throws(PipelineError) -> [String] {
+    guard count >= 1 else { throw .usage("--shards must be at least 1 (got \(count))") }
+    let folder = try OutputFolder(claiming: out, mode: .fresh(overwrite: false))
+    defer { folder.release() }
+    let files: [PendingFile]
+    do {
+      files = try (0..<count).map { k throws(OutputError) in
+        try PendingFile(directory: out, name: fileName(shard: k, of: count))
+      }
+    } catch { throw .output(error) }
+    do {
+      try ShardSplitter.split(
+        source: snapshot, into: files.map(\.partialPath),
+        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+      for file in files { _ = try SnapshotLoader.load(path: file.partialPath) }
+    } catch {
+      throw .snapshot(error)
+    }
+    do { try PendingFile.commit(together: files) } catch { throw .output(error) }
+    return files.map(\.path)
+  }
+}

@@ -1,0 +1,217 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// `fanout snapshot split`, `eval --mergeable` per shard and `fanout merge`
+/// give exactly the files of one `fanout eval` on the whole snapshot.
+@Suite("recipient shards: split, eval per shard, merge")
+struct ScaleOutTests {
+  static let sample = SQLiteFixture.make(
+    readText(datasetURL("sample-v2/snapshot.sql").path), schema: SQLiteFixture.v2Schema)
+
+  /// v1 and v2 data (mutes across shards, large channels, a throttle,
+  /// deferral, threads), made once.
+  static let generated: [(snapshot: String, traffic: String)] = ["", "--v2"].map { flag in
+    let dir = makeTemporaryDirectory()
+    let r = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "4000", "--messages", "6000", "--seed", "3", "--out", dir]
+        + (flag.isEmpty ? [] : [flag]))
+    precondition(r.status == 0, r.stderr)
+    // Repeated ids and lines out of time order: line 1 again at the end.
+    let traffic = dir + "/traffic.ndjson"
+    let first = readText(traffic).split(separator: "\n")[0]
+    let handle = FileHandle(forWritingAtPath: traffic)!
+    handle.seekToEndOfFile()
+    handle.write(Data((first + "\n\nnot json\n" + first + "\n").utf8))
+    handle.closeFile()
+    return (dir + "/snapshot.sqlite", traffic)
+  }
+
+  /// Runs the three steps and returns (one-node folder, merged folder).
+  func splitEvalMerge(
+    snapshot: String, traffic: String, shards: Int, extra: [String] = []
+  ) -> (one: String, merged: String) {
+    let work = makeTemporaryDirectory()
+    let one = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", work + "/one"] + extra)
+    #expect(one.status == 0, "\(one.stderr)")
+    let split = runProcess(
+      fanoutExecutable,
+      ["snapshot", "split", snapshot, "--shards", "\(shards)", "--out", work + "/shards"])
+    #expect(split.status == 0, "\(split.stderr)")
+    var outputs: [String] = []
+    // Shards in reverse order: merge takes them in any order.
+    for k in (0..<shards).reversed() {
+      let path = work + "/shards/shard-\(k)-of-\(shards).sqlite"
+      let check = runProcess(fanoutExecutable, ["snapshot", "check", path])
+      #expect(check.status == 0, "\(check.stderr)")
+      let out = work + "/s\(k)"
+      let eval = runProcess(
+        fanoutExecutable,
+        ["eval", "--snapshot", path, "--messages", traffic, "--out", out, "--mergeable"] + extra
+          + ["--threads", "\(1 + k % 3)"])
+      #expect(eval.status == 0, "\(eval.stderr)")
+      outputs.append(out)
+    }
+    let merge = runProcess(fanoutExecutable, ["merge", "--out", work + "/merged"] + outputs)
+    #expect(merge.status == 0, "\(merge.stderr)")
+    return (work + "/one", work + "/merged")
+  }
+
+  /// Every file byte for byte; summary.json apart from its times.
+  func expectSameFiles(_ one: String, _ merged: String) {
+    #expect(listDirectory(one) == listDirectory(merged))
+    for name in listDirectory(one) {
+      let a = FileManager.default.contents(atPath: one + "/" + name)
+      let b = FileManager.default.contents(atPath: merged + "/" + name)
+      if name == "summary.json" {
+        let untimed = { (data: Data?) in
+          String(decoding: data ?? Data(), as: UTF8.self).split(separator: "\n").filter {
+            !$0.contains("\"seconds\"") && !$0.contains("pairs_per_second")
+              && !$0.contains("\"timings\"")
+          }
+        }
+        #expect(untimed(a) == untimed(b), "summary.json")
+      } else {
+        #expect(a == b, "\(name) differs")
+      }
+    }
+  }
+
+  @Test("the v2 sample, with decisions, for 1, 2, 3 and 7 shards", arguments: [1, 2, 3, 7])
+  func sample(_ shards: Int) {
+    let (one, merged) = splitEvalMerge(
+      snapshot: Self.sample, traffic: datasetURL("sample-v2/traffic.ndjson").path,
+      shards: shards, extra: ["--decisions"])
+    expectSameFiles(one, merged)
+  }
+
+  @Test(
+    "generated v1 and v2 data, with repeated ids and rejected lines, for 2, 3 and 7 shards",
+    arguments: [0, 1], [2, 3, 7])
+  func generated(_ data: Int, _ shards: Int) {
+    let (snapshot, traffic) = Self.generated[data]
+    let (one, merged) = splitEvalMerge(
+      snapshot: snapshot, traffic: traffic, shards: shards, extra: ["--decisions"])
+    expectSameFiles(one, merged)
+    // The data reaches what sharding must keep exact.
+    let summary = readText(one + "/summary.json")
+    #expect(!summary.contains(#""delivered": 0,"#))
+    if data == 1 {
+      #expect(!summary.contains(#""throttled": 0"#), "no throttled pair")
+      #expect(!summary.contains(#""sender_muted": 0"#), "no muted sender")
+    }
+  }
+
+  @Test("a user's shard is Spark's pmod(xxhash64(user_id), N)")
+  func shardFunction() {
+    // Spark 4 (pyspark 4.3.0): SELECT pmod(xxhash64(id), 7) for these ids.
+    let spark: [(String, Int)] = [
+      ("", 3), ("abc", 4), ("u1", 3), ("user-000123", 1), ("é日本", 5),
+      (String(repeating: "a", count: 40), 4),
+    ]
+    let dir = makeTemporaryDirectory()
+    let users = spark.enumerated().map { "('\($0.element.0)')" }.joined(separator: ", ")
+    let snapshot = SQLiteFixture.make("INSERT INTO users (user_id) VALUES \(users);")
+    let r = runProcess(
+      fanoutExecutable, ["snapshot", "split", snapshot, "--shards", "7", "--out", dir])
+    #expect(r.status == 0, "\(r.stderr)")
+    for (id, shard) in spark {
+      let rows = runProcess(
+        "/usr/bin/sqlite3",
+        [dir + "/shard-\(shard)-of-7.sqlite", "SELECT count(*) FROM users WHERE user_id = '\(id)'"])
+      #expect(rows.text == "1\n", "user '\(id)' not in shard \(shard)")
+    }
+  }
+
+  @Test("split refuses N < 1, an existing output and a bad snapshot, leaving nothing")
+  func splitRefusals() {
+    let dir = makeTemporaryDirectory()
+    let zero = runProcess(
+      fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "0", "--out", dir + "/a"])
+    #expect(zero.status == 64)
+    #expect(!FileManager.default.fileExists(atPath: dir + "/a"))
+
+    try? FileManager.default.createDirectory(atPath: dir + "/b", withIntermediateDirectories: true)
+    FileManager.default.createFile(atPath: dir + "/b/x", contents: nil)
+    let exists = runProcess(
+      fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "2", "--out", dir + "/b"])
+    #expect(exists.status == 64)
+    #expect(listDirectory(dir + "/b") == ["x"])
+
+    // A bad row lands in one shard: the split is refused whole.
+    let bad = SQLiteFixture.copy(
+      Self.sample, applying: "INSERT INTO devices VALUES (9999, 'nobody', 'apns', 'tok-x');")
+    let refused = runProcess(
+      fanoutExecutable, ["snapshot", "split", bad, "--shards", "3", "--out", dir + "/c"])
+    #expect(refused.status == 65)
+    #expect(refused.stderr.contains("devices"), "\(refused.stderr)")
+    #expect(refused.stderr.contains("nobody"), "\(refused.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: dir + "/c"))
+  }
+
+  @Test("merge refuses a missing, incomplete, repeated or foreign shard, and writes nothing")
+  func mergeRefusals() throws {
+    let work = makeTemporaryDirectory()
+    let traffic = datasetURL("sample-v2/traffic.ndjson").path
+    for n in [2, 3] {
+      let split = runProcess(
+        fanoutExecutable,
+        ["snapshot", "split", Self.sample, "--shards", "\(n)", "--out", work + "/split\(n)"])
+      #expect(split.status == 0, "\(split.stderr)")
+      for k in 0..<n {
+        let eval = runProcess(
+          fanoutExecutable,
+          [
+            "eval", "--snapshot", work + "/split\(n)/shard-\(k)-of-\(n).sqlite", "--messages",
+            traffic, "--out", work + "/n\(n)s\(k)", "--mergeable",
+          ])
+        #expect(eval.status == 0, "\(eval.stderr)")
+      }
+    }
+    let other = work + "/other.ndjson"
+    try Data(readText(traffic).utf8.dropLast(2) + Array("\n".utf8)).write(
+      to: URL(fileURLWithPath: other))
+    let otherTraffic = runProcess(
+      fanoutExecutable,
+      [
+        "eval", "--snapshot", work + "/split2/shard-1-of-2.sqlite", "--messages", other, "--out",
+        work + "/foreign", "--mergeable",
+      ])
+    #expect(otherTraffic.status == 0)
+    let notMergeable = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", Self.sample, "--messages", traffic, "--out", work + "/plain"])
+    #expect(notMergeable.status == 0)
+    try FileManager.default.copyItem(atPath: work + "/n2s1", toPath: work + "/incomplete")
+    try FileManager.default.removeItem(atPath: work + "/incomplete/summary.json")
+
+    let cases: [([String], String)] = [
+      (["n2s0"], "shard 1/2 is missing"),
+      (["n2s0", "n2s0"], "given twice"),
+      (["n2s0", "n3s1"], "different numbers of shards"),
+      (["n2s0", "foreign"], "same traffic"),
+      (["n2s0", "incomplete"], "no summary.json"),
+      (["n2s0", "plain"], "--mergeable"),
+    ]
+    for (folders, message) in cases {
+      let merge = runProcess(
+        fanoutExecutable, ["merge", "--out", work + "/m"] + folders.map { work + "/" + $0 })
+      #expect(merge.status == 65, "\(folders)")
+      #expect(merge.stderr.contains(message), "\(folders): \(merge.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: work + "/m"), "\(folders)")
+    }
+    // eval --mergeable needs a shard.
+    let notShard = runProcess(
+      fanoutExecutable,
+      [
+        "eval", "--snapshot", Self.sample, "--messages", traffic, "--out", work + "/x",
+        "--mergeable",
+      ])
+    #expect(notShard.status == 64)
+    #expect(notShard.stderr.contains("not a shard snapshot"))
+    #expect(!FileManager.default.fileExists(atPath: work + "/x"))
+  }
+}
