@@ -84,12 +84,14 @@ public struct RunReport: Sendable {
 }
 
 /// `fanout eval`'s chunk work: evaluate and build the output lines, on the
-/// worker (the writer compresses them); each worker keeps its evaluator (channel
+/// worker (`RunCompressor` compresses them); each worker keeps its evaluator (channel
 /// shares outlive a wave) and its line buffers (they keep their capacity).
 struct DeliveryWork: ChunkWork {
   let index: Index
   let output: Evaluator.Output
   var writesLineNumbers = false
+  /// Where chunks take their line buffers from (the writer gives them back).
+  let buffers: LineBuffers
 
   struct Worker {
     var evaluator: Evaluator
@@ -112,7 +114,7 @@ struct DeliveryWork: ChunkWork {
     worker.result.removeAll()
     worker.evaluator.evaluate(
       batch, messages: messages, throttled: throttled[0], into: &worker.result)
-    return EvaluatedChunk(taking: &worker.result)
+    return EvaluatedChunk(taking: &worker.result, spares: buffers)
   }
 }
 
@@ -170,11 +172,15 @@ public enum Pipeline {
     var rejected = 0
     let evaluation: Evaluator.Output =
       options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
+    let buffers = LineBuffers(files: index.gateways.count + 1)
     let engine = EvaluationEngine(
       index: index, threads: options.threads,
-      work: DeliveryWork(index: index, output: evaluation, writesLineNumbers: shard != nil),
+      work: DeliveryWork(
+        index: index, output: evaluation, writesLineNumbers: shard != nil, buffers: buffers),
       sharedCounting: options.summaryOnly)
     engine.digestsTraffic = shard != nil
+    var compressor = RunCompressor(gateways: index.gateways.count)
+    var compressSeconds = 0.0
     let output = BackgroundWriter(writer)
     try engine.run(
       reader,
@@ -183,10 +189,12 @@ public enum Pipeline {
       readFailed: PipelineError.input,
       deliver: { chunks throws(PipelineError) in
         for chunk in chunks { counters.add(chunk.counters) }
+        let compressing = clock.now
+        let compressed = compressor.compress(chunks)
+        buffers.recycle(chunks)
+        compressSeconds += lap(compressing)
         let waiting = clock.now
-        output.submit { writer throws(OutputError) in
-          try writer.write(chunks)
-        }
+        output.submit { writer throws(OutputError) in try writer.write(compressed) }
         timings.write += lap(waiting)  // time spent waiting for the previous write
       },
       waveDone: { batches throws(PipelineError) in
@@ -197,9 +205,11 @@ public enum Pipeline {
         options.progress?(counters.messages, reader.fractionRead)
       })
     timings.parse = engine.parseSeconds
-    timings.evaluate = engine.evaluateSeconds
+    timings.evaluate = engine.evaluateSeconds + compressSeconds
 
     phase = clock.now
+    let rest = compressor.rest()
+    output.submit { writer throws(OutputError) in try writer.write(rest) }
     do { try output.finish().close() } catch { throw .output(error) }
     timings.write += lap(phase)
     let report = RunReport(

@@ -3,9 +3,10 @@ import FanoutKernel
 import FanoutModel
 import FanoutOutput
 import FanoutTraffic
+import Synchronization
 
 /// One evaluated chunk's lines, taken from the worker that built them;
-/// the writer compresses them (see `BlockedFrameFile`).
+/// `RunCompressor` compresses them (see `ContentBlocks`).
 struct EvaluatedChunk: Sendable {
   var gatewayLines: [[UInt8]]
   var decisionLines: [UInt8]
@@ -17,48 +18,128 @@ struct EvaluatedChunk: Sendable {
     counters = Counters(gateways: gateways)
   }
 
-  /// Moves the lines out of `result`, which starts again empty.
-  init(taking result: inout ChunkResult) {
+  /// Moves the lines out of `result`, which starts again with buffers
+  /// from `spares`.
+  init(taking result: inout ChunkResult, spares: LineBuffers) {
     gatewayLines = result.gatewayLines
     decisionLines = result.decisionLines
     counters = result.counters
-    result = ChunkResult(gateways: gatewayLines.count)
+    result.removeAll()
+    for g in gatewayLines.indices { result.gatewayLines[g] = spares.take(g) }
+    result.decisionLines = spares.take(gatewayLines.count)
   }
 }
 
+/// Line buffers handed back once their chunk is compressed, for the workers
+/// to fill again: chunks reuse warm memory instead of faulting in fresh
+/// pages. Per file (each gateway, then decisions), as their sizes differ.
+final class LineBuffers: Sendable {
+  private let spares: Mutex<[[[UInt8]]]>
+
+  init(files: Int) { spares = Mutex([[[UInt8]]](repeating: [], count: files)) }
+
+  /// An empty buffer for file `f`, with the capacity of an earlier one if any.
+  func take(_ f: Int) -> [UInt8] {
+    var buffer = spares.withLock { $0[f].popLast() } ?? []
+    buffer.removeAll(keepingCapacity: true)  // a copy if still shared: then fresh
+    return buffer
+  }
+
+  /// Keeps the chunks' buffers, up to a group's worth per file.
+  func recycle(_ chunks: [EvaluatedChunk]) {
+    spares.withLock { spares in
+      for chunk in chunks {
+        for (g, lines) in chunk.gatewayLines.enumerated() where spares[g].count < 32 {
+          spares[g].append(lines)
+        }
+        if spares[spares.count - 1].count < 32 {
+          spares[spares.count - 1].append(chunk.decisionLines)
+        }
+      }
+    }
+  }
+}
+
+/// Cuts a run's files into content blocks and compresses them (see
+/// `ContentBlocks`), chunks in order, on the thread that runs the engine:
+/// the workers' cores compress between groups of chunks while the output
+/// thread writes the previous group.
+struct RunCompressor {
+  /// Per gateway, then the decisions file.
+  private var files: [ContentBlocks]
+
+  init(gateways: Int) {
+    files = [ContentBlocks](repeating: ContentBlocks(), count: gateways + 1)
+  }
+
+  /// The compressed full blocks the chunks complete, per file (the
+  /// decisions file is the last).
+  mutating func compress(_ chunks: [EvaluatedChunk]) -> CompressedBlocks {
+    var owners: [Int] = []
+    var blocks: [ContentBlocks.Block] = []
+    for f in files.indices {
+      let gateway = f < files.count - 1
+      let pieces = chunks.map { gateway ? $0.gatewayLines[f] : $0.decisionLines }
+      for block in files[f].cut(pieces) {
+        owners.append(f)
+        blocks.append(block)
+      }
+    }
+    return CompressedBlocks(files: owners, blocks: ContentBlocks.compress(blocks))
+  }
+
+  /// Every file's last, partial block.
+  mutating func rest() -> CompressedBlocks {
+    var owners: [Int] = []
+    var blocks: [ContentBlocks.Block] = []
+    for f in files.indices {
+      for block in files[f].rest() {
+        owners.append(f)
+        blocks.append(block)
+      }
+    }
+    return CompressedBlocks(files: owners, blocks: ContentBlocks.compress(blocks))
+  }
+}
+
+/// Frame blocks, each with the file it belongs to (a gateway's number, or
+/// the gateway count for the decisions file), in file order.
+struct CompressedBlocks: Sendable {
+  var files: [Int]
+  var blocks: [[UInt8]]
+}
+
 /// The files of one run, all pending until `commit`: gateway streams are
-/// opened on their first delivery; summary.json is renamed last, so its
+/// opened on their first block; summary.json is renamed last, so its
 /// presence means the run completed.
 package final class RunWriter {
   let directory: String
   let index: Index
-  private var gatewayFiles: [BlockedFrameFile?]
-  private let decisions: BlockedFrameFile?
+  private var gatewayFiles: [LZ4FrameFile?]
+  private let decisions: LZ4FrameFile?
   private let rejected: PendingFile
 
   init(directory: String, index: Index, decisions: Bool) throws(OutputError) {
     self.directory = directory
     self.index = index
-    gatewayFiles = [BlockedFrameFile?](repeating: nil, count: index.gateways.count)
+    gatewayFiles = [LZ4FrameFile?](repeating: nil, count: index.gateways.count)
     self.decisions =
-      decisions ? try BlockedFrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
+      decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
     rejected = try PendingFile(directory: directory, name: "rejected.ndjson")
   }
 
-  /// Appends chunks in order; their full blocks are compressed in parallel.
-  func write(_ chunks: [EvaluatedChunk]) throws(OutputError) {
-    var pieces: [(file: BlockedFrameFile, pieces: [[UInt8]])] = []
-    for g in gatewayFiles.indices {
-      let lines = chunks.map { $0.gatewayLines[g] }.filter { !$0.isEmpty }
-      guard !lines.isEmpty else { continue }
+  func write(_ compressed: CompressedBlocks) throws(OutputError) {
+    for (g, blocks) in zip(compressed.files, compressed.blocks) {
+      guard g < gatewayFiles.count else {
+        try decisions?.append(blocks: blocks)
+        continue
+      }
       if gatewayFiles[g] == nil {
-        gatewayFiles[g] = try BlockedFrameFile(
+        gatewayFiles[g] = try LZ4FrameFile(
           directory: directory, name: index.gateways[g] + ".ndjson.lz4")
       }
-      pieces.append((gatewayFiles[g]!, lines))
+      try gatewayFiles[g]!.append(blocks: blocks)
     }
-    if let decisions { pieces.append((decisions, chunks.map(\.decisionLines))) }
-    try BlockedFrameFile.append(pieces)
   }
 
   func write(_ rejections: [Rejection]) throws(OutputError) {

@@ -1,6 +1,8 @@
+import Dispatch
 import FanoutModel
 import FanoutOutput
 import Foundation
+import Synchronization
 
 /// `fanout merge`: the output folders of `eval --mergeable` runs on every
 /// shard of one split, merged into the files one `fanout eval` on the whole
@@ -32,16 +34,7 @@ public enum ShardMerge {
       let rejected = try PendingFile(directory: out, name: "rejected.ndjson")
       try rejected.write(shards[0].rejected)
       files.append(rejected)
-      for name in mergedFileNames(shards) {
-        let file = try BlockedFrameFile(directory: out, name: name)
-        var readers: [LZ4LineReader] = []
-        for shard in shards where access(shard.folder + "/" + name, F_OK) == 0 {
-          readers.append(try LZ4LineReader(path: shard.folder + "/" + name))
-        }
-        try merge(readers, into: file, byRecipient: name != "decisions.ndjson.lz4")
-        try file.close()
-        files.append(file.file)
-      }
+      files += try mergeFiles(mergedFileNames(shards), of: shards, into: out)
     } catch {
       throw .merge(error.description)
     }
@@ -142,69 +135,132 @@ public enum ShardMerge {
 
   // MARK: Merging lines
 
+  /// Each file merged on its own thread (files are independent).
+  static func mergeFiles(_ names: [String], of shards: [ShardOutput], into out: String)
+    throws(OutputError) -> [PendingFile]
+  {
+    let folders = shards.map(\.folder)
+    let results = FileResults(count: names.count)
+    DispatchQueue.concurrentPerform(iterations: names.count) { n in
+      let name = names[n]
+      let result = Result { () throws(OutputError) -> PendingFile in
+        let file = try LZ4FrameFile(directory: out, name: name)
+        var readers: [LZ4LineReader] = []
+        for folder in folders where access(folder + "/" + name, F_OK) == 0 {
+          readers.append(try LZ4LineReader(path: folder + "/" + name))
+        }
+        try merge(readers, into: file, byRecipient: name != "decisions.ndjson.lz4")
+        try file.close()
+        return file.file
+      }
+      results.store(result, at: n)
+    }
+    return try results.values.map { result throws(OutputError) in try result!.get() }
+  }
+
+  /// One result per file, each set by the one iteration that merged it.
+  final class FileResults: @unchecked Sendable {
+    private let lock = Mutex(())
+    private(set) var values: [Result<PendingFile, OutputError>?]
+    init(count: Int) { values = Array(repeating: nil, count: count) }
+    func store(_ result: Result<PendingFile, OutputError>, at n: Int) {
+      lock.withLock { _ in values[n] = result }
+    }
+  }
+
   /// Merges the shards' lines in traffic line order. With `byRecipient`
   /// (delivery lists), lines of one message from several shards become one
   /// line whose recipients are merged by user; otherwise (decisions) a
   /// message's lines from all shards are ordered by user.
-  static func merge(_ readers: [LZ4LineReader], into file: BlockedFrameFile, byRecipient: Bool)
+  static func merge(_ readers: [LZ4LineReader], into file: LZ4FrameFile, byRecipient: Bool)
     throws(OutputError)
   {
-    var heads = try readers.map { reader throws(OutputError) in try NumberedLine.next(reader) }
+    var content = ContentBlocks()
     var pending: [UInt8] = []
     pending.reserveCapacity(flushBytes)
-    var group: [(shard: Int, line: NumberedLine)] = []
-    while let number = heads.compactMap({ $0?.number }).min() {
-      group.removeAll(keepingCapacity: true)
-      for r in readers.indices {
-        while let head = heads[r], head.number == number {
-          group.append((r, head))
-          heads[r] = try NumberedLine.next(readers[r])
-        }
-      }
-      if group.count == 1 {
-        pending += group[0].line.body
-      } else if byRecipient {
-        pending += try mergedRecipients(group.map(\.line), path: file.file.path)
-      } else {
-        let keyed = try group.enumerated().map { (i, entry) throws(OutputError) in
-          (
-            key: try decisionUser(entry.line.body, path: file.file.path), order: i,
-            body: entry.line.body
-          )
-        }
-        for entry in keyed.sorted(by: { precedes($0.key, $0.order, $1.key, $1.order) }) {
-          pending += entry.body
-        }
-      }
-      if pending.count >= flushBytes {
-        try BlockedFrameFile.append([(file, [pending])])
-        pending = []
-        pending.reserveCapacity(flushBytes)
-      }
+    func flush() throws(OutputError) {
+      for block in ContentBlocks.compress(content.cut([pending])) { try file.append(blocks: block) }
+      pending.removeAll(keepingCapacity: true)
     }
-    try BlockedFrameFile.append([(file, [pending])])
+    // A head is a slice of its reader's buffer: it is dropped before the
+    // reader reads on, so the buffer is never copied.
+    var heads = try readers.map { reader throws(OutputError) in try NumberedLine.next(reader) }
+    func advance(_ r: Int) throws(OutputError) {
+      heads[r] = nil
+      heads[r] = try NumberedLine.next(readers[r])
+    }
+    var from: [Int] = []
+    var groupBytes: [UInt8] = []
+    var groupLines: [Range<Int>] = []
+    while true {
+      var number = Int.max
+      for head in heads { if let head, head.number < number { number = head.number } }
+      guard number < .max else { break }
+      from.removeAll(keepingCapacity: true)
+      for r in readers.indices where heads[r]?.number == number { from.append(r) }
+      if from.count == 1 {
+        // One shard has this line's recipients: its lines as they are.
+        let r = from[0]
+        while heads[r]?.number == number {
+          heads[r]!.appendBody(to: &pending)
+          try advance(r)
+        }
+      } else {
+        // Several shards: copies of their lines, then merged by user.
+        groupBytes.removeAll(keepingCapacity: true)
+        groupLines.removeAll(keepingCapacity: true)
+        for r in from {
+          while heads[r]?.number == number {
+            let start = groupBytes.count
+            heads[r]!.appendBody(to: &groupBytes)
+            groupLines.append(start..<groupBytes.count)
+            try advance(r)
+          }
+        }
+        if byRecipient {
+          try appendMergedRecipients(
+            groupLines.map { groupBytes[$0] }, number: number, to: &pending, path: file.file.path)
+        } else {
+          let keys = try groupLines.map { range throws(OutputError) in
+            try decisionUser(groupBytes[range], path: file.file.path)
+          }
+          for k in groupLines.indices.sorted(by: { precedes(keys[$0], $0, keys[$1], $1) }) {
+            pending += groupBytes[groupLines[k]]
+          }
+        }
+      }
+      if pending.count >= flushBytes { try flush() }
+    }
+    try flush()
+    for block in ContentBlocks.compress(content.rest()) { try file.append(blocks: block) }
   }
 
   static let flushBytes = 8 << 20
 
-  /// One message's delivery line from several shards, as one line.
-  static func mergedRecipients(_ lines: [NumberedLine], path: String) throws(OutputError) -> [UInt8]
-  {
-    let marker = Array(#""recipients":["#.utf8)
-    var entries: [(key: [UInt8], order: Int, bytes: ArraySlice<UInt8>)] = []
+  /// One message's delivery lines from several shards, as one line:
+  /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` (the same in
+  /// every shard), the recipients of all ordered by user, `]}`.
+  static func appendMergedRecipients(
+    _ lines: [ArraySlice<UInt8>], number: Int, to merged: inout [UInt8], path: String
+  ) throws(OutputError) {
+    var entries: [(key: ArraySlice<UInt8>, order: Int, bytes: ArraySlice<UInt8>)] = []
     var prefix: ArraySlice<UInt8> = []
-    for line in lines {
-      let body = line.body[...]
-      guard let at = body.firstRange(of: marker), body.count >= 3,
-        body[body.endIndex - 3..<body.endIndex].elementsEqual("]}\n".utf8)
+    for body in lines {
+      var i = body.startIndex
+      _ = try JSONFields.string(in: body, after: #"{"message":"#, at: &i, path: path)
+      _ = try JSONFields.string(in: body, after: #","channel":"#, at: &i, path: path)
+      // Then ts (a number) and kind (a plain word): the first '[' opens the recipients.
+      while i < body.endIndex && body[i] != UInt8(ascii: "[") { i += 1 }
+      guard i < body.endIndex, body.count >= 3,
+        body[(body.endIndex - 3)...].elementsEqual("]}\n".utf8)
       else { throw OutputError(path: path, reason: "a delivery line without its recipients") }
-      let head = body[..<at.upperBound]
+      i += 1
+      let head = body[..<i]
       if prefix.isEmpty { prefix = head }
       guard head.elementsEqual(prefix) else {
         throw OutputError(
-          path: path, reason: "line \(line.number) differs between shards outside its recipients")
+          path: path, reason: "line \(number) differs between shards outside its recipients")
       }
-      var i = at.upperBound
       let end = body.endIndex - 3
       while i < end {
         let start = i
@@ -214,7 +270,7 @@ public enum ShardMerge {
         if i < end && body[i] == UInt8(ascii: ",") { i += 1 }
       }
     }
-    var merged = Array(prefix)
+    merged += prefix
     for (n, entry) in entries.sorted(by: { precedes($0.key, $0.order, $1.key, $1.order) })
       .enumerated()
     {
@@ -222,18 +278,19 @@ public enum ShardMerge {
       merged += entry.bytes
     }
     merged += "]}\n".utf8
-    return merged
   }
 
   /// A decision line's user id.
-  static func decisionUser(_ body: [UInt8], path: String) throws(OutputError) -> [UInt8] {
+  static func decisionUser(_ body: ArraySlice<UInt8>, path: String) throws(OutputError)
+    -> ArraySlice<UInt8>
+  {
     var i = body.startIndex
-    _ = try JSONFields.string(in: body[...], after: #"{"message":"#, at: &i, path: path)
-    return try JSONFields.string(in: body[...], after: #","user":"#, at: &i, path: path)
+    _ = try JSONFields.string(in: body, after: #"{"message":"#, at: &i, path: path)
+    return try JSONFields.string(in: body, after: #","user":"#, at: &i, path: path)
   }
 
   /// User ids in byte order (the contract's), then the order met.
-  static func precedes(_ a: [UInt8], _ i: Int, _ b: [UInt8], _ j: Int) -> Bool {
+  static func precedes(_ a: ArraySlice<UInt8>, _ i: Int, _ b: ArraySlice<UInt8>, _ j: Int) -> Bool {
     a == b ? i < j : a.lexicographicallyPrecedes(b)
   }
 }
@@ -242,7 +299,15 @@ public enum ShardMerge {
 /// as one-node output has it (`{"line":N,` becomes `{`), with its newline.
 struct NumberedLine {
   var number: Int
-  var body: [UInt8]
+  /// The line after `{"line":N,`, in its reader's buffer.
+  var rest: ArraySlice<UInt8>
+
+  /// The one-node line: `{`, the rest, a newline.
+  func appendBody(to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "{"))
+    bytes += rest
+    bytes.append(UInt8(ascii: "\n"))
+  }
 
   static func next(_ reader: LZ4LineReader) throws(OutputError) -> NumberedLine? {
     guard let line = try reader.nextLine() else { return nil }
@@ -263,27 +328,52 @@ struct NumberedLine {
     guard i < line.endIndex, line[i] == UInt8(ascii: ",") else {
       throw OutputError(path: reader.path, reason: "an unreadable line number")
     }
-    var body = [UInt8(ascii: "{")]
-    body.reserveCapacity(line.endIndex - i + 1)
-    body += line[(i + 1)...]
-    body.append(UInt8(ascii: "\n"))
-    return NumberedLine(number: number, body: body)
+    return NumberedLine(number: number, rest: line[(i + 1)...])
   }
 }
 
 /// Just enough JSON to read the fields merge orders by, in lines Fanout wrote.
 enum JSONFields {
   /// The decoded bytes of the JSON string that follows `key` at `i`; `i`
-  /// moves past it.
+  /// moves past it. Without escapes (the usual case) they are a slice of
+  /// `bytes`; with them, of a decoded copy.
   static func string(in bytes: ArraySlice<UInt8>, after key: String, at i: inout Int, path: String)
+    throws(OutputError) -> ArraySlice<UInt8>
+  {
+    var matched = true
+    var k = i
+    for byte in key.utf8 {
+      guard k < bytes.endIndex, bytes[k] == byte else {
+        matched = false
+        break
+      }
+      k += 1
+    }
+    guard matched, k < bytes.endIndex, bytes[k] == UInt8(ascii: "\"") else {
+      throw OutputError(path: path, reason: "expected \(key) in a line")
+    }
+    let start = k + 1
+    var end = start
+    while end < bytes.endIndex && bytes[end] != UInt8(ascii: "\"")
+      && bytes[end] != UInt8(ascii: "\\")
+    {
+      end += 1
+    }
+    guard end < bytes.endIndex else {
+      throw OutputError(path: path, reason: "an unterminated string in a line")
+    }
+    if bytes[end] == UInt8(ascii: "\"") {
+      i = end + 1
+      return bytes[start..<end]
+    }
+    i = start
+    return try decoded(bytes, at: &i, path: path)[...]
+  }
+
+  /// Decodes the string whose content starts at `i`, up to its closing quote.
+  static func decoded(_ bytes: ArraySlice<UInt8>, at i: inout Int, path: String)
     throws(OutputError) -> [UInt8]
   {
-    let key = Array(key.utf8)
-    guard bytes[i...].starts(with: key + [UInt8(ascii: "\"")]) else {
-      throw OutputError(
-        path: path, reason: "expected \(String(decoding: key, as: UTF8.self)) in a line")
-    }
-    i += key.count + 1
     var out: [UInt8] = []
     while i < bytes.endIndex {
       let b = bytes[i]

@@ -105,6 +105,36 @@ struct ScaleOutTests {
     }
   }
 
+  @Test(
+    "user ids that JSON escapes, or order by bytes past ASCII, merge in one-node order",
+    arguments: [3, 7])
+  func escapedIDs(_ shards: Int) throws {
+    // 40 users: quotes, backslashes, control characters, non-ASCII, all in
+    // one channel with two devices each, so every message spans shards.
+    let ids = (0..<40).map { n in
+      [
+        "'q\"\(n)'", "'b\\\(n)'", "char(1) || 'c\(n)'", "'é\(n)'", "'日\(n)'", "'Z\(n)'", "'a\(n)'",
+        "char(9) || '\(n)'",
+      ][n % 8]
+    }
+    var sql = "INSERT INTO channels VALUES ('room', 'group');\n"
+    for (n, id) in ids.enumerated() {
+      sql += "INSERT INTO users (user_id) VALUES (\(id));\n"
+      sql += "INSERT INTO members VALUES ('room', \(id));\n"
+      sql +=
+        "INSERT INTO devices VALUES (\(2 * n + 1), \(id), 'apns', 'a\(n)'), (\(2 * n + 2), \(id), 'fcm', 'f\(n)');\n"
+    }
+    let snapshot = SQLiteFixture.make(sql)
+    let dir = makeTemporaryDirectory()
+    let traffic = dir + "/traffic.ndjson"
+    let lines = (1...5).map { #"{"id":"m\#($0)","channel":"room","ts":\#($0 * 1000)}"# }
+    try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: traffic))
+    let (one, merged) = splitEvalMerge(
+      snapshot: snapshot, traffic: traffic, shards: shards, extra: ["--decisions"])
+    expectSameFiles(one, merged)
+    #expect(readText(one + "/summary.json").contains(#""delivered": 200,"#))
+  }
+
   @Test("a user's shard is Spark's pmod(xxhash64(user_id), N)")
   func shardFunction() {
     // Spark 4 (pyspark 4.3.0): SELECT pmod(xxhash64(id), 7) for these ids.
