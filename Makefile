@@ -3,7 +3,7 @@
 
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata pkg-config
+DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata pkg-config libhiredis-dev redis-server
 FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo

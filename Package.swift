@@ -18,6 +18,7 @@ let package = Package(
   targets: [
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
+    .systemLibrary(name: "CRedis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
 
     // One static inline function: a cache prefetch, for the kernel and lookups.
     .target(name: "CPrefetch"),
@@ -57,7 +58,7 @@ let package = Package(
     .target(
       name: "FanoutStream",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "CRedis", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(

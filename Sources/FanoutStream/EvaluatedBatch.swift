@@ -13,10 +13,14 @@ enum DeliveryEncoding: Sendable {
   case lz4Blocks
   /// Plain lines, each starting with `"gateway":NAME` (standard output).
   case taggedLines
+  /// Plain lines, each starting with its line number in the batch,
+  /// `{"line":N,…` (a message bus: the number says which entry it answers).
+  case numberedLines
 
   func encode(_ lines: [UInt8], gatewayJSON: [UInt8]) -> [UInt8] {
     switch self {
     case .lz4Blocks: return LZ4Frame.blocks(lines)
+    case .numberedLines: return lines
     case .taggedLines:
       // `{"message":…}` becomes `{"gateway":"apns","message":…}`.
       var tagged: [UInt8] = []
@@ -44,8 +48,10 @@ struct EvaluatedBatch {
   let deliveries: [[UInt8]]
   /// `{"line":12,"error":"…"}` per rejected line (with `"producer"` for socket input).
   let rejectedLines: [UInt8]
-  let lines: Int
-  let rejected: Int
+  /// The same rejections, as values.
+  let rejections: [Rejection]
+  var lines: Int
+  var rejected: Int
   let counters: Counters
 
   var gatewayNames: [String] {
@@ -78,6 +84,7 @@ struct EvaluatedBatch {
     let parsedParts = engine.parse(blocks: arrived.map(\.block))
     var parsed: [MessageBatch] = []
     var rejectedLines: [UInt8] = []
+    var rejections: [Rejection] = []
     var rejected = 0
     var lines = 0
     for (part, batches) in zip(arrived, parsedParts) {
@@ -85,6 +92,7 @@ struct EvaluatedBatch {
       for batch in batches {
         rejected += batch.rejections.count
         rejectedLines += RejectedLines.json(batch.rejections, producer: part.producer)
+        rejections += batch.rejections
         parsed.append(batch)
       }
     }
@@ -104,7 +112,7 @@ struct EvaluatedBatch {
     }
     return EvaluatedBatch(
       number: number, snapshot: snapshot, deliveries: deliveries, rejectedLines: rejectedLines,
-      lines: lines, rejected: rejected, counters: counters)
+      rejections: rejections, lines: lines, rejected: rejected, counters: counters)
   }
 
 }
@@ -132,7 +140,11 @@ struct StreamWork: ChunkWork {
   var empty: Output { Output(payloads: [], counters: Counters(gateways: 0)) }
   var indexes: [Index] { [index] }
 
-  func makeWorker() -> Evaluator { Evaluator(index: index, output: .deliveries) }
+  func makeWorker() -> Evaluator {
+    var evaluator = Evaluator(index: index, output: .deliveries)
+    evaluator.writesLineNumbers = encoding == .numberedLines
+    return evaluator
+  }
 
   func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],

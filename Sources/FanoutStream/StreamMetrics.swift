@@ -75,8 +75,11 @@ struct StreamMetrics {
   }
 
   /// The status line and metrics JSON for the interval just ended; starts the next.
+  /// - Parameter lag: for a message bus, its entries read and not yet
+  ///   acknowledged, and those not yet read (when the bus knows).
   mutating func closeInterval(
-    queueDepth: Int, queueCapacity: Int, snapshot: LoadedSnapshot, reloadsRefused: Int
+    queueDepth: Int, queueCapacity: Int, snapshot: LoadedSnapshot, reloadsRefused: Int,
+    lag: (pending: Int64, behind: Int64?)? = nil
   ) -> Report {
     let seconds = max(1e-9, (ContinuousClock.now - intervalStart).seconds)
     let messagesPerSecond = Int((Double(interval.messages) / seconds).rounded())
@@ -87,6 +90,8 @@ struct StreamMetrics {
       "\(messagesPerSecond) messages/s, \(pairsPerSecond) pairs/s, "
       + "batch latency p50 \(threeDecimals(p50)) ms p99 \(threeDecimals(p99)) ms, "
       + "queue \(queueDepth)/\(queueCapacity), snapshot generation \(snapshot.generation)"
+      + (lag.map { ", lag: \($0.pending) pending, \($0.behind.map(String.init) ?? "?") not read" }
+        ?? "")
     let json =
       #"{"time":"\#(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))""#
       + #","uptime_seconds":\#(threeDecimals((ContinuousClock.now - started).seconds))"#
@@ -96,7 +101,11 @@ struct StreamMetrics {
       + #","messages_per_second":\#(messagesPerSecond),"pairs_per_second":\#(pairsPerSecond)"#
       + #","batch_latency_ms":{"p50":\#(threeDecimals(p50)),"p99":\#(threeDecimals(p99)),"batches":\#(interval.batches)}"#
       + #","queue_depth":\#(queueDepth),"queue_capacity":\#(queueCapacity)"#
-      + #","snapshot":\#(snapshot.json),"snapshots_refused":\#(reloadsRefused)}"# + "\n"
+      + #","snapshot":\#(snapshot.json),"snapshots_refused":\#(reloadsRefused)"#
+      + (lag.map {
+        #","lag":{"pending":\#($0.pending),"not_read":\#($0.behind.map(String.init) ?? "null")}"#
+      }
+        ?? "") + "}\n"
     interval = StreamTotals()
     intervalLatency = LatencyHistogram()
     intervalStart = .now

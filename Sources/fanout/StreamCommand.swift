@@ -31,7 +31,38 @@ extension Fanout {
     @Option(
       help: "A folder for the rotated segment files, or - for one NDJSON stream on standard output."
     )
-    var out: String
+    var out: String?
+
+    @Option(
+      help: """
+        Consume a Redis stream instead (redis://host:port or unix:///path, optional ?db=N; \
+        password from FANOUT_REDIS_PASSWORD): docs/stream.md, "Redis".
+        """)
+    var redis: String?
+
+    @Option(help: "With --redis: the input stream (each entry's field 'message' is one line).")
+    var input: String?
+
+    @Option(help: "With --redis: the consumer group (created if missing).")
+    var group: String?
+
+    @Option(help: "With --redis: this consumer's name in the group (default: host name and pid).")
+    var consumer: String?
+
+    @Option(help: "With --redis: output streams PREFIX:<gateway>, PREFIX:rejected, PREFIX:batches.")
+    var outPrefix = "fanout"
+
+    @Flag(help: "With --redis: a new group starts at the beginning of the stream, not its end.")
+    var fromStart = false
+
+    @Option(
+      parsing: .unconditional,
+      help: "With --redis: take over entries other consumers left pending this many ms.")
+    var claimIdleMs: Int?
+
+    @Option(
+      parsing: .unconditional, help: "With --redis: trim output streams to about N entries.")
+    var maxLen: Int?
 
     @Option(
       help: "Read from this Unix domain socket (several producers) instead of standard input.")
@@ -91,6 +122,31 @@ extension Fanout {
     var statusSeconds = 10.0
 
     func validate() throws {
+      if redis == nil {
+        guard out != nil else { throw ValidationError("--out is required (or --redis).") }
+        for (name, given) in [
+          ("--input", input != nil), ("--group", group != nil), ("--consumer", consumer != nil),
+          ("--claim-idle-ms", claimIdleMs != nil), ("--max-len", maxLen != nil),
+          ("--from-start", fromStart),
+        ] where given {
+          throw ValidationError("\(name) goes with --redis.")
+        }
+      } else {
+        if out != nil || listen != nil {
+          throw ValidationError("--redis reads and writes Redis streams: drop --out and --listen.")
+        }
+        guard let redis, RedisAddress(redis) != nil else {
+          throw ValidationError(
+            "--redis must be redis://host[:port][?db=N] or unix:///path[?db=N].")
+        }
+        guard input != nil, group != nil else {
+          throw ValidationError("--redis needs --input STREAM and --group GROUP.")
+        }
+        if let claimIdleMs, claimIdleMs < 1 {
+          throw ValidationError("--claim-idle-ms must be at least 1")
+        }
+        if let maxLen, maxLen < 1 { throw ValidationError("--max-len must be at least 1") }
+      }
       try validateThreads(threads)
       if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
       if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
@@ -106,7 +162,7 @@ extension Fanout {
     func run() throws {
       var options = StreamOptions(
         snapshot: snapshot, input: listen.map { .socket(path: $0) } ?? .standardInput,
-        destination: out == "-" ? .standardOutput : .directory(out))
+        destination: out == "-" ? .standardOutput : .directory(out ?? "-"))
       options.batchLines = batchMessages
       options.batchMilliseconds = batchMs
       options.rotateBytes = Int(rotateMb * 1_048_576)
@@ -136,9 +192,22 @@ extension Fanout {
       }
       defer { for source in signals { source.cancel() } }
       do {
-        let stage = try StreamStage(options)
-        control.attach(stage)
-        _ = try stage.run()
+        if let redis, let input, let group {
+          var bus = RedisOptions(
+            address: RedisAddress(redis)!,
+            password: getenv("FANOUT_REDIS_PASSWORD").map { String(cString: $0) }, stream: input,
+            group: group, consumer: consumer ?? Self.defaultConsumer, outPrefix: outPrefix)
+          bus.fromStart = fromStart
+          bus.claimIdleMilliseconds = claimIdleMs
+          bus.maxLength = maxLen
+          let stage = try BusStage(options, redis: bus)
+          control.attach(stage)
+          _ = try stage.run()
+        } else {
+          let stage = try StreamStage(options)
+          control.attach(stage)
+          _ = try stage.run()
+        }
       } catch {
         throw fail(error)
       }
@@ -146,17 +215,37 @@ extension Fanout {
   }
 }
 
+/// What signals act on: a stage on standard input or a socket, or on a bus.
+protocol SignalledStage: Sendable {
+  func requestStop(because reason: String)
+  func requestReload()
+}
+
+extension StreamStage: SignalledStage {}
+extension BusStage: SignalledStage {}
+
+extension Fanout.StreamCommand {
+  /// `host-pid`: unique among live consumers, and a restarted stage on
+  /// another pid reads its predecessor's pending entries only through
+  /// `--claim-idle-ms`; give `--consumer` to resume as the same consumer.
+  static var defaultConsumer: String {
+    var name = [CChar](repeating: 0, count: 256)
+    gethostname(&name, name.count - 1)
+    return String(cString: name) + "-\(getpid())"
+  }
+}
+
 /// Forwards signals to the stage, keeping those that arrive before it exists.
 final class StageControl: Sendable {
   private struct State {
-    var stage: StreamStage?
+    var stage: (any SignalledStage)?
     var stopReason: String?
     var reloadRequested = false
   }
   private let state = Mutex(State())
 
   func stop(because reason: String) {
-    let stage = state.withLock { state -> StreamStage? in
+    let stage = state.withLock { state -> (any SignalledStage)? in
       if state.stage == nil { state.stopReason = state.stopReason ?? reason }
       return state.stage
     }
@@ -164,7 +253,7 @@ final class StageControl: Sendable {
   }
 
   func reload() {
-    let stage = state.withLock { state -> StreamStage? in
+    let stage = state.withLock { state -> (any SignalledStage)? in
       if state.stage == nil { state.reloadRequested = true }
       return state.stage
     }
@@ -172,7 +261,7 @@ final class StageControl: Sendable {
   }
 
   /// The stage is set up: what was asked meanwhile is done now.
-  func attach(_ stage: StreamStage) {
+  func attach(_ stage: any SignalledStage) {
     let (stopReason, reload) = state.withLock { state in
       state.stage = stage
       return (state.stopReason, state.reloadRequested)

@@ -1,0 +1,189 @@
+import FanoutOutput
+import FanoutPipeline
+import FanoutTraffic
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `fanout stream --redis`: the stage on a message bus. One thread reads a
+/// batch of entries, evaluates it and commits its output together with the
+/// entries' acknowledgement, so after any crash a batch is either fully out
+/// and acknowledged or not out and still pending (docs/stream.md, "Redis").
+/// A lost connection drops the batch in flight (it is still pending) and is
+/// retried with backoff; reading then starts again with this consumer's
+/// own pending entries.
+public final class BusStage: Sendable {
+  private let options: StreamOptions
+  private let log = StreamLog()
+  private let first: LoadedSnapshot
+  private let reloader: SnapshotReloader
+  private let stopReason = Mutex<String?>(nil)
+  // Used only by the thread in `run()`.
+  private nonisolated(unsafe) let bus: any MessageBus
+
+  public init(_ options: StreamOptions, redis: RedisOptions) throws(PipelineError) {
+    self.options = options
+    if let path = options.metricsPath {
+      do {
+        let (directory, name) = splitPath(path)
+        try PendingFile(directory: directory, name: name).discard()
+      } catch {
+        throw .usage("--metrics '\(path)' cannot be written: \(error.reason)")
+      }
+    }
+    // The snapshot first: a refused one exits before anything is read or acknowledged.
+    first = try LoadedSnapshot.load(
+      path: options.snapshot, generation: 1,
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+    bus = RedisBus(redis)
+    reloader = SnapshotReloader(
+      current: first, log: log, watchEvery: options.watchSeconds,
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+  }
+
+  /// Finishes the batch in flight, then returns from `run()`.
+  public func requestStop(because reason: String) {
+    let isFirst = stopReason.withLock { current -> Bool in
+      defer { current = current ?? reason }
+      return current == nil
+    }
+    if isFirst { log.line("\(reason): finishing the batch in flight") }
+  }
+
+  public func requestReload() { reloader.reload(because: "SIGHUP") }
+
+  private var stopping: Bool { stopReason.withLock { $0 != nil } }
+
+  /// Connects, retrying with backoff (100 ms doubling to 5 s) until it
+  /// succeeds or a stop is requested; false if stopped.
+  private func connect() throws(PipelineError) -> Bool {
+    var delay = 0.1
+    while !stopping {
+      do {
+        try bus.connect()
+        return true
+      } catch {
+        if case .reply(let message) = error { throw .usage("\(bus.source): \(message)") }
+        log.line("\(error); retrying in \(threeDecimals(delay)) s")
+        let until = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+        while ContinuousClock.now < until && !stopping { usleep(20_000) }
+        delay = min(5, delay * 2)
+      }
+    }
+    return false
+  }
+
+  public func run() throws(PipelineError) -> StreamReport {
+    var snapshot = first
+    let threads = options.threads
+    func engine(for snapshot: LoadedSnapshot) -> EvaluationEngine<StreamWork> {
+      EvaluationEngine(
+        index: snapshot.index, threads: threads,
+        work: StreamWork(index: snapshot.index, encoding: .numberedLines),
+        throttleRetention: StreamStage.throttleRetention)
+    }
+    var evaluation = engine(for: snapshot)
+    var metrics = StreamMetrics()
+    var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
+    var batchNumber = 0
+    log.line(
+      "snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) loaded in "
+        + "\(threeDecimals(snapshot.loadSeconds)) s; connecting to \(bus.source)")
+    guard try connect() else {
+      return StreamReport(totals: metrics.total, latency: metrics.runLatency)
+    }
+    log.line("ready: reading \(bus.source)")
+    if let path = options.readyFile {
+      do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch { throw .output(error) }
+    }
+    defer { if let path = options.readyFile { unlink(path) } }
+
+    func reportStatus() {
+      let report = metrics.closeInterval(
+        queueDepth: 0, queueCapacity: 0, snapshot: snapshot, reloadsRefused: reloader.refusedCount,
+        lag: bus.lag())
+      log.line(report.line)
+      if let path = options.metricsPath {
+        do { try writeMetrics(report.json, to: path) } catch {
+          log.line("cannot write the metrics: \(error); going on")
+        }
+      }
+      nextStatus = .now + .seconds(options.statusSeconds)
+    }
+
+    let wake = Duration.milliseconds(min(100, Int(options.batchMilliseconds.rounded(.up))))
+    while !stopping {
+      if let loaded = reloader.takeReady() {
+        snapshot = loaded
+        let previous = evaluation
+        evaluation = engine(for: loaded)
+        evaluation.inheritThrottles(from: previous)
+        log.line("snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)")
+      }
+      if ContinuousClock.now >= nextStatus { reportStatus() }
+      do throws(RedisError) {
+        // A batch: what arrives within --batch-ms of its first entry, up to --batch-messages.
+        var entries = try bus.read(max: options.batchLines, wait: wake)
+        guard !entries.isEmpty else { continue }
+        let arrival = ContinuousClock.now
+        let deadline = arrival + .milliseconds(Int(options.batchMilliseconds))
+        while entries.count < options.batchLines && ContinuousClock.now < deadline && !stopping {
+          let more = try bus.read(
+            max: options.batchLines - entries.count, wait: min(wake, deadline - .now))
+          if more.isEmpty { break }
+          entries += more
+        }
+        batchNumber += 1
+        let (batch, lineEntries) = evaluate(entries, number: batchNumber, snapshot, evaluation)
+        try bus.commit(batch, entries: entries, lineEntries: lineEntries)
+        metrics.record(batch, latencySeconds: (ContinuousClock.now - arrival).seconds)
+      } catch {
+        switch error {
+        case .connection:
+          log.line("\(error): the batch in flight stays pending; reconnecting")
+          guard try connect() else { break }
+        case .reply(let message):
+          throw .output(OutputError(path: bus.source, reason: message))
+        }
+      }
+    }
+    reportStatus()
+    let reason = stopReason.withLock { $0 } ?? "stopped"
+    log.line(metrics.finalLine(reason: reason))
+    return StreamReport(totals: metrics.total, latency: metrics.runLatency)
+  }
+
+  /// Evaluates the entries' lines as one block numbered from 1; returns,
+  /// per line number - 1, the entry it came from.
+  private func evaluate(
+    _ entries: [BusEntry], number: Int, _ snapshot: LoadedSnapshot,
+    _ engine: EvaluationEngine<StreamWork>
+  ) -> (EvaluatedBatch, [Int]) {
+    var block = LineBlock()
+    var lineEntries: [Int] = []
+    for (e, entry) in entries.enumerated() {
+      guard var line = entry.line?[...] else { continue }
+      if line.last == 0x0A { line = line.dropLast() }
+      if line.last == 0x0D { line = line.dropLast() }
+      block.starts.append(block.bytes.count)
+      if line.count > options.maxLineBytes {
+        block.oversized.append(lineEntries.count)
+      } else {
+        block.bytes += line
+      }
+      block.ends.append(block.bytes.count)
+      lineEntries.append(e)
+    }
+    block.lineLimit = options.maxLineBytes
+    var batch = EvaluatedBatch.evaluate(
+      [ArrivedLines(block: block, producer: nil, arrival: .now)], number: number,
+      snapshot: snapshot, engine: engine)
+    // Entries without a message field are rejected too (by `commit`).
+    let unreadable = entries.count - lineEntries.count
+    batch.lines += unreadable
+    batch.rejected += unreadable
+    return (batch, lineEntries)
+  }
+}

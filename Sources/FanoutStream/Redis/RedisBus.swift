@@ -1,0 +1,262 @@
+import FanoutModel
+import FanoutTime
+
+/// One input entry of a message bus: its id, and its traffic line (nil when
+/// the entry has no `message` field, or its data was deleted).
+struct BusEntry {
+  var id: [UInt8]
+  var line: [UInt8]?
+}
+
+/// A message bus the stage consumes from and produces to (`BusStage`).
+/// Redis Streams is the first; a Kafka or NATS adapter would sit beside it.
+protocol MessageBus: AnyObject {
+  /// Where it reads, for the log.
+  var source: String { get }
+  /// (Re)connects and sets up what the stage needs (the consumer group);
+  /// called first and after a lost connection.
+  func connect() throws(RedisError)
+  /// Up to `max` entries: first those this consumer read earlier and did not
+  /// acknowledge (after a crash or a lost connection), then entries other
+  /// consumers left pending too long, then new ones, waiting at most `wait`.
+  func read(max: Int, wait: Duration) throws(RedisError) -> [BusEntry]
+  /// Writes the batch's deliveries, rejections and record and acknowledges
+  /// its entries, all or nothing.
+  func commit(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+    throws(RedisError)
+  /// (entries read but not acknowledged, entries not yet read) for the status line.
+  func lag() -> (pending: Int64, behind: Int64?)?
+}
+
+/// What the Redis stage is asked to do (`fanout stream --redis`).
+public struct RedisOptions: Sendable {
+  public var address: RedisAddress
+  public var password: String?
+  public var stream: String
+  public var group: String
+  public var consumer: String
+  public var outPrefix: String
+  /// Create the group at the start of the stream rather than its end.
+  public var fromStart = false
+  /// Take over entries other consumers left pending this long.
+  public var claimIdleMilliseconds: Int?
+  /// Trim output streams to about this many entries.
+  public var maxLength: Int?
+
+  public init(
+    address: RedisAddress, password: String?, stream: String, group: String, consumer: String,
+    outPrefix: String
+  ) {
+    self.address = address
+    self.password = password
+    self.stream = stream
+    self.group = group
+    self.consumer = consumer
+    self.outPrefix = outPrefix
+  }
+}
+
+/// Redis Streams through a consumer group (docs/stream.md, "Redis"):
+/// `XREADGROUP` in, and per batch one `MULTI`/`EXEC` holding an `XADD` per
+/// delivery line, rejection and batch record, and the `XACK` of its entries.
+final class RedisBus: MessageBus {
+  let options: RedisOptions
+  private var connection: RedisConnection?
+  /// Whether this consumer's own pending entries are still to be re-read
+  /// (at the start and after every lost connection).
+  private var pendingFirst = true
+  private var claimCursor: [UInt8] = Array("0-0".utf8)
+
+  init(_ options: RedisOptions) { self.options = options }
+
+  var source: String {
+    "Redis stream '\(options.stream)' at \(options.address), group '\(options.group)', consumer '\(options.consumer)'"
+  }
+
+  private var streamKey: [UInt8] { Array(options.stream.utf8) }
+  private var groupKey: [UInt8] { Array(options.group.utf8) }
+  private var consumerKey: [UInt8] { Array(options.consumer.utf8) }
+
+  func connect() throws(RedisError) {
+    connection = nil
+    let made = try RedisConnection(
+      options.address, password: options.password, timeoutMilliseconds: 5_000)
+    let created = try made.command([
+      "XGROUP", "CREATE", options.stream, options.group, options.fromStart ? "0" : "$", "MKSTREAM",
+    ])
+    if case .error(let message) = created, !message.hasPrefix("BUSYGROUP") {
+      throw .reply(message)
+    }
+    // An output key of another type would fail inside EXEC, after other
+    // commands of the batch applied: refused here instead.
+    for key in ["rejected", "batches"] {
+      let type = try check(made.command(["TYPE", options.outPrefix + ":" + key]))
+      if case .status(let t) = type, t != "none" && t != "stream" {
+        throw .reply("'\(options.outPrefix):\(key)' is a \(t), not a stream")
+      }
+    }
+    connection = made
+    pendingFirst = true
+  }
+
+  private func live() throws(RedisError) -> RedisConnection {
+    guard let connection else { throw .connection("not connected") }
+    return connection
+  }
+
+  func read(max: Int, wait: Duration) throws(RedisError) -> [BusEntry] {
+    let redis = try live()
+    let count = Array("\(max)".utf8)
+    if pendingFirst {
+      let own = try entries(
+        check(
+          redis.command([
+            Array("XREADGROUP".utf8), Array("GROUP".utf8), groupKey, consumerKey,
+            Array("COUNT".utf8), count, Array("STREAMS".utf8), streamKey, Array("0".utf8),
+          ])))
+      if !own.isEmpty { return own }
+      pendingFirst = false
+    }
+    if let idle = options.claimIdleMilliseconds {
+      let claimed = try check(
+        redis.command([
+          Array("XAUTOCLAIM".utf8), streamKey, groupKey, consumerKey, Array("\(idle)".utf8),
+          claimCursor, Array("COUNT".utf8), count,
+        ]))
+      if let parts = claimed.array, parts.count >= 2 {
+        claimCursor = parts[0].bytes ?? Array("0-0".utf8)
+        let taken = entryList(parts[1])
+        if !taken.isEmpty { return taken }
+      }
+    }
+    let milliseconds = Swift.max(
+      1, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
+    redis.setTimeout(milliseconds: milliseconds + 5_000)
+    defer { redis.setTimeout(milliseconds: 5_000) }
+    return try entries(
+      check(
+        redis.command([
+          Array("XREADGROUP".utf8), Array("GROUP".utf8), groupKey, consumerKey, Array("COUNT".utf8),
+          count, Array("BLOCK".utf8), Array("\(milliseconds)".utf8), Array("STREAMS".utf8),
+          streamKey, Array(">".utf8),
+        ])))
+  }
+
+  /// The entries of an XREADGROUP reply (nil: none).
+  private func entries(_ reply: RedisReply) -> [BusEntry] {
+    guard let streams = reply.array, let first = streams.first?.array, first.count == 2 else {
+      return []
+    }
+    return entryList(first[1])
+  }
+
+  /// `[[id, [field, value, …]], …]`; a deleted entry has no field list.
+  private func entryList(_ reply: RedisReply) -> [BusEntry] {
+    (reply.array ?? []).compactMap { entry in
+      guard let parts = entry.array, let id = parts.first?.bytes else { return nil }
+      var line: [UInt8]?
+      if parts.count > 1, let fields = parts[1].array {
+        var i = 0
+        while i + 1 < fields.count {
+          if fields[i].bytes == Self.messageField { line = fields[i + 1].bytes }
+          i += 2
+        }
+      }
+      return BusEntry(id: id, line: line)
+    }
+  }
+
+  static let messageField = Array("message".utf8)
+
+  func commit(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+    throws(RedisError)
+  {
+    let redis = try live()
+    var trim: [[UInt8]] = []
+    if let maxLength = options.maxLength {
+      trim = [Array("MAXLEN".utf8), Array("~".utf8), Array("\(maxLength)".utf8)]
+    }
+    let prefix = options.outPrefix + ":"
+    var queued = 0
+    func xadd(_ key: String, _ fields: [[UInt8]]) throws(RedisError) {
+      try redis.append([Array("XADD".utf8), Array(key.utf8)] + trim + [Array("*".utf8)] + fields)
+      queued += 1
+    }
+    try redis.append([Array("MULTI".utf8)])
+    for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
+      let key = prefix + batch.snapshot.index.gateways[g]
+      var start = 0
+      while start < lines.count {
+        let end = lines[start...].firstIndex(of: 0x0A)!
+        let (number, body) = Self.splitLineNumber(lines[start..<end])
+        try xadd(
+          key, [Array("line".utf8), body, Array("entry".utf8), entries[lineEntries[number - 1]].id])
+        start = end + 1
+      }
+    }
+    for rejection in batch.rejections {
+      try xadd(
+        prefix + "rejected",
+        [
+          Array("entry".utf8), entries[lineEntries[rejection.line - 1]].id, Array("error".utf8),
+          Array(rejection.reason.utf8),
+        ])
+    }
+    for entry in entries where entry.line == nil {
+      try xadd(
+        prefix + "rejected",
+        [Array("entry".utf8), entry.id, Array("error".utf8), Array("no 'message' field".utf8)])
+    }
+    try xadd(
+      prefix + "batches",
+      [Array("batch".utf8), batch.record(closedAtMillis: WallClock.nowMillis())])
+    try redis.append([Array("XACK".utf8), streamKey, groupKey] + entries.map(\.id))
+    try redis.append([Array("EXEC".utf8)])
+    _ = try check(redis.reply())  // MULTI
+    var refused: String?
+    for _ in 0...queued {  // the XADDs and the XACK: QUEUED, or an error
+      if case .error(let message) = try redis.reply() { refused = refused ?? message }
+    }
+    let exec = try redis.reply()
+    if let refused { throw .reply("batch \(batch.number) not written: \(refused)") }
+    guard let results = exec.array else {
+      throw .reply("batch \(batch.number) not written: \(exec)")
+    }
+    for result in results {
+      if case .error(let message) = result {
+        throw .reply("batch \(batch.number) partly failed inside EXEC: \(message)")
+      }
+    }
+  }
+
+  /// `{"line":N,rest` → (N, `{rest`).
+  static func splitLineNumber(_ line: ArraySlice<UInt8>) -> (Int, [UInt8]) {
+    var i = line.startIndex + #"{"line":"#.utf8.count
+    var number = 0
+    while line[i] != UInt8(ascii: ",") {
+      number = number * 10 + Int(line[i] - UInt8(ascii: "0"))
+      i += 1
+    }
+    return (number, [UInt8(ascii: "{")] + line[(i + 1)...])
+  }
+
+  func lag() -> (pending: Int64, behind: Int64?)? {
+    guard let redis = connection,
+      let groups = try? check(redis.command(["XINFO", "GROUPS", options.stream])).array
+    else { return nil }
+    for group in groups {
+      guard let fields = group.array else { continue }
+      var values: [String: RedisReply] = [:]
+      var i = 0
+      while i + 1 < fields.count {
+        if let name = fields[i].bytes {
+          values[String(decoding: name, as: UTF8.self)] = fields[i + 1]
+        }
+        i += 2
+      }
+      guard values["name"]?.bytes == groupKey else { continue }
+      return (values["pending"]?.integer ?? 0, values["lag"]?.integer)
+    }
+    return nil
+  }
+}

@@ -1,0 +1,190 @@
+import CRedis
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Where a Redis server is: `redis://host:port` or `unix:///path`, each
+/// with an optional `?db=N`.
+public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
+  public enum Endpoint: Sendable, Equatable {
+    case tcp(host: String, port: Int)
+    case unix(path: String)
+  }
+
+  public let endpoint: Endpoint
+  public let database: Int
+  public let text: String
+
+  public init?(_ url: String) {
+    text = url
+    var rest = Substring(url)
+    var database = 0
+    if let q = rest.firstIndex(of: "?") {
+      let query = rest[rest.index(after: q)...]
+      rest = rest[..<q]
+      guard query.hasPrefix("db="), let n = Int(query.dropFirst(3)), n >= 0 else { return nil }
+      database = n
+    }
+    self.database = database
+    if rest.hasPrefix("unix://") {
+      let path = rest.dropFirst("unix://".count)
+      guard path.hasPrefix("/") else { return nil }
+      endpoint = .unix(path: String(path))
+    } else if rest.hasPrefix("redis://") {
+      var hostPort = rest.dropFirst("redis://".count)
+      if hostPort.hasSuffix("/") { hostPort = hostPort.dropLast() }
+      let parts = hostPort.split(separator: ":", omittingEmptySubsequences: false)
+      guard parts.count <= 2, let host = parts.first, !host.isEmpty else { return nil }
+      let port = parts.count == 2 ? Int(parts[1]) : 6379
+      guard let port, (1...65535).contains(port) else { return nil }
+      endpoint = .tcp(host: String(host), port: port)
+    } else {
+      return nil
+    }
+  }
+
+  public var description: String { text }
+}
+
+/// A failed Redis call: the connection broke (worth reconnecting), or the
+/// server answered with an error.
+public enum RedisError: Error, CustomStringConvertible {
+  case connection(String)
+  case reply(String)
+
+  public var description: String {
+    switch self {
+    case .connection(let reason): "connection lost: \(reason)"
+    case .reply(let message): "Redis replied: \(message)"
+    }
+  }
+}
+
+/// A decoded reply. Bulk strings stay bytes: entry ids and fields are
+/// copied once, never turned into `String`s on the hot path.
+public indirect enum RedisReply: Sendable {
+  case bytes([UInt8])
+  case status(String)
+  case integer(Int64)
+  case array([RedisReply])
+  case null
+  case error(String)
+
+  var array: [RedisReply]? { if case .array(let a) = self { a } else { nil } }
+  var bytes: [UInt8]? { if case .bytes(let b) = self { b } else { nil } }
+  var integer: Int64? { if case .integer(let i) = self { i } else { nil } }
+}
+
+/// One connection to Redis (hiredis, blocking), closed when released. Not
+/// for sharing between threads.
+public final class RedisConnection {
+  private let context: UnsafeMutablePointer<redisContext>
+  public let address: RedisAddress
+
+  /// Connects, authenticates with `password` (if any) and selects the database.
+  public init(_ address: RedisAddress, password: String?, timeoutMilliseconds: Int)
+    throws(RedisError)
+  {
+    self.address = address
+    let made: UnsafeMutablePointer<redisContext>? =
+      switch address.endpoint {
+      case .tcp(let host, let port): credis_connect_tcp(host, Int32(port), timeoutMilliseconds)
+      case .unix(let path): credis_connect_unix(path, timeoutMilliseconds)
+      }
+    guard let made else { throw .connection("cannot allocate a Redis context") }
+    guard credis_err(made) == 0 else {
+      let reason = String(cString: credis_errstr(made))
+      redisFree(made)
+      throw .connection("\(address): \(reason)")
+    }
+    context = made
+    _ = credis_set_timeout_ms(context, timeoutMilliseconds)
+    if let password { _ = try check(command(["AUTH", password])) }
+    if address.database != 0 { _ = try check(command(["SELECT", "\(address.database)"])) }
+  }
+
+  deinit { redisFree(context) }
+
+  /// How long a reply may take before the connection counts as lost.
+  public func setTimeout(milliseconds: Int) { _ = credis_set_timeout_ms(context, milliseconds) }
+
+  /// Sends one command and waits for its reply.
+  public func command(_ arguments: [String]) throws(RedisError) -> RedisReply {
+    try command(arguments.map { Array($0.utf8) })
+  }
+
+  public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
+    try append(arguments)
+    return try reply()
+  }
+
+  /// Queues a command (pipelining): its reply is read by a later `reply()`.
+  public func append(_ arguments: [[UInt8]]) throws(RedisError) {
+    let count = arguments.count
+    let pointers = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: count)
+    let lengths = UnsafeMutablePointer<Int>.allocate(capacity: count)
+    defer {
+      pointers.deallocate()
+      lengths.deallocate()
+    }
+    // One buffer holds every argument, so the pointers stay valid for the call.
+    var joined: [UInt8] = []
+    joined.reserveCapacity(arguments.reduce(0) { $0 + $1.count })
+    var offsets: [Int] = []
+    for argument in arguments {
+      offsets.append(joined.count)
+      joined += argument
+    }
+    let status = joined.withUnsafeBufferPointer { buffer -> Int32 in
+      let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+      for i in 0..<count {
+        pointers[i] = (base + offsets[i]).assumingMemoryBound(to: CChar.self)
+        lengths[i] = arguments[i].count
+      }
+      return redisAppendCommandArgv(context, Int32(count), pointers, lengths)
+    }
+    guard status == REDIS_OK else { throw .connection(errorText) }
+  }
+
+  /// The next reply of the pipeline.
+  public func reply() throws(RedisError) -> RedisReply {
+    var raw: UnsafeMutableRawPointer?
+    guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
+      throw .connection(errorText)
+    }
+    let reply = raw.assumingMemoryBound(to: redisReply.self)
+    defer { freeReplyObject(reply) }
+    return Self.decode(reply)
+  }
+
+  private var errorText: String {
+    credis_err(context) == 0 ? "no reply" : String(cString: credis_errstr(context))
+  }
+
+  private static func decode(_ r: UnsafeMutablePointer<redisReply>) -> RedisReply {
+    let reply = r.pointee
+    switch reply.type {
+    case REDIS_REPLY_STRING:
+      return .bytes(
+        Array(UnsafeRawBufferPointer(start: reply.str, count: Int(reply.len))))
+    case REDIS_REPLY_STATUS:
+      return .status(String(cString: reply.str))
+    case REDIS_REPLY_ERROR:
+      return .error(String(cString: reply.str))
+    case REDIS_REPLY_INTEGER:
+      return .integer(reply.integer)
+    case REDIS_REPLY_ARRAY:
+      return .array((0..<Int(reply.elements)).map { decode(reply.element[$0]!) })
+    default:
+      return .null
+    }
+  }
+}
+
+/// A reply, or the server's error thrown.
+@discardableResult
+func check(_ reply: RedisReply) throws(RedisError) -> RedisReply {
+  if case .error(let message) = reply { throw .reply(message) }
+  return reply
+}

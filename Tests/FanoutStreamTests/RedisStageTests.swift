@@ -1,0 +1,204 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// `fanout stream --redis` against a real `redis-server` each test starts
+/// on its own socket: every line through the stage equals `fanout eval`'s
+/// deliveries, whatever crashes in between.
+@Suite("fanout stream --redis", .serialized)
+struct RedisStageTests {
+  /// Generated chat data (no throttle: a restarted stage starts its throttle
+  /// afresh, docs/stream.md) and eval's output on it.
+  final class World: @unchecked Sendable {
+    let snapshot: String
+    let lines: [String]
+    let eval: String
+
+    init(users: Int, messages: Int, seed: Int, extraLines: [String] = []) {
+      let dir = makeTemporaryDirectory("fanout-redis-world")
+      let gen = runProcess(
+        fanoutExecutable,
+        [
+          "gen", "--users", "\(users)", "--messages", "\(messages)", "--seed", "\(seed)", "--out",
+          dir,
+        ])
+      precondition(gen.status == 0, gen.stderr)
+      snapshot = dir + "/snapshot.sqlite"
+      lines = readText(dir + "/traffic.ndjson").split(separator: "\n").map(String.init) + extraLines
+      try! Data((lines.joined(separator: "\n") + "\n").utf8).write(
+        to: URL(fileURLWithPath: dir + "/all.ndjson"))
+      eval = dir + "/eval"
+      let r = runProcess(
+        fanoutExecutable,
+        ["eval", "--snapshot", snapshot, "--messages", dir + "/all.ndjson", "--out", eval])
+      precondition(r.status == 0, r.stderr)
+    }
+
+    /// eval's delivery lines per gateway, in order.
+    var deliveries: [String: [String]] {
+      var result: [String: [String]] = [:]
+      for name in listDirectory(eval) where name.hasSuffix(".ndjson.lz4") {
+        let gateway = String(name.dropLast(".ndjson.lz4".count))
+        result[gateway] = lz4CommandLineDecode(eval + "/" + name)!.split(separator: "\n").map(
+          String.init)
+      }
+      return result
+    }
+
+    var rejected: Int {
+      (try! JSONSerialization.jsonObject(
+        with: Data(contentsOf: URL(fileURLWithPath: eval + "/summary.json"))) as! [String: Any])[
+          "rejected"] as! Int
+    }
+  }
+
+  static let small = World(
+    users: 2000, messages: 3000, seed: 21,
+    extraLines: [
+      "not json", #"{"id":"x"}"#, "\u{1}\u{2}junk\u{7f}", #"{"id":"m","channel":"nope","ts":1}"#,
+    ])
+  static let large = World(users: 20000, messages: 50000, seed: 22)
+
+  func stage(_ server: RedisServer, _ world: World, consumer: String, extra: [String] = [])
+    -> StreamProcess
+  {
+    StreamProcess(
+      [
+        "--snapshot", world.snapshot, "--redis", server.url, "--input", "in", "--group", "g",
+        "--from-start", "--consumer", consumer, "--batch-messages", "500", "--batch-ms", "20",
+        "--status-seconds", "60", "--threads", "2",
+      ] + extra)
+  }
+
+  /// The input lines the batch records account for.
+  func linesDone(_ server: RedisServer) -> Int {
+    server.entries("fanout:batches", fields: 1).reduce(0) { total, entry in
+      let record =
+        try! JSONSerialization.jsonObject(with: Data(entry["batch"]!.utf8)) as! [String: Any]
+      return total + (record["lines"] as! Int)
+    }
+  }
+
+  /// Waits until every entry is written and acknowledged.
+  func waitUntilDone(_ server: RedisServer, entries: Int, _ process: StreamProcess) {
+    let done = process.wait(seconds: 120) {
+      linesDone(server) >= entries && server.progress("in", group: "g")?.pending == 0
+    }
+    #expect(done, "not done: \(linesDone(server)) of \(entries); \(process.stderr)")
+  }
+
+  func outputLines(_ server: RedisServer, _ gateways: some Sequence<String>) -> [String: [String]] {
+    var result: [String: [String]] = [:]
+    for gateway in gateways {
+      result[gateway] = server.entries("fanout:" + gateway, fields: 2).map { $0["line"]! }
+    }
+    return result
+  }
+
+  @Test(
+    "all traffic through the stage: eval's deliveries in eval's order; bad entries rejected, acknowledged and counted"
+  )
+  func sameAsEval() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: world.lines)
+    server.cli(["XADD", "in", "*", "other", "no message field"])
+    let process = stage(server, world, consumer: "c1")
+    waitUntilDone(server, entries: world.lines.count + 1, process)
+    process.send(SIGTERM)
+    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    let expected = world.deliveries
+    #expect(outputLines(server, expected.keys) == expected)
+    let rejected = server.entries("fanout:rejected", fields: 2)
+    #expect(rejected.count == world.rejected + 1)
+    let inputIDs = Set(server.entries("in", fields: 1).map { $0["id"]! })
+    #expect(rejected.allSatisfy { inputIDs.contains($0["entry"] ?? "") })
+    #expect(rejected.contains { $0["error"] == "no 'message' field" })
+    #expect(server.progress("in", group: "g")?.pending == 0)
+    #expect(process.stderr.contains("\(world.rejected + 1) rejected"), "\(process.stderr)")
+  }
+
+  @Test(
+    "kill -9 of the stage at random points, five times, in a 50k-message run: nothing lost, nothing doubled"
+  )
+  func killedAndRestarted() {
+    let server = RedisServer()
+    let world = Self.large
+    server.feed("in", lines: world.lines)
+    var random = SystemRandomNumberGenerator()
+    var kills = 0
+    for _ in 0..<5 {
+      let process = stage(server, world, consumer: "c1")
+      // Once it has written something, at a random point of the next 400 ms.
+      process.wait(seconds: 30) { linesDone(server) > 0 || process.stderr.contains("ready") }
+      usleep(UInt32.random(in: 50_000...400_000, using: &random))
+      process.send(SIGKILL)
+      _ = process.waitForExit()
+      kills += 1
+    }
+    #expect(kills == 5)
+    #expect(linesDone(server) < world.lines.count, "the run ended before the kills")
+    let last = stage(server, world, consumer: "c1")
+    waitUntilDone(server, entries: world.lines.count, last)
+    last.send(SIGTERM)
+    #expect(last.waitForExit() == 0)
+    let expected = world.deliveries
+    #expect(outputLines(server, expected.keys) == expected)
+    #expect(linesDone(server) == world.lines.count)
+  }
+
+  @Test("two consumers in one group, one dead with entries pending: --claim-idle-ms finishes them")
+  func claimed() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: world.lines)
+    // c1 reads 700 entries and dies before writing anything.
+    server.cli(["XGROUP", "CREATE", "in", "g", "0"])
+    let read = server.cli(["XREADGROUP", "GROUP", "g", "c1", "COUNT", "700", "STREAMS", "in", ">"])
+    #expect(read.status == 0)
+    #expect(server.progress("in", group: "g")?.pending == 700)
+    let c2 = stage(server, world, consumer: "c2", extra: ["--claim-idle-ms", "300"])
+    waitUntilDone(server, entries: world.lines.count, c2)
+    c2.send(SIGTERM)
+    #expect(c2.waitForExit() == 0)
+    // Claimed entries come after newer ones: the same lines, per gateway as multisets.
+    let expected = world.deliveries.mapValues { $0.sorted() }
+    #expect(outputLines(server, expected.keys).mapValues { $0.sorted() } == expected)
+    #expect(linesDone(server) == world.lines.count)
+  }
+
+  @Test(
+    "redis-server killed and restarted (append-only file on) mid-run: the stage reconnects, the result is exact"
+  )
+  func serverRestarted() {
+    let server = RedisServer()
+    let world = Self.large
+    server.feed("in", lines: world.lines)
+    let process = stage(server, world, consumer: "c1")
+    process.wait(seconds: 30) { linesDone(server) > 0 }
+    server.stop(signal: SIGKILL)
+    usleep(500_000)
+    server.start()
+    waitUntilDone(server, entries: world.lines.count, process)
+    process.send(SIGTERM)
+    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    #expect(process.stderr.contains("reconnecting"), "\(process.stderr)")
+    let expected = world.deliveries
+    #expect(outputLines(server, expected.keys) == expected)
+    #expect(linesDone(server) == world.lines.count)
+  }
+
+  @Test("a refused snapshot exits 65 with nothing read or acknowledged")
+  func refusedSnapshot() {
+    let server = RedisServer()
+    server.feed("in", lines: Self.small.lines)
+    let bad = SQLiteFixture.copy(
+      Self.small.snapshot, applying: "INSERT INTO devices VALUES (99999999, 'ghost', 'apns', 't');")
+    let r = runProcess(
+      fanoutExecutable,
+      ["stream", "--snapshot", bad, "--redis", server.url, "--input", "in", "--group", "g"])
+    #expect(r.status == 65, "\(r.stderr)")
+    #expect(server.progress("in", group: "g") == nil)
+    #expect(server.cli(["XLEN", "fanout:batches"]).text == "0\n")
+  }
+}

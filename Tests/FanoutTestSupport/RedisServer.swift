@@ -1,0 +1,97 @@
+import Foundation
+
+/// A private `redis-server` on a Unix socket in a temporary folder, with
+/// the append-only file on and fsynced at every write (what the stage's
+/// exactly-once promise needs), stopped by its pid.
+public final class RedisServer: @unchecked Sendable {
+  public let directory: String
+  public var socket: String { directory + "/redis.sock" }
+  public var url: String { "unix://" + socket }
+  private var process: Process?
+
+  public init() {
+    directory = makeTemporaryDirectory("fanout-redis")
+    start()
+  }
+
+  /// Starts the server (again: it reloads its append-only file).
+  public func start() {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+    process.arguments = [
+      "--port", "0", "--unixsocket", socket, "--dir", directory, "--save", "",
+      "--appendonly", "yes", "--appendfsync", "always", "--logfile", directory + "/redis.log",
+    ]
+    try! process.run()
+    self.process = process
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      if cli(["PING"]).text == "PONG\n" { return }
+      usleep(20_000)
+    }
+    fatalError("redis-server did not start: \(readText(directory + "/redis.log"))")
+  }
+
+  /// Kills the server with `signal` (SIGKILL: a crash) and waits for it.
+  public func stop(signal: Int32 = SIGTERM) {
+    guard let process else { return }
+    kill(process.processIdentifier, signal)
+    process.waitUntilExit()
+    self.process = nil
+  }
+
+  /// `redis-cli` against this server.
+  @discardableResult
+  public func cli(_ arguments: [String], input: [UInt8]? = nil) -> ProcessResult {
+    runProcess("/usr/bin/redis-cli", ["-s", socket] + arguments, input: input)
+  }
+
+  /// Appends one entry per line to `stream`, field `message` (pipelined).
+  public func feed(_ stream: String, lines: [String]) {
+    var resp: [UInt8] = []
+    func bulk(_ s: [UInt8]) { resp += Array("$\(s.count)\r\n".utf8) + s + Array("\r\n".utf8) }
+    for line in lines {
+      resp += Array("*5\r\n".utf8)
+      for part in ["XADD", stream, "*", "message"] { bulk(Array(part.utf8)) }
+      bulk(Array(line.utf8))
+    }
+    let r = cli(["--pipe"], input: resp)
+    precondition(r.status == 0, r.stderr)
+  }
+
+  /// A stream's entries as field → value maps, in order (`--raw` output:
+  /// an id, then field and value lines).
+  public func entries(_ stream: String, fields: Int) -> [[String: String]] {
+    let lines = cli(["--raw", "XRANGE", stream, "-", "+"]).text.split(
+      separator: "\n", omittingEmptySubsequences: false)
+    var result: [[String: String]] = []
+    var i = 0
+    let width = 1 + 2 * fields
+    while i + width <= lines.count {
+      var entry: [String: String] = ["id": String(lines[i])]
+      for f in 0..<fields {
+        entry[String(lines[i + 1 + 2 * f])] = String(lines[i + 2 + 2 * f])
+      }
+      result.append(entry)
+      i += width
+    }
+    return result
+  }
+
+  /// `XINFO GROUPS`' pending and lag of `group`, or nil without it.
+  public func progress(_ stream: String, group: String) -> (pending: Int, lag: Int)? {
+    let lines = cli(["--raw", "XINFO", "GROUPS", stream]).text.split(separator: "\n").map(
+      String.init)
+    guard let at = lines.firstIndex(of: "name"), at + 1 < lines.count, lines[at + 1] == group
+    else { return nil }
+    func value(_ key: String) -> Int? {
+      lines.firstIndex(of: key).flatMap { Int(lines[$0 + 1]) }
+    }
+    return (value("pending") ?? -1, value("lag") ?? -1)
+  }
+
+  deinit {
+    stop(signal: SIGKILL)
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+}
