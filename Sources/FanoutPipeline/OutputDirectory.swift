@@ -22,7 +22,8 @@ package final class OutputFolder {
   package enum Mode {
     /// `eval`, `whatif`: the folder must be empty, or with `overwrite` a
     /// previous run's files are removed first.
-    case fresh(overwrite: Bool)
+    /// `outputs` says which files a previous run wrote (and `overwrite` removes).
+    case fresh(overwrite: Bool, outputs: (String) -> Bool = OutputFolder.isRunOutput)
     /// `stream`: the folder's segments are kept and continued.
     case resume
   }
@@ -55,7 +56,9 @@ package final class OutputFolder {
     lock = -1
     lock = try Self.lock(path + "/" + Self.lockName, folder: path)
     do {
-      if case .fresh(let overwrite) = mode { try prepare(overwrite: overwrite) }
+      if case .fresh(let overwrite, let outputs) = mode {
+        try prepare(overwrite: overwrite, outputs: outputs)
+      }
     } catch {
       release()
       throw error
@@ -92,7 +95,7 @@ package final class OutputFolder {
     return names.sorted()
   }
 
-  private func prepare(overwrite: Bool) throws(PipelineError) {
+  private func prepare(overwrite: Bool, outputs: (String) -> Bool) throws(PipelineError) {
     let names = try entries()
     if !overwrite {
       guard names.isEmpty else {
@@ -102,7 +105,7 @@ package final class OutputFolder {
       }
       return
     }
-    for name in names where Self.isRunOutput(name) {
+    for name in names where outputs(name) {
       let file = path + "/" + name
       do { _ = try systemCall("unlink") { unlink(file) } } catch {
         throw .usage("cannot remove '\(file)': \(error.reason)")
@@ -111,7 +114,7 @@ package final class OutputFolder {
   }
 
   /// Whether `name` is a file a run writes (or a partial one it left).
-  static func isRunOutput(_ name: String) -> Bool {
+  package static func isRunOutput(_ name: String) -> Bool {
     name.hasSuffix(".ndjson.lz4") || name == "rejected.ndjson" || name == "summary.json"
       || name == "report.json" || name == "report.html"
       || (name.hasPrefix(".") && name.hasSuffix(".partial"))

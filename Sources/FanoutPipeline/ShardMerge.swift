@@ -36,6 +36,8 @@ public enum ShardMerge {
       files.append(rejected)
       files += try mergeFiles(mergedFileNames(shards), of: shards, into: out)
     } catch {
+      // The shards' files unreadable: refused; ours unwritable: an output error.
+      if error.path.hasPrefix(out + "/") { throw .output(error) }
       throw .merge(error.description)
     }
     let summary = MergedSummary(shards.map(\.summary))

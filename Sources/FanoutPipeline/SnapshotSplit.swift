@@ -12,12 +12,18 @@ public enum SnapshotSplit {
   /// Writes `count` shards of `snapshot` into `out` (created if needed,
   /// which must be empty): written aside, each validated as any snapshot,
   /// then all renamed together. A refusal leaves nothing behind.
+  /// With `overwrite`, a previous split's shards (and partial files a
+  /// killed one left) are removed first.
   public static func run(
-    snapshot: String, shards count: Int, out: String,
+    snapshot: String, shards count: Int, out: String, overwrite: Bool = false,
     busyTimeoutMilliseconds: Int = SnapshotLoader.defaultBusyTimeoutMilliseconds
   ) throws(PipelineError) -> [String] {
     guard count >= 1 else { throw .usage("--shards must be at least 1 (got \(count))") }
-    let folder = try OutputFolder(claiming: out, mode: .fresh(overwrite: false))
+    let folder = try OutputFolder(
+      claiming: out,
+      mode: .fresh(overwrite: overwrite) { name in
+        OutputFolder.isRunOutput(name) || (name.hasPrefix("shard-") && name.hasSuffix(".sqlite"))
+      })
     defer { folder.release() }
     let files: [PendingFile]
     do {
@@ -29,6 +35,14 @@ public enum SnapshotSplit {
       try ShardSplitter.split(
         source: snapshot, into: files.map(\.partialPath),
         busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    } catch {
+      switch error {
+      case .source(let refusal): throw .snapshot(refusal)
+      case .write(let failure):
+        throw .output(OutputError(path: out, reason: "cannot write the shards: \(failure.message)"))
+      }
+    }
+    do {
       for file in files { _ = try SnapshotLoader.load(path: file.partialPath) }
     } catch {
       throw .snapshot(error)

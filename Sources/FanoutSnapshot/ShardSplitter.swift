@@ -16,14 +16,24 @@ import FanoutModel
 /// refused exactly where the source would be, for the rows it holds.
 /// Tables and columns the contract does not name are left out.
 package enum ShardSplitter {
+  package enum SplitFailure: Error {
+    /// The source cannot be read, or is not a snapshot.
+    case source(SnapshotError)
+    /// A shard file could not be written (a full disk, an I/O error).
+    case write(SQLiteError)
+  }
+
   /// Reads `source` at one point in time and writes shard k to `paths[k]`
   /// (new files); each is complete (committed, synced) when this returns.
   package static func split(
     source: String, into paths: [String], busyTimeoutMilliseconds: Int
-  ) throws(SnapshotError) {
-    try SnapshotError.checkFile(source)
-    let reads = try ConsistentReads(
-      path: source, connections: 1, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+  ) throws(SplitFailure) {
+    let reads: ConsistentReads
+    do {
+      try SnapshotError.checkFile(source)
+      reads = try ConsistentReads(
+        path: source, connections: 1, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    } catch { throw .source(error) }
     let db = reads.main
     let count = paths.count
     do throws(SQLiteError) {
@@ -56,7 +66,13 @@ package enum ShardSplitter {
         try shard.execute("COMMIT")
       }
     } catch {
-      throw SnapshotError(reason: "cannot split '\(source)': \(error.message)", sqlite: error)
+      // Space, I/O and opening failures are the shard files' (the source is
+      // opened read-only and was read before): not a fault of the snapshot.
+      if [SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN].contains(error.code & 0xff) {
+        throw .write(error)
+      }
+      throw .source(
+        SnapshotError(reason: "cannot split '\(source)': \(error.message)", sqlite: error))
     }
   }
 

@@ -47,8 +47,9 @@ extension Fanout {
           A user's shard is pmod(xxhash64(user_id), N), as Spark SQL computes it: each shard \
           holds its users' rows, every channel (member_count filled in), category and setting \
           (docs/scale-out.md). Evaluate each with `fanout eval --mergeable`, then `fanout merge`. \
-          Exit codes: 0 written, 64 bad command line or output folder (must be empty), 65 \
-          snapshot refused (nothing is written), 73 output could not be written, 75 busy.
+          Exit codes: 0 written, 64 bad command line or output folder (not empty without \
+          --overwrite), 65 snapshot refused (nothing is written), 73 output could not be written \
+          (nothing is left under a final name), 75 busy.
           """)
 
       @Argument(help: "The snapshot (SQLite).")
@@ -57,8 +58,11 @@ extension Fanout {
       @Option(help: "Number of shards (at least 1).")
       var shards: Int
 
-      @Option(help: "The output folder: created if needed, must be empty.")
+      @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
       var out: String
+
+      @Flag(help: "Remove a previous split's shard files from the output folder first.")
+      var overwrite = false
 
       func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1.") }
@@ -68,7 +72,10 @@ extension Fanout {
         let clock = ContinuousClock()
         let started = clock.now
         let paths: [String]
-        do { paths = try SnapshotSplit.run(snapshot: file, shards: shards, out: out) } catch {
+        do {
+          paths = try SnapshotSplit.run(
+            snapshot: file, shards: shards, out: out, overwrite: overwrite)
+        } catch {
           throw fail(error)
         }
         let seconds = (clock.now - started).seconds

@@ -245,3 +245,74 @@ struct ScaleOutTests {
     #expect(!FileManager.default.fileExists(atPath: work + "/x"))
   }
 }
+
+/// What split and merge promise about their output folders.
+@Suite("recipient shards: output folders, full disks")
+struct ScaleOutFolderTests {
+  static let sample = ScaleOutTests.sample
+
+  @Test("split --overwrite replaces a previous or killed split's files, and keeps other files")
+  func overwrite() throws {
+    let dir = makeTemporaryDirectory()
+    for name in ["shard-0-of-5.sqlite", ".shard-1-of-2.sqlite.partial", "notes.txt"] {
+      FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("x".utf8))
+    }
+    let refused = runProcess(
+      fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "2", "--out", dir])
+    #expect(refused.status == 64)
+    let r = runProcess(
+      fanoutExecutable,
+      ["snapshot", "split", Self.sample, "--shards", "2", "--out", dir, "--overwrite"])
+    #expect(r.status == 0, "\(r.stderr)")
+    #expect(
+      listDirectory(dir).sorted() == ["notes.txt", "shard-0-of-2.sqlite", "shard-1-of-2.sqlite"])
+  }
+
+  @Test("a full disk at any point: split and merge exit 73 and leave no file, or finish whole")
+  func fullDisk() throws {
+    guard let disk = SmallDisk(bytes: 1 << 20) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    // Shard outputs to merge, made off the small disk.
+    let work = makeTemporaryDirectory()
+    let traffic = datasetURL("sample-v2/traffic.ndjson").path
+    _ = runProcess(
+      fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "2", "--out", work + "/s"])
+    var shardOutputs: [String] = []
+    for k in 0..<2 {
+      let out = work + "/e\(k)"
+      let r = runProcess(
+        fanoutExecutable,
+        [
+          "eval", "--snapshot", work + "/s/shard-\(k)-of-2.sqlite", "--messages", traffic, "--out",
+          out, "--mergeable", "--decisions",
+        ])
+      #expect(r.status == 0, "\(r.stderr)")
+      shardOutputs.append(out)
+    }
+    var failures = 0
+    for freePages in stride(from: 0, to: 200, by: 8) {
+      disk.fill(leavingPages: freePages)
+      for command in ["split", "merge"] {
+        let out = disk.path + "/out-\(command)"
+        let result =
+          command == "split"
+          ? runProcess(
+            fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "3", "--out", out])
+          : runProcess(fanoutExecutable, ["merge", "--out", out] + shardOutputs)
+        let left = listDirectory(out)
+        if result.status == 0 {
+          #expect(left.count == (command == "split" ? 3 : 6), "\(command): \(left)")
+        } else {
+          failures += 1
+          #expect(result.status == 73, "\(command) \(freePages): \(result.stderr)")
+          #expect(left.isEmpty, "\(command) with \(freePages) free pages left \(left)")
+        }
+        try? FileManager.default.removeItem(atPath: out)
+      }
+    }
+    #expect(failures > 4)
+  }
+}
