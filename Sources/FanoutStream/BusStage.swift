@@ -25,13 +25,9 @@ public final class BusStage: Sendable {
 
   public init(_ options: StreamOptions, redis: RedisOptions) throws(PipelineError) {
     self.options = options
-    if let path = options.metricsPath {
-      do {
-        let (directory, name) = splitPath(path)
-        try PendingFile(directory: directory, name: name).discard()
-      } catch {
-        throw .usage("--metrics '\(path)' cannot be written: \(error.reason)")
-      }
+    for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
+    {
+      if let path { try StreamStage.checkWritable(path, option: option) }
     }
     // The snapshot first: a refused one exits before anything is read or acknowledged.
     first = try LoadedSnapshot.load(

@@ -52,7 +52,7 @@ public final class StreamStage: Sendable {
 
   /// Whether a file can be written at `path` (aside, then renamed): a
   /// trial file is made beside it and removed.
-  private static func checkWritable(_ path: String, option: String) throws(PipelineError) {
+  static func checkWritable(_ path: String, option: String) throws(PipelineError) {
     do {
       let (directory, name) = splitPath(path)
       try PendingFile(directory: directory, name: name).discard()
