@@ -100,7 +100,8 @@ lint:
 
 test: deps lint spark-env
 	swift build --build-tests --explicit-target-dependency-import-check error
-	swift test --skip-build
+	@# A hung test (or a child holding its output open) fails the run in 25 minutes, not at the CI limit.
+	timeout --kill-after=30 1500 swift test --skip-build
 
 clean:
 	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)

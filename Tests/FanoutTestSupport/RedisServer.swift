@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A private `redis-server` on a Unix socket in a temporary folder, with
 /// the append-only file on and fsynced at every write (what the stage's
@@ -22,6 +23,11 @@ public final class RedisServer: @unchecked Sendable {
       "--port", "0", "--unixsocket", socket, "--dir", directory, "--save", "",
       "--appendonly", "yes", "--appendfsync", "always", "--logfile", directory + "/redis.log",
     ]
+    // Not the test's own output: a server outliving a crashed test run would
+    // hold that pipe open and `swift test` would wait for it forever.
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
     try! process.run()
     self.process = process
     let deadline = Date().addingTimeInterval(10)
@@ -59,23 +65,23 @@ public final class RedisServer: @unchecked Sendable {
     precondition(r.status == 0, r.stderr)
   }
 
-  /// A stream's entries as field → value maps, in order (`--raw` output:
-  /// an id, then field and value lines).
-  public func entries(_ stream: String, fields: Int) -> [[String: String]] {
-    let lines = cli(["--raw", "XRANGE", stream, "-", "+"]).text.split(
-      separator: "\n", omittingEmptySubsequences: false)
-    var result: [[String: String]] = []
-    var i = 0
-    let width = 1 + 2 * fields
-    while i + width <= lines.count {
-      var entry: [String: String] = ["id": String(lines[i])]
-      for f in 0..<fields {
-        entry[String(lines[i + 1 + 2 * f])] = String(lines[i + 2 + 2 * f])
-      }
-      result.append(entry)
-      i += width
+  /// A stream's entries as field → value maps with their `id`, in order
+  /// (`--json`: values may hold any byte, and an error reply cannot be
+  /// mistaken for entries).
+  public func entries(_ stream: String) -> [[String: String]] {
+    let reply = cli(["--json", "XRANGE", stream, "-", "+"])
+    guard reply.status == 0,
+      let decoded = try? JSONSerialization.jsonObject(with: Data(reply.stdout)) as? [[Any]]
+    else {
+      Issue.record("XRANGE \(stream): \(reply.text) \(reply.stderr)")
+      return []
     }
-    return result
+    return decoded.map { pair in
+      var entry = ["id": pair[0] as! String]
+      let fields = pair[1] as! [String]
+      for f in stride(from: 0, to: fields.count - 1, by: 2) { entry[fields[f]] = fields[f + 1] }
+      return entry
+    }
   }
 
   /// `XINFO GROUPS`' pending and lag of `group`, or nil without it.

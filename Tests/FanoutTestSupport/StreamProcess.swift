@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A running `fanout stream`, driven as a pipeline would drive it: lines
 /// written to its standard input, signals sent, its standard output and
@@ -9,7 +10,7 @@ public final class StreamProcess: @unchecked Sendable {
   public let directory: String
   private let process = Process()
   private let input = Pipe()
-  private var inputOpen = true
+  private let inputState = Mutex(true)  // whether the input is open
 
   /// Starts `fanout stream` with `arguments`; with `openFileLimit`, under
   /// that `ulimit -n` (through the shell, which then becomes the stage).
@@ -36,11 +37,18 @@ public final class StreamProcess: @unchecked Sendable {
 
   public var pid: Int32 { process.processIdentifier }
 
-  /// Writes bytes to the stage's standard input; false once it no longer reads.
+  /// Writes bytes to the stage's standard input; false once it no longer
+  /// reads or the input is closed. The write goes to a duplicate of the
+  /// pipe's descriptor: a writer thread still running when `closeInput()`
+  /// closes the pipe must not write into whatever file reuses the number.
   @discardableResult
   public func write(_ bytes: [UInt8]) -> Bool {
+    let fd = inputState.withLock { open in
+      open ? dup(input.fileHandleForWriting.fileDescriptor) : -1
+    }
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
     var done = 0
-    let fd = input.fileHandleForWriting.fileDescriptor
     while done < bytes.count {
       let n = bytes.withUnsafeBytes {
         Foundation.write(fd, $0.baseAddress! + done, $0.count - done)
@@ -59,9 +67,11 @@ public final class StreamProcess: @unchecked Sendable {
   }
 
   public func closeInput() {
-    guard inputOpen else { return }
-    inputOpen = false
-    try? input.fileHandleForWriting.close()
+    inputState.withLock { open in
+      guard open else { return }
+      open = false
+      try? input.fileHandleForWriting.close()
+    }
   }
 
   public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
