@@ -8,7 +8,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo whatif-demo stream-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps build demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -46,6 +46,10 @@ stream-demo: build $(SAMPLE)/snapshot.sqlite
 	rm -rf $(STREAM_OUT)
 	$(FANOUT) stream --snapshot $(SAMPLE)/snapshot.sqlite --out $(STREAM_OUT) < $(SAMPLE)/traffic.ndjson
 	@echo; ls $(STREAM_OUT); echo; echo "== $(STREAM_OUT)/batches-000001.ndjson"; cat $(STREAM_OUT)/batches-000001.ndjson
+
+# The sample through `fanout stream --redis` on a private redis-server (deploy/redis/demo.sh).
+redis-demo: build $(SAMPLE)/snapshot.sqlite
+	deploy/redis/demo.sh $(FANOUT) $(SAMPLE)/snapshot.sqlite $(SAMPLE)/traffic.ndjson
 
 # Apache Spark (deploy/spark, docs/scale-out.md): pyspark from PyPI in .venv-spark,
 # Java 17 from Debian if no java is installed.

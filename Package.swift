@@ -13,7 +13,8 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [.executable(name: "fanout", targets: ["fanout"])],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0")
+    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
   ],
   targets: [
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -60,6 +61,7 @@ let package = Package(
       dependencies: [
         "CRedis", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+        .product(name: "Prometheus", package: "swift-prometheus"),
       ]),
     .target(
       name: "FanoutExplain",

@@ -100,7 +100,9 @@ final class SegmentWriter: BatchSink {
     for name in names {
       if name.hasPrefix(".") && name.hasSuffix(".partial") {
         unlink(directory + "/" + name)
-        log.line("removed '\(name)', an incomplete file left by an earlier run")
+        log.event(
+          "partial_file_removed", "removed '\(name)', an incomplete file left by an earlier run",
+          ["file": .text(name)])
       } else if let number = Self.segmentNumber(name) {
         last = max(last, number)
       }

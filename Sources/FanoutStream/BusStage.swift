@@ -16,7 +16,7 @@ import Synchronization
 /// own pending entries.
 public final class BusStage: Sendable {
   private let options: StreamOptions
-  private let log = StreamLog()
+  private let log: StreamLog
   private let first: LoadedSnapshot
   private let reloader: SnapshotReloader
   private let stopReason = Mutex<String?>(nil)
@@ -24,6 +24,7 @@ public final class BusStage: Sendable {
   private nonisolated(unsafe) let bus: any MessageBus
 
   public init(_ options: StreamOptions, redis: RedisOptions) throws(PipelineError) {
+    log = StreamLog(format: options.logFormat)
     self.options = options
     for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
     {
@@ -45,7 +46,9 @@ public final class BusStage: Sendable {
       defer { current = current ?? reason }
       return current == nil
     }
-    if isFirst { log.line("\(reason): finishing the batch in flight") }
+    if isFirst {
+      log.event("stopping", "\(reason): finishing the batch in flight", ["reason": .text(reason)])
+    }
   }
 
   public func requestReload() { reloader.reload(because: "SIGHUP") }
@@ -62,7 +65,9 @@ public final class BusStage: Sendable {
         return true
       } catch {
         if case .reply(let message) = error { throw .usage("\(bus.source): \(message)") }
-        log.line("\(error); retrying in \(threeDecimals(delay)) s")
+        log.event(
+          "bus_unavailable", "\(error); retrying in \(threeDecimals(delay)) s", level: .warning,
+          ["error": .text("\(error)"), "retry_seconds": .decimal(delay)])
         let until = ContinuousClock.now + .milliseconds(Int(delay * 1000))
         while ContinuousClock.now < until && !stopping { usleep(20_000) }
         delay = min(5, delay * 2)
@@ -81,16 +86,18 @@ public final class BusStage: Sendable {
         throttleRetention: StreamStage.throttleRetention)
     }
     var evaluation = engine(for: snapshot)
-    var metrics = StreamMetrics()
+    var metrics = StreamMetrics(metricsPath: options.metricsPath)
     var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
     var batchNumber = 0
-    log.line(
+    log.event(
+      "snapshot_loaded",
       "snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) loaded in "
-        + "\(threeDecimals(snapshot.loadSeconds)) s; connecting to \(bus.source)")
+        + "\(threeDecimals(snapshot.loadSeconds)) s; connecting to \(bus.source)",
+      snapshot.logFields)
     guard try connect() else {
       return StreamReport(totals: metrics.total, latency: metrics.runLatency)
     }
-    log.line("ready: reading \(bus.source)")
+    log.event("ready", "ready: reading \(bus.source)", ["source": .text(bus.source)])
     if let path = options.readyFile {
       do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch { throw .output(error) }
     }
@@ -100,10 +107,11 @@ public final class BusStage: Sendable {
       let report = metrics.closeInterval(
         queueDepth: 0, queueCapacity: 0, snapshot: snapshot, reloadsRefused: reloader.refusedCount,
         lag: bus.lag())
-      log.line(report.line)
+      log.event("status", report.line, ["metrics": .json(report.json)])
       if let path = options.metricsPath {
-        do { try writeMetrics(report.json, to: path) } catch {
-          log.line("cannot write the metrics: \(error); going on")
+        do { try writeMetrics(report.file, to: path) } catch {
+          log.event(
+            "metrics_not_written", "cannot write the metrics: \(error); going on", level: .warning)
         }
       }
       nextStatus = .now + .seconds(options.statusSeconds)
@@ -116,7 +124,10 @@ public final class BusStage: Sendable {
         let previous = evaluation
         evaluation = engine(for: loaded)
         evaluation.inheritThrottles(from: previous)
-        log.line("snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)")
+        log.event(
+          "snapshot_in_use",
+          "snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)",
+          ["generation": .int(loaded.generation), "batch": .int(batchNumber + 1)])
       }
       if ContinuousClock.now >= nextStatus { reportStatus() }
       do throws(RedisError) {
@@ -134,11 +145,14 @@ public final class BusStage: Sendable {
         batchNumber += 1
         let (batch, lineEntries) = evaluate(entries, number: batchNumber, snapshot, evaluation)
         try bus.commit(batch, entries: entries, lineEntries: lineEntries)
-        metrics.record(batch, latencySeconds: (ContinuousClock.now - arrival).seconds)
+        metrics.record(batch, latency: ContinuousClock.now - arrival)
       } catch {
         switch error {
         case .connection:
-          log.line("\(error): the batch in flight stays pending; reconnecting")
+          log.event(
+            "bus_lost", "\(error): the batch in flight stays pending; reconnecting",
+            level: .warning,
+            ["error": .text("\(error)")])
           guard try connect() else { break }
         case .reply(let message):
           throw .output(OutputError(path: bus.source, reason: message))
@@ -147,7 +161,7 @@ public final class BusStage: Sendable {
     }
     reportStatus()
     let reason = stopReason.withLock { $0 } ?? "stopped"
-    log.line(metrics.finalLine(reason: reason))
+    log.event("stopped", metrics.finalLine(reason: reason), metrics.finalFields(reason: reason))
     return StreamReport(totals: metrics.total, latency: metrics.runLatency)
   }
 

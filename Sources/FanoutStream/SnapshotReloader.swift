@@ -47,6 +47,11 @@ struct LoadedSnapshot: Sendable {
       + #","loaded_at":"\#(LocalTime.rfc3339UTC(millis: loadedAtMillis))"}"#
   }
 
+  /// A log event's fields for this snapshot's load.
+  var logFields: KeyValuePairs<String, LogValue> {
+    ["snapshot": .json(Array(json.utf8)), "load_seconds": .decimal(loadSeconds)]
+  }
+
   /// Loads the snapshot at `path`; if the file is replaced while it loads,
   /// loads again, so that the identity recorded is the one that was read.
   static func load(path: String, generation: Int, busyTimeoutMilliseconds: Int)
@@ -126,7 +131,7 @@ final class SnapshotReloader: Sendable {
       return true
     }
     guard start else { return }
-    log.line("reloading the snapshot (\(reason))")
+    log.event("reloading", "reloading the snapshot (\(reason))", ["reason": .text(reason)])
     queue.async { self.loadUntilSettled() }
   }
 
@@ -146,9 +151,12 @@ final class SnapshotReloader: Sendable {
         return !state.missing
       }
       if firstTime {
-        log.line(
-          "the snapshot file '\(path)' is gone (\(String(cString: strerror(errno)))); "
-            + "the snapshot in use stays until a file is there again")
+        let reason = String(cString: strerror(errno))
+        log.event(
+          "snapshot_gone",
+          "the snapshot file '\(path)' is gone (\(reason)); "
+            + "the snapshot in use stays until a file is there again", level: .warning,
+          ["path": .text(path), "error": .text(reason)])
       }
       return
     }
@@ -170,15 +178,18 @@ final class SnapshotReloader: Sendable {
           $0.lastGeneration = generation
           $0.lastSeen = loaded.identity
         }
-        log.line(
+        log.event(
+          "snapshot_loaded",
           "snapshot generation \(generation) loaded in \(threeDecimals(loaded.loadSeconds)) s "
-            + "(inode \(loaded.identity.inode)); it is used from the next batch")
+            + "(inode \(loaded.identity.inode)); it is used from the next batch", loaded.logFields)
       } catch {
         state.withLock {
           $0.lastSeen = seen
           $0.refused += 1
         }
-        log.line("new snapshot refused, the one in use stays: \(error)")
+        log.event(
+          "snapshot_refused", "new snapshot refused, the one in use stays: \(error)",
+          level: .warning, ["error": .text("\(error)")])
       }
       let again = state.withLock { s -> Bool in
         if s.loadAgain {

@@ -163,9 +163,11 @@ final class StreamInput: @unchecked Sendable {
       if (producers.count >= maxProducers) != atProducerLimit {
         atProducerLimit.toggle()
         if atProducerLimit {
-          log.line(
+          log.event(
+            "producers_at_limit",
             "\(producers.count) producers connected, the most open files allow "
-              + "(ulimit -n \(limit.rlim_cur)); new ones wait until one disconnects")
+              + "(ulimit -n \(limit.rlim_cur)); new ones wait until one disconnects",
+            level: .warning, ["producers": .int(producers.count)])
         }
       }
       let accepting = listener >= 0 && acceptPausedUntil == nil && !atProducerLimit
@@ -175,7 +177,10 @@ final class StreamInput: @unchecked Sendable {
       for p in producers { polled.append(pollfd(fd: p.fd, events: Int16(POLLIN), revents: 0)) }
       if poll(&polled, nfds_t(polled.count), acceptPausedUntil == nil ? -1 : 100) < 0 {
         if errno == EINTR { continue }
-        log.line("cannot poll the input: \(String(cString: strerror(errno)))")
+        let reason = String(cString: strerror(errno))
+        log.event(
+          "poll_failed", "cannot poll the input: \(reason)", level: .error,
+          ["error": .text(reason)])
         break
       }
       if polled[0].revents != 0 { break }
@@ -185,7 +190,9 @@ final class StreamInput: @unchecked Sendable {
         do {
           n = try readInput(producers[k].fd, into: &buffer, path: "producer")
         } catch {
-          log.line("\(producers[k].name): \(error.reason); closing it")
+          log.event(
+            "producer_failed", "\(producers[k].name): \(error.reason); closing it",
+            level: .warning, ["producer": .text(producers[k].name), "error": .text(error.reason)])
           n = 0
         }
         if n > 0 {
@@ -200,16 +207,19 @@ final class StreamInput: @unchecked Sendable {
       for k in ended.reversed() {
         let producer = finish(producers.remove(at: k))
         if producer.number == nil { break reading }  // end of standard input
-        log.line("\(producer.name) disconnected")
+        log.event(
+          "producer_disconnected", "\(producer.name) disconnected",
+          ["producer": .text(producer.name)])
       }
       if accepting && polled[1].revents != 0 {
         let fd = accept(listener, nil, nil)
         let failure = SystemCallError(call: "accept", code: fd < 0 ? errno : 0)
         if fd < 0 && (failure.code == EMFILE || failure.code == ENFILE) {
           if !acceptFailureLogged {
-            log.line(
-              "cannot accept a producer: \(failure.reason); connected producers go on, new ones wait"
-            )
+            log.event(
+              "accept_failed",
+              "cannot accept a producer: \(failure.reason); connected producers go on, new ones wait",
+              level: .warning, ["error": .text(failure.reason)])
             acceptFailureLogged = true
           }
           acceptPausedUntil = .now + .milliseconds(100)
@@ -221,7 +231,9 @@ final class StreamInput: @unchecked Sendable {
           producers.append(
             Producer(
               fd: fd, number: connections, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
-          log.line("producer \(connections) connected")
+          log.event(
+            "producer_connected", "producer \(connections) connected",
+            ["producer": .text("producer \(connections)")])
         }
       }
     }
@@ -229,9 +241,14 @@ final class StreamInput: @unchecked Sendable {
     for producer in producers {
       let lines = producer.droppedLines + producer.splitter.completeLines
       if lines > 0 || producer.splitter.bufferedBytes > 0 {
-        log.line(
+        log.event(
+          "input_dropped",
           "\(producer.name): \(lines) complete lines and \(producer.splitter.bufferedBytes) "
-            + "more bytes read but not accepted were dropped at the stop")
+            + "more bytes read but not accepted were dropped at the stop", level: .warning,
+          [
+            "producer": .text(producer.name), "lines": .int(lines),
+            "bytes": .int(producer.splitter.bufferedBytes),
+          ])
       }
       if producer.fd != STDIN_FILENO { close(producer.fd) }
     }

@@ -56,25 +56,35 @@ struct StreamTotals {
 /// start, and rates and latencies over the last interval.
 struct StreamMetrics {
   let started = ContinuousClock.now
+  /// The metrics file in Prometheus' format instead of JSON (a `.prom` path).
+  private let prometheus: PrometheusExposition?
   private(set) var total = StreamTotals()
   private(set) var runLatency = LatencyHistogram()
   private var interval = StreamTotals()
   private var intervalLatency = LatencyHistogram()
   private(set) var intervalStart = ContinuousClock.now
 
-  mutating func record(_ batch: EvaluatedBatch, latencySeconds: Double) {
+  init(metricsPath: String?) {
+    prometheus = metricsPath?.hasSuffix(".prom") == true ? PrometheusExposition() : nil
+  }
+
+  mutating func record(_ batch: EvaluatedBatch, latency: Duration) {
     total.add(batch)
     interval.add(batch)
-    runLatency.add(seconds: latencySeconds)
-    intervalLatency.add(seconds: latencySeconds)
+    runLatency.add(seconds: latency.seconds)
+    intervalLatency.add(seconds: latency.seconds)
+    prometheus?.record(batch, latency: latency)
   }
 
   struct Report {
     var line: String
+    /// The interval's metrics as a JSON object (the status event's fields).
     var json: [UInt8]
+    /// The metrics file's content: JSON, or Prometheus' text format.
+    var file: [UInt8]
   }
 
-  /// The status line and metrics JSON for the interval just ended; starts the next.
+  /// The status line and metrics file for the interval just ended; starts the next.
   /// - Parameter lag: for a message bus, its entries read and not yet
   ///   acknowledged, and those not yet read (when the bus knows).
   mutating func closeInterval(
@@ -105,11 +115,27 @@ struct StreamMetrics {
       + (lag.map {
         #","lag":{"pending":\#($0.pending),"not_read":\#($0.behind.map(String.init) ?? "null")}"#
       }
-        ?? "") + "}\n"
+        ?? "") + "}"
     interval = StreamTotals()
     intervalLatency = LatencyHistogram()
     intervalStart = .now
-    return Report(line: line, json: Array(json.utf8))
+    let file =
+      prometheus?.text(
+        queueDepth: queueDepth, queueCapacity: queueCapacity, snapshot: snapshot,
+        reloadsRefused: reloadsRefused, lag: lag) ?? Array((json + "\n").utf8)
+    return Report(line: line, json: Array(json.utf8), file: file)
+  }
+
+  /// The last event's fields: the totals and latency over the whole run.
+  func finalFields(reason: String) -> KeyValuePairs<String, LogValue> {
+    [
+      "reason": .text(reason), "lines": .int(total.lines), "messages": .int(total.messages),
+      "rejected": .int(total.rejected), "pairs": .int(total.pairs),
+      "delivered": .int(total.delivered), "batches": .int(total.batches),
+      "seconds": .decimal((ContinuousClock.now - started).seconds),
+      "batch_latency_p50_ms": .decimal(runLatency.percentileMillis(0.5)),
+      "batch_latency_p99_ms": .decimal(runLatency.percentileMillis(0.99)),
+    ]
   }
 
   /// The last line: totals and latency over the whole run.
@@ -125,10 +151,10 @@ struct StreamMetrics {
 }
 
 /// Rewrites the metrics file whole: written aside, then renamed over the old one.
-func writeMetrics(_ json: [UInt8], to path: String) throws(OutputError) {
+func writeMetrics(_ content: [UInt8], to path: String) throws(OutputError) {
   let (directory, name) = splitPath(path)
   let file = try PendingFile(directory: directory, name: name)
-  try file.write(json)
+  try file.write(content)
   try file.commit()
 }
 

@@ -38,7 +38,9 @@ public struct StreamOptions: Sendable {
   public var threads = 1
   /// The status line and the metrics file are written this often.
   public var statusSeconds = 10.0
+  /// The metrics file: JSON, or Prometheus' text format for a `.prom` name.
   public var metricsPath: String?
+  public var logFormat = LogFormat.text
   /// How often the snapshot file is checked for replacement.
   public var watchSeconds = 1.0
   /// A longer input line is rejected (with its producer and number) and

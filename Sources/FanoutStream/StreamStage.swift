@@ -13,7 +13,7 @@ import Synchronization
 /// them on signals).
 public final class StreamStage: Sendable {
   private let options: StreamOptions
-  private let log = StreamLog()
+  private let log: StreamLog
   private let first: LoadedSnapshot
   private let queue: LineQueue
   private let input: StreamInput
@@ -23,6 +23,7 @@ public final class StreamStage: Sendable {
   private nonisolated(unsafe) let sink: any BatchSink
 
   public init(_ options: StreamOptions) throws(PipelineError) {
+    log = StreamLog(format: options.logFormat)
     self.options = options
     // Files written later are checked now: a bad path is a bad command line,
     // found before any input is consumed.
@@ -68,7 +69,7 @@ public final class StreamStage: Sendable {
       return current == nil
     }
     guard isFirst else { return }
-    log.line("\(reason): finishing the lines already read")
+    log.event("stopping", "\(reason): finishing the lines already read", ["reason": .text(reason)])
     input.stop()
   }
 
@@ -93,7 +94,7 @@ public final class StreamStage: Sendable {
         throttleRetention: StreamStage.throttleRetention)
     }
     var evaluation = engine(for: snapshot)
-    var metrics = StreamMetrics()
+    var metrics = StreamMetrics(metricsPath: options.metricsPath)
     var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
     var batchNumber = 0
     let source =
@@ -101,11 +102,12 @@ public final class StreamStage: Sendable {
       case .standardInput: "standard input"
       case .socket(let path): "socket \(path)"
       }
-    log.line(
+    log.event(
+      "snapshot_loaded",
       "reading \(source); snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) "
-        + "loaded in \(threeDecimals(snapshot.loadSeconds)) s")
+        + "loaded in \(threeDecimals(snapshot.loadSeconds)) s", snapshot.logFields)
     input.start()
-    log.line("ready: reading \(source)")
+    log.event("ready", "ready: reading \(source)", ["source": .text(source)])
     if let path = options.readyFile {
       do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch {
         throw .output(error)
@@ -117,12 +119,13 @@ public final class StreamStage: Sendable {
       let report = metrics.closeInterval(
         queueDepth: queue.depth, queueCapacity: queue.capacity, snapshot: snapshot,
         reloadsRefused: reloader.refusedCount)
-      log.line(report.line)
+      log.event("status", report.line, ["metrics": .json(report.json)])
       if let path = options.metricsPath {
         // Metrics are a view of the stage, not its output: a failure to
         // write them is logged and the stage goes on.
-        do { try writeMetrics(report.json, to: path) } catch {
-          log.line("cannot write the metrics: \(error); going on")
+        do { try writeMetrics(report.file, to: path) } catch {
+          log.event(
+            "metrics_not_written", "cannot write the metrics: \(error); going on", level: .warning)
         }
       }
       nextStatus = .now + .seconds(options.statusSeconds)
@@ -136,7 +139,10 @@ public final class StreamStage: Sendable {
         let previous = evaluation
         evaluation = engine(for: loaded)
         evaluation.inheritThrottles(from: previous)
-        log.line("snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)")
+        log.event(
+          "snapshot_in_use",
+          "snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)",
+          ["generation": .int(loaded.generation), "batch": .int(batchNumber + 1)])
       }
       do { try sink.tick() } catch { throw .output(error) }
       if ContinuousClock.now >= nextStatus { try reportStatus() }
@@ -173,13 +179,13 @@ public final class StreamStage: Sendable {
       let batch = EvaluatedBatch.evaluate(
         arrived, number: batchNumber, snapshot: snapshot, engine: evaluation)
       do { try sink.write(batch) } catch { throw .output(error) }
-      metrics.record(batch, latencySeconds: (ContinuousClock.now - arrived[0].arrival).seconds)
+      metrics.record(batch, latency: ContinuousClock.now - arrived[0].arrival)
     }
     input.waitUntilFinished()
     do { try sink.finish() } catch { throw .output(error) }
     try reportStatus()
     let reason = stopReason.withLock { $0 } ?? "end of input"
-    log.line(metrics.finalLine(reason: reason))
+    log.event("stopped", metrics.finalLine(reason: reason), metrics.finalFields(reason: reason))
     return StreamReport(totals: metrics.total, latency: metrics.runLatency)
   }
 }

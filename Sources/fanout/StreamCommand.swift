@@ -85,8 +85,15 @@ extension Fanout {
     @Option(parsing: .unconditional, help: "Worker threads (default: all cores).")
     var threads: Int?
 
-    @Option(help: "Rewrite this file with the metrics, as JSON, at every status interval.")
+    @Option(
+      help: """
+        Rewrite this file with the metrics at every status interval: JSON, or Prometheus' \
+        text format if the name ends in .prom (node_exporter's textfile collector).
+        """)
     var metrics: String?
+
+    @Option(help: "Log lines on standard error: text, or json (one object per line).")
+    var logFormat = LogFormat.text
 
     @Option(
       parsing: .unconditional,
@@ -169,6 +176,7 @@ extension Fanout {
       options.rotateSeconds = rotateSeconds
       options.threads = threads ?? defaultThreadCount()
       options.metricsPath = metrics
+      options.logFormat = logFormat
       options.statusSeconds = statusSeconds
       options.watchSeconds = watchSeconds
       options.busyTimeoutMilliseconds = busyTimeout
@@ -209,7 +217,11 @@ extension Fanout {
           _ = try stage.run()
         }
       } catch {
-        throw fail(error)
+        guard logFormat == .json else { throw fail(error) }
+        StreamLog(format: .json).event(
+          "failed", "\(error)", level: .error, ["exit_status": .int(Int(error.exitStatus.rawValue))]
+        )
+        throw ExitCode(error.exitStatus.rawValue)
       }
     }
   }
@@ -270,3 +282,5 @@ final class StageControl: Sendable {
     if let stopReason { stage.requestStop(because: stopReason + ", received while loading") }
   }
 }
+
+extension LogFormat: ExpressibleByArgument {}

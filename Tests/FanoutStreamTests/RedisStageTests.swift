@@ -45,11 +45,12 @@ struct RedisStageTests {
       return result
     }
 
-    var rejected: Int {
-      (try! JSONSerialization.jsonObject(
-        with: Data(contentsOf: URL(fileURLWithPath: eval + "/summary.json"))) as! [String: Any])[
-          "rejected"] as! Int
+    var summary: [String: Any] {
+      try! JSONSerialization.jsonObject(
+        with: Data(contentsOf: URL(fileURLWithPath: eval + "/summary.json"))) as! [String: Any]
     }
+
+    var rejected: Int { summary["rejected"] as! Int }
   }
 
   static let small = World(
@@ -92,6 +93,22 @@ struct RedisStageTests {
     #expect(done, "not done: \(linesDone(server)) of \(entries); \(process.stderr)")
   }
 
+  /// A Prometheus text file's samples by name with labels (`# ` lines skipped).
+  func prometheusSamples(_ text: String) -> [String: Double] {
+    #expect(text.hasSuffix("\n"), "the format ends with a line feed")
+    var samples: [String: Double] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+      guard let space = line.lastIndex(of: " "),
+        let value = Double(line[line.index(after: space)...])
+      else {
+        Issue.record("not a sample: \(line)")
+        continue
+      }
+      samples[String(line[..<space])] = value
+    }
+    return samples
+  }
+
   func outputLines(_ server: RedisServer, _ gateways: some Sequence<String>) -> [String: [String]] {
     var result: [String: [String]] = [:]
     for gateway in gateways {
@@ -108,10 +125,29 @@ struct RedisStageTests {
     let world = Self.small
     server.feed("in", lines: world.lines)
     server.cli(["XADD", "in", "*", "other", "no message field"])
-    let process = stage(server, world, consumer: "c1")
+    let metrics = makeTemporaryDirectory() + "/fanout.prom"
+    let process = stage(server, world, consumer: "c1", extra: ["--metrics", metrics])
     waitUntilDone(server, entries: world.lines.count + 1, process)
     process.send(SIGTERM)
     #expect(process.waitForExit() == 0, "\(process.stderr)")
+    // The Prometheus file written at the stop holds eval's counts.
+    let samples = prometheusSamples(readText(metrics))
+    let summary = world.summary
+    #expect(samples["fanout_stream_lines_total"] == Double(world.lines.count + 1))
+    #expect(samples["fanout_stream_rejected_lines_total"] == Double(world.rejected + 1))
+    for key in ["messages", "pairs", "delivered"] {
+      let name = "fanout_stream_\(key == "delivered" ? "delivered_pairs" : key)_total"
+      #expect(samples[name] == (summary[key] as! NSNumber).doubleValue, "\(name)")
+    }
+    for (gateway, count) in summary["deliveries"] as! [String: NSNumber] {
+      #expect(
+        samples[#"fanout_stream_deliveries_total{gateway="\#(gateway)"}"#] == count.doubleValue)
+    }
+    #expect(samples["fanout_stream_lag_pending"] == 0)
+    #expect(samples["fanout_stream_lag_not_read"] == 0)
+    #expect(
+      samples["fanout_stream_batch_latency_seconds_count"] == samples["fanout_stream_batches_total"]
+    )
     let expected = world.deliveries
     #expect(outputLines(server, expected.keys) == expected)
     let rejected = server.entries("fanout:rejected")
@@ -205,5 +241,29 @@ struct RedisStageTests {
     #expect(r.status == 65, "\(r.stderr)")
     #expect(server.progress("in", group: "g") == nil)
     #expect(server.cli(["XLEN", "fanout:batches"]).text == "0\n")
+  }
+
+  @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
+  func demoScript() {
+    let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    let traffic = datasetURL("sample/traffic.ndjson").path
+    let demo = runProcess(
+      packageRoot.appendingPathComponent("deploy/redis/demo.sh").path,
+      [fanoutExecutable, snapshot, traffic])
+    #expect(demo.status == 0, "\(demo.stderr)")
+    let eval = makeTemporaryDirectory() + "/eval"
+    let r = runProcess(
+      fanoutExecutable, ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", eval])
+    #expect(r.status == 0)
+    for name in listDirectory(eval) where name.hasSuffix(".ndjson.lz4") {
+      let lines = lz4CommandLineDecode(eval + "/" + name)!.split(separator: "\n").count
+      let gateway = name.dropLast(".ndjson.lz4".count)
+      #expect(demo.text.contains("== fanout:\(gateway): \(lines) entries"), "\(demo.text)")
+    }
+    #expect(demo.text.contains("== fanout:rejected: "))
+    // The server was stopped and its folder removed.
+    let folder = demo.text.split(separator: "\n").first { $0.hasPrefix("redis-server ") }
+    let socket = folder.map { String($0.split(separator: " ").last!) } ?? ""
+    #expect(!socket.isEmpty && !FileManager.default.fileExists(atPath: socket))
   }
 }

@@ -54,6 +54,44 @@ struct StreamCommandTests {
     }
   }
 
+  @Test("--log-format json: one object per line (time, level, event, message, fields)")
+  func jsonLog() throws {
+    let dir = makeTemporaryDirectory()
+    let stream = StreamProcess([
+      "--snapshot", generated.snapshot, "--out", dir + "/out", "--log-format", "json",
+    ])
+    stream.write(bytes(trafficLines))
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    let events = try stream.stderr.split(separator: "\n").map {
+      try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+    }
+    #expect(
+      events.map { $0["event"] as? String } == ["snapshot_loaded", "ready", "status", "stopped"])
+    for event in events {
+      #expect((event["time"] as? String)?.hasSuffix("Z") == true)
+      #expect(event["level"] as? String == "info")
+      #expect((event["message"] as? String)?.isEmpty == false)
+    }
+    let stopped = events.last?["fields"] as? [String: Any] ?? [:]
+    #expect(stopped["lines"] as? Int == trafficLines.count)
+    #expect(stopped["rejected"] as? Int == trafficLines.count / 401)
+    #expect(stopped["reason"] as? String == "end of input")
+    let metrics = (events[2]["fields"] as? [String: Any])?["metrics"] as? [String: Any]
+    #expect(metrics?["lines"] as? Int == trafficLines.count)
+
+    let refused = runProcess(
+      fanoutExecutable,
+      [
+        "stream", "--snapshot", dir + "/missing.sqlite", "--out", dir + "/o", "--log-format",
+        "json",
+      ])
+    #expect(refused.status == 65)
+    let failed =
+      try JSONSerialization.jsonObject(with: Data(refused.stderr.utf8)) as? [String: Any] ?? [:]
+    #expect(failed["event"] as? String == "failed" && failed["level"] as? String == "error")
+    #expect((failed["fields"] as? [String: Any])?["exit_status"] as? Int == 65)
+  }
+
   @Test("refusals: exit code and message, and no output folder")
   func refusals() throws {
     let dir = makeTemporaryDirectory()
