@@ -243,6 +243,27 @@ struct RedisStageTests {
     #expect(server.cli(["XLEN", "fanout:batches"]).text == "0\n")
   }
 
+  @Test("--max-len trims the output streams (approximately), --out-prefix names them")
+  func trimmed() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: world.lines)
+    let process = stage(
+      server, world, consumer: "c1", extra: ["--max-len", "10", "--out-prefix", "trim"])
+    let done = process.wait(seconds: 120) {
+      server.progress("in", group: "g")?.lag == 0 && server.progress("in", group: "g")?.pending == 0
+    }
+    #expect(done, "\(process.stderr)")
+    process.send(SIGTERM)
+    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    for (gateway, lines) in world.deliveries {
+      let length = Int(server.cli(["XLEN", "trim:" + gateway]).text.dropLast()) ?? -1
+      // `MAXLEN ~` trims whole nodes of the stream (100 entries by default).
+      #expect(length >= 10 && length <= 200 && length < lines.count, "\(gateway): \(length)")
+    }
+    #expect(server.cli(["EXISTS", "fanout:batches"]).text == "0\n")
+  }
+
   @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
   func demoScript() {
     let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))

@@ -172,72 +172,85 @@ final class RedisBus: MessageBus {
     throws(RedisError)
   {
     let redis = try live()
-    var trim: [[UInt8]] = []
-    if let maxLength = options.maxLength {
-      trim = [Array("MAXLEN".utf8), Array("~".utf8), Array("\(maxLength)".utf8)]
+    let maxLength = options.maxLength.map { Array(String($0).utf8) }
+    let prefix = Array((options.outPrefix + ":").utf8)
+    var commands = RESPCommands()
+    /// `XADD PREFIX:name [MAXLEN ~ N] * field value field value`, the first
+    /// value given by `firstValue`.
+    func xadd(
+      _ name: [UInt8], _ field: StaticString, _ firstValue: (inout RESPCommands) -> Void,
+      _ otherField: StaticString? = nil, _ otherValue: [UInt8] = []
+    ) {
+      commands.command(arguments: 5 + (maxLength == nil ? 0 : 3) + (otherField == nil ? 0 : 2))
+      commands.argument("XADD")
+      commands.argument(prefix + name)
+      if let maxLength {
+        commands.argument("MAXLEN")
+        commands.argument("~")
+        commands.argument(maxLength)
+      }
+      commands.argument("*")
+      commands.argument(field)
+      firstValue(&commands)
+      if let otherField {
+        commands.argument(otherField)
+        commands.argument(otherValue)
+      }
     }
-    let prefix = options.outPrefix + ":"
-    var queued = 0
-    func xadd(_ key: String, _ fields: [[UInt8]]) throws(RedisError) {
-      try redis.append([Array("XADD".utf8), Array(key.utf8)] + trim + [Array("*".utf8)] + fields)
-      queued += 1
-    }
-    try redis.append([Array("MULTI".utf8)])
+    commands.command(arguments: 1)
+    commands.argument("MULTI")
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
-      let key = prefix + batch.snapshot.index.gateways[g]
+      let key = Array(batch.snapshot.index.gateways[g].utf8)
       var start = 0
       while start < lines.count {
         let end = lines[start...].firstIndex(of: 0x0A)!
-        let (number, body) = Self.splitLineNumber(lines[start..<end])
-        try xadd(
-          key, [Array("line".utf8), body, Array("entry".utf8), entries[lineEntries[number - 1]].id])
+        let (number, rest) = Self.splitLineNumber(lines[start..<end])
+        // The line without its number: `{` and the rest.
+        xadd(
+          key, "line", { $0.argument(UInt8(ascii: "{"), rest) }, "entry",
+          entries[lineEntries[number - 1]].id)
         start = end + 1
       }
     }
+    let rejected = Array("rejected".utf8)
     for rejection in batch.rejections {
-      try xadd(
-        prefix + "rejected",
-        [
-          Array("entry".utf8), entries[lineEntries[rejection.line - 1]].id, Array("error".utf8),
-          Array(rejection.reason.utf8),
-        ])
+      xadd(
+        rejected, "entry", { $0.argument(entries[lineEntries[rejection.line - 1]].id) }, "error",
+        Array(rejection.reason.utf8))
     }
     for entry in entries where entry.line == nil {
-      try xadd(
-        prefix + "rejected",
-        [Array("entry".utf8), entry.id, Array("error".utf8), Array("no 'message' field".utf8)])
+      xadd(rejected, "entry", { $0.argument(entry.id) }, "error", Array("no 'message' field".utf8))
     }
-    try xadd(
-      prefix + "batches",
-      [Array("batch".utf8), batch.record(closedAtMillis: WallClock.nowMillis())])
-    try redis.append([Array("XACK".utf8), streamKey, groupKey] + entries.map(\.id))
-    try redis.append([Array("EXEC".utf8)])
-    _ = try check(redis.reply())  // MULTI
+    let record = batch.record(closedAtMillis: WallClock.nowMillis())
+    xadd(Array("batches".utf8), "batch", { $0.argument(record) })
+    commands.command(arguments: 3 + entries.count)
+    commands.argument("XACK")
+    commands.argument(streamKey)
+    commands.argument(groupKey)
+    for entry in entries { commands.argument(entry.id) }
+    commands.command(arguments: 1)
+    commands.argument("EXEC")
+    try redis.append(commands)
+    // MULTI's OK, a QUEUED (or an error) per command, then EXEC's results.
     var refused: String?
-    for _ in 0...queued {  // the XADDs and the XACK: QUEUED, or an error
-      if case .error(let message) = try redis.reply() { refused = refused ?? message }
+    for _ in 0..<(commands.count - 1) {
+      let error = try redis.replyError()
+      refused = refused ?? error
     }
-    let exec = try redis.reply()
+    let failed = try redis.replyError()
     if let refused { throw .reply("batch \(batch.number) not written: \(refused)") }
-    guard let results = exec.array else {
-      throw .reply("batch \(batch.number) not written: \(exec)")
-    }
-    for result in results {
-      if case .error(let message) = result {
-        throw .reply("batch \(batch.number) partly failed inside EXEC: \(message)")
-      }
-    }
+    if let failed { throw .reply("batch \(batch.number) not written: \(failed)") }
   }
 
-  /// `{"line":N,rest` → (N, `{rest`).
-  static func splitLineNumber(_ line: ArraySlice<UInt8>) -> (Int, [UInt8]) {
+  /// `{"line":N,rest` → (N, `rest`).
+  static func splitLineNumber(_ line: ArraySlice<UInt8>) -> (Int, ArraySlice<UInt8>) {
     var i = line.startIndex + #"{"line":"#.utf8.count
     var number = 0
     while line[i] != UInt8(ascii: ",") {
       number = number * 10 + Int(line[i] - UInt8(ascii: "0"))
       i += 1
     }
-    return (number, [UInt8(ascii: "{")] + line[(i + 1)...])
+    return (number, line[(i + 1)...])
   }
 
   func lag() -> (pending: Int64, behind: Int64?)? {

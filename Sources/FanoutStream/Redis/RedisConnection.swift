@@ -147,6 +147,41 @@ public final class RedisConnection {
     guard status == REDIS_OK else { throw .connection(errorText) }
   }
 
+  /// Queues commands already in the protocol, in one piece.
+  public func append(_ commands: RESPCommands) throws(RedisError) {
+    let status = commands.bytes.withUnsafeBufferPointer { buffer in
+      buffer.withMemoryRebound(to: CChar.self) {
+        redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
+      }
+    }
+    guard status == REDIS_OK else { throw .connection(errorText) }
+  }
+
+  /// Reads the next reply only for its error: the server's message if it
+  /// is one, or holds one (an `EXEC` result), else nil. Nothing is copied
+  /// for replies that are not errors: a batch has thousands of them.
+  public func replyError() throws(RedisError) -> String? {
+    var raw: UnsafeMutableRawPointer?
+    guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
+      throw .connection(errorText)
+    }
+    let reply = raw.assumingMemoryBound(to: redisReply.self)
+    defer { freeReplyObject(reply) }
+    func firstError(_ r: UnsafeMutablePointer<redisReply>) -> String? {
+      switch r.pointee.type {
+      case REDIS_REPLY_ERROR: return String(cString: r.pointee.str)
+      case REDIS_REPLY_ARRAY:
+        for i in 0..<Int(r.pointee.elements) {
+          if let message = firstError(r.pointee.element[i]!) { return message }
+        }
+        return nil
+      case REDIS_REPLY_NIL where r == reply: return "null reply (the transaction was aborted)"
+      default: return nil
+      }
+    }
+    return firstError(reply)
+  }
+
   /// The next reply of the pipeline.
   public func reply() throws(RedisError) -> RedisReply {
     var raw: UnsafeMutableRawPointer?
@@ -187,4 +222,56 @@ public final class RedisConnection {
 func check(_ reply: RedisReply) throws(RedisError) -> RedisReply {
   if case .error(let message) = reply { throw .reply(message) }
   return reply
+}
+
+/// Commands in the Redis protocol (RESP), written into one buffer: the
+/// thousands of `XADD`s of a batch cost no allocation each and reach hiredis
+/// in one piece.
+public struct RESPCommands {
+  public private(set) var bytes: [UInt8] = []
+  /// Replies to expect: one per command.
+  public private(set) var count = 0
+
+  public init() {}
+
+  /// Starts a command of `arguments` arguments, given next.
+  public mutating func command(arguments: Int) {
+    bytes.append(UInt8(ascii: "*"))
+    decimal(arguments)
+    count += 1
+  }
+
+  public mutating func argument(_ value: some Collection<UInt8>) {
+    bulkHeader(value.count)
+    bytes += value
+    crlf()
+  }
+
+  public mutating func argument(_ text: StaticString) {
+    argument(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+  }
+
+  /// An argument of `first` followed by `rest`.
+  public mutating func argument(_ first: UInt8, _ rest: ArraySlice<UInt8>) {
+    bulkHeader(1 + rest.count)
+    bytes.append(first)
+    bytes += rest
+    crlf()
+  }
+
+  private mutating func bulkHeader(_ length: Int) {
+    bytes.append(UInt8(ascii: "$"))
+    decimal(length)
+  }
+
+  /// `n` in decimal (a small string: no allocation), then CRLF.
+  private mutating func decimal(_ n: Int) {
+    bytes += String(n).utf8
+    crlf()
+  }
+
+  private mutating func crlf() {
+    bytes.append(0x0D)
+    bytes.append(0x0A)
+  }
 }
