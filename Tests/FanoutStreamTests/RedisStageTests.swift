@@ -264,6 +264,39 @@ struct RedisStageTests {
     #expect(server.cli(["EXISTS", "fanout:batches"]).text == "0\n")
   }
 
+  @Test(
+    "a password from FANOUT_REDIS_PASSWORD and ?db=N: the streams in that database; a wrong password exits 64"
+  )
+  func passwordAndDatabase() {
+    let server = RedisServer(password: "s3cret")
+    let world = Self.small
+    server.feed("in", lines: Array(world.lines.prefix(300)))
+    server.cli(["-n", "3", "XADD", "in", "*", "message", world.lines[0]])
+    let url = server.url + "?db=3"
+    func run(password: String) -> StreamProcess {
+      StreamProcess(
+        [
+          "--snapshot", world.snapshot, "--redis", url, "--input", "in", "--group", "g",
+          "--from-start", "--consumer", "c1", "--status-seconds", "60",
+        ], environment: ["FANOUT_REDIS_PASSWORD": password])
+    }
+    let wrong = run(password: "guess")
+    #expect(wrong.waitForExit() == 64, "\(wrong.stderr)")
+    #expect(
+      wrong.stderr.contains("WRONGPASS") || wrong.stderr.contains("invalid"), "\(wrong.stderr)")
+    let right = run(password: "s3cret")
+    let done = right.wait(seconds: 60) {
+      server.cli(["-n", "3", "XLEN", "fanout:batches"]).text != "0\n"
+    }
+    #expect(done, "\(right.stderr)")
+    right.send(SIGTERM)
+    #expect(right.waitForExit() == 0, "\(right.stderr)")
+    #expect(right.stderr.contains("1 lines"), "\(right.stderr)")
+    // Database 0 untouched: its input unread, no output streams.
+    #expect(server.cli(["EXISTS", "fanout:batches"]).text == "0\n")
+    #expect(server.progress("in", group: "g") == nil)
+  }
+
   @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
   func demoScript() {
     let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))

@@ -8,10 +8,13 @@ public final class RedisServer: @unchecked Sendable {
   public let directory: String
   public var socket: String { directory + "/redis.sock" }
   public var url: String { "unix://" + socket }
+  /// The server's `requirepass`, which `cli` gives too.
+  public let password: String?
   private var process: Process?
 
-  public init() {
+  public init(password: String? = nil) {
     directory = makeTemporaryDirectory("fanout-redis")
+    self.password = password
     start()
   }
 
@@ -19,10 +22,11 @@ public final class RedisServer: @unchecked Sendable {
   public func start() {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-    process.arguments = [
-      "--port", "0", "--unixsocket", socket, "--dir", directory, "--save", "",
-      "--appendonly", "yes", "--appendfsync", "always", "--logfile", directory + "/redis.log",
-    ]
+    process.arguments =
+      [
+        "--port", "0", "--unixsocket", socket, "--dir", directory, "--save", "",
+        "--appendonly", "yes", "--appendfsync", "always", "--logfile", directory + "/redis.log",
+      ] + (password.map { ["--requirepass", $0] } ?? [])
     // Not the test's own output: a server outliving a crashed test run would
     // hold that pipe open and `swift test` would wait for it forever.
     process.standardInput = FileHandle.nullDevice
@@ -49,7 +53,8 @@ public final class RedisServer: @unchecked Sendable {
   /// `redis-cli` against this server.
   @discardableResult
   public func cli(_ arguments: [String], input: [UInt8]? = nil) -> ProcessResult {
-    runProcess("/usr/bin/redis-cli", ["-s", socket] + arguments, input: input)
+    let auth = password.map { ["-a", $0, "--no-auth-warning"] } ?? []
+    return runProcess("/usr/bin/redis-cli", ["-s", socket] + auth + arguments, input: input)
   }
 
   /// Appends one entry per line to `stream`, field `message` (pipelined).

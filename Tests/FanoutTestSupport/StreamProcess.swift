@@ -12,9 +12,12 @@ public final class StreamProcess: @unchecked Sendable {
   private let input = Pipe()
   private let inputState = Mutex(true)  // whether the input is open
 
-  /// Starts `fanout stream` with `arguments`; with `openFileLimit`, under
-  /// that `ulimit -n` (through the shell, which then becomes the stage).
-  public init(_ arguments: [String], openFileLimit: Int? = nil) {
+  /// Starts `fanout stream` with `arguments` (and `environment` added to
+  /// this process's); with `openFileLimit`, under that `ulimit -n` (through
+  /// the shell, which then becomes the stage).
+  public init(
+    _ arguments: [String], openFileLimit: Int? = nil, environment: [String: String] = [:]
+  ) {
     // Writing to a stage that has stopped reading must fail, not kill the test.
     signal(SIGPIPE, SIG_IGN)
     directory = makeTemporaryDirectory("fanout-stream")
@@ -28,6 +31,9 @@ public final class StreamProcess: @unchecked Sendable {
     } else {
       process.executableURL = URL(fileURLWithPath: fanoutExecutable)
       process.arguments = ["stream"] + arguments
+    }
+    if !environment.isEmpty {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     }
     process.standardInput = input
     process.standardOutput = FileHandle(forWritingAtPath: directory + "/stdout")
