@@ -36,6 +36,8 @@ public struct ApplyOptions: Sendable {
   public var out: String?
   /// How long to wait for another writer holding the snapshot.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// Told each step as it starts (for a progress line).
+  public var step: (@Sendable (String) -> Void)?
 
   public init(
     snapshot: String, format: SourceFormat, asUser: String?, now: Int64, changes: String,
@@ -119,6 +121,7 @@ public enum PrefsApply {
           options.snapshot, error, waited: options.busyTimeoutMilliseconds))
     }
     let index: Index
+    options.step?("loading the snapshot")
     do {
       index = try SnapshotLoader.load(
         path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
@@ -129,6 +132,7 @@ public enum PrefsApply {
     let partial = sidecar(of: destination, suffix: ".partial")
     unlink(partial)
     defer { unlink(partial) }
+    options.step?("copying it")
     do {
       try copySnapshot(from: options.snapshot, to: partial)
     } catch {
@@ -138,12 +142,15 @@ public enum PrefsApply {
     do { copy = try SnapshotEditor(path: partial) } catch {
       throw ApplyError.write(path: partial, reason: error.message)
     }
+    options.step?("applying the changes to the copy")
     let entries = try apply(data, options, index: index, to: copy)
     do { try copy.commit() } catch {
       throw ApplyError.write(path: partial, reason: error.message)
     }
+    options.step?("checking the result")
     do { _ = try SnapshotLoader.load(path: partial) } catch { throw .result(error) }
     if let target {
+      options.step?("applying the changes in place")
       // The same entries on the same state give the same rows.
       _ = try apply(data, options, index: index, to: target)
       do { try target.commit() } catch {

@@ -14,9 +14,13 @@ public enum SnapshotSplit {
   /// then all renamed together. A refusal leaves nothing behind.
   /// With `overwrite`, a previous split's shards (and partial files a
   /// killed one left) are removed first.
+  /// `progress` is told the rows copied and their fraction, `step` each
+  /// step after the copy.
   public static func run(
     snapshot: String, shards count: Int, out: String, overwrite: Bool = false,
-    busyTimeoutMilliseconds: Int = SnapshotLoader.defaultBusyTimeoutMilliseconds
+    busyTimeoutMilliseconds: Int = SnapshotLoader.defaultBusyTimeoutMilliseconds,
+    progress: ((_ rows: Int, _ fraction: Double?) -> Void)? = nil,
+    step: ((String) -> Void)? = nil
   ) throws(PipelineError) -> [String] {
     guard count >= 1 else { throw .usage("--shards must be at least 1 (got \(count))") }
     let folder = try OutputFolder(
@@ -34,7 +38,8 @@ public enum SnapshotSplit {
     do {
       try ShardSplitter.split(
         source: snapshot, into: files.map(\.partialPath),
-        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+        progress: progress.map { p in { p($0, $1) } })
     } catch {
       switch error {
       case .source(let refusal): throw .snapshot(refusal)
@@ -43,7 +48,10 @@ public enum SnapshotSplit {
       }
     }
     do {
-      for file in files { _ = try SnapshotLoader.load(path: file.partialPath) }
+      for (k, file) in files.enumerated() {
+        step?("checking shard \(k + 1) of \(count)")
+        _ = try SnapshotLoader.load(path: file.partialPath)
+      }
     } catch {
       throw .snapshot(error)
     }

@@ -25,8 +25,10 @@ package enum ShardSplitter {
 
   /// Reads `source` at one point in time and writes shard k to `paths[k]`
   /// (new files); each is complete (committed, synced) when this returns.
+  /// `progress` is told the rows copied and the fraction of all rows, now and then.
   package static func split(
-    source: String, into paths: [String], busyTimeoutMilliseconds: Int
+    source: String, into paths: [String], busyTimeoutMilliseconds: Int,
+    progress: ((_ rows: Int, _ fraction: Double) -> Void)? = nil
   ) throws(SplitFailure) {
     let reads: ConsistentReads
     do {
@@ -49,10 +51,22 @@ package enum ShardSplitter {
         $0.name == "members" && $0.columns.contains { $0.name.lowercased() == "channel_id" }
       }
       var mutedElsewhere: [String: Set<Int>] = [:]
+      var copied = 0
+      var total = 0
+      if progress != nil {
+        for table in tables {
+          let count = try db.prepare("SELECT count(*) FROM \(quoted(table.sourceName))")
+          if try count.step() { total += Int(count.int64(0)) }
+        }
+      }
       for table in tables.sorted(by: { $0.name == "user_mutes" && $1.name != "user_mutes" }) {
         try copy(
           table, select: table.selectSQL(members: members?.sourceName), from: db, to: shards,
-          mutedElsewhere: &mutedElsewhere)
+          mutedElsewhere: &mutedElsewhere
+        ) { rows in
+          copied += rows
+          progress?(copied, Double(copied) / Double(max(total, 1)))
+        }
       }
       if !tables.contains(where: { $0.name == "settings" }) {
         for shard in shards { try shard.execute("CREATE TABLE settings (key TEXT, value TEXT)") }
@@ -188,9 +202,11 @@ package enum ShardSplitter {
     return "NUMERIC"
   }
 
+  /// Copies `table`'s rows to their shards; `copied` is told the rows read,
+  /// every 65,536 and at the end.
   static func copy(
     _ table: SourceTable, select: String, from db: Connection, to shards: [Connection],
-    mutedElsewhere: inout [String: Set<Int>]
+    mutedElsewhere: inout [String: Set<Int>], copied: (Int) -> Void
   ) throws(SQLiteError) {
     for shard in shards { try shard.execute(table.createSQL) }
     let inserts = try shards.map { shard throws(SQLiteError) in try shard.prepare(table.insertSQL) }
@@ -206,7 +222,11 @@ package enum ShardSplitter {
       }
       try insert.insert()
     }
+    var read = 0
+    defer { copied(read & 0xFFFF) }
     while try rows.step() {
+      read += 1
+      if read & 0xFFFF == 0 { copied(0x10000) }
       guard let user = table.userColumn else {
         for k in shards.indices { try write(k) }
         continue

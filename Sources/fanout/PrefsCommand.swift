@@ -67,13 +67,17 @@ extension Fanout {
           now: now.flatMap(Self.parseTime) ?? WallClock.nowMillis(),
           changes: changes, out: out)
         options.busyTimeoutMilliseconds = busyTimeout
+        let progress = ProgressBar.ifTerminal()
+        options.step = progress?.show(step:)
         do {
           let report = try PrefsApply.run(options)
+          progress?.clear()
           let rows = report.changedRows.map { "\($0.table) \($0.rows)" }.joined(separator: ", ")
           print(
             "applied \(report.entries) \(format) entries to \(report.path)"
               + (rows.isEmpty ? " (no row changed)" : "; rows changed: \(rows)"))
         } catch {
+          progress?.clear()
           throw fail(error, status: error.exitStatus)
         }
       }

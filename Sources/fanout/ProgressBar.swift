@@ -34,8 +34,17 @@ final class ProgressBar: @unchecked Sendable {
     print(line, terminator: "", to: &stderr)
   }
 
+  /// A step without a count (loading, checking), named as it starts; drawn
+  /// at once, since nothing redraws it while it runs.
+  func show(step: String) {
+    shown = true
+    var stderr = StandardError()
+    print("\r\u{1B}[K\(step)…", terminator: "", to: &stderr)
+  }
+
   func clear() {
     guard shown else { return }
+    shown = false
     var stderr = StandardError()
     print("\r\u{1B}[K", terminator: "", to: &stderr)
   }

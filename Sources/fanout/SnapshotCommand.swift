@@ -72,12 +72,16 @@ extension Fanout {
         let clock = ContinuousClock()
         let started = clock.now
         let paths: [String]
+        let progress = ProgressBar.ifTerminal(unit: "rows")
         do {
           paths = try SnapshotSplit.run(
-            snapshot: file, shards: shards, out: out, overwrite: overwrite)
+            snapshot: file, shards: shards, out: out, overwrite: overwrite,
+            progress: progress?.update, step: progress?.show(step:))
         } catch {
+          progress?.clear()
           throw fail(error)
         }
+        progress?.clear()
         let seconds = (clock.now - started).seconds
         print("\(paths.count) shards of \(file) in \(out) (\(threeDecimals(seconds)) s)")
       }

@@ -156,6 +156,25 @@ struct ScaleOutTests {
     }
   }
 
+  @Test("split on a terminal names its steps and clears them; off a terminal it draws nothing")
+  func splitProgress() {
+    let dir = makeTemporaryDirectory()
+    let plain = runProcess(
+      fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "2", "--out", dir + "/a"])
+    #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr)")
+    // `script` runs the command on a pseudo-terminal and copies what it draws.
+    let command = [
+      fanoutExecutable, "snapshot", "split", Self.sample, "--shards", "2", "--out", dir + "/b",
+    ]
+    .map { "'\($0)'" }.joined(separator: " ")
+    let terminal = runProcess("/usr/bin/script", ["-qec", command, "/dev/null"])
+    #expect(terminal.status == 0, "\(terminal.stderr)")
+    let drawn = terminal.text
+    #expect(drawn.contains("checking shard 1 of 2…") && drawn.contains("checking shard 2 of 2…"))
+    // Cleared before the summary: the last line starts with the erase sequence.
+    #expect(drawn.contains("\r\u{1B}[K2 shards of "), "\(drawn.debugDescription)")
+  }
+
   @Test("split refuses N < 1, an existing output and a bad snapshot, leaving nothing")
   func splitRefusals() {
     let dir = makeTemporaryDirectory()
