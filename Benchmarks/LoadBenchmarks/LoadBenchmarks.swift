@@ -9,7 +9,12 @@ let benchmarks: @Sendable () -> Void = {
     maxDuration: .seconds(20), maxIterations: 5,
     thresholds: tolerances)
 
-  Benchmark("SnapshotLoad") { benchmark in
+  // The load's peak varies from run to run with which threads' malloc arenas
+  // the side readers' memory lands in (measured 202–268 MB over four runs,
+  // the same before and after the Redis and shard work): 35 %, not 20 %.
+  var loadTolerances = tolerances
+  loadTolerances[.peakMemoryResident] = .init(relative: [.p90: 35])
+  Benchmark("SnapshotLoad", configuration: .init(thresholds: loadTolerances)) { benchmark in
     blackHole(try SnapshotLoader.load(path: BenchmarkData.snapshot).index.memberCount)
   }
 

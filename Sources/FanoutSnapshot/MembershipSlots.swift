@@ -73,67 +73,78 @@ struct MembershipSlots: Sendable {
     var users = [Int32](repeating: 0, count: slotCount)
     let prefKeys = rows.channelPrefKeys
     var nextPref = 0
-    // Where the user bytes and rows lie, to ask for them ahead: a hint
-    // only (a prefetch never faults), all reads go through the arrays.
-    let userBaseStart = userBase.withUnsafeBufferPointer { $0.baseAddress }
-    let scopeRowStart = rows.scopeRow.withUnsafeBufferPointer { $0.baseAddress }
-    let userPrefsStart = rows.userPrefs.withUnsafeBufferPointer { $0.baseAddress }
-    // Flat buffers: 19M slots at 1M users, no per-append checks.
-    rows.memberKeys.withUnsafeBufferPointer { keys in
-      users.withUnsafeMutableBufferPointer { users in
-        settings.withUnsafeMutableBufferPointer { settings in
-          snooze.withUnsafeMutableBufferPointer { snooze in
-            channelStarts.withUnsafeMutableBufferPointer { channelMembers in
-              for (slot, key) in keys.enumerated() {
-                // Users come in no useful order: ask for a user's byte 16
-                // slots ahead and, 8 ahead, for the rows of one who is not plain.
-                if slot &+ 16 < keys.count, let userBaseStart {
-                  cprefetch_read(userBaseStart + Int(UInt32(truncatingIfNeeded: keys[slot &+ 16])))
-                }
-                if slot &+ 8 < keys.count, let scopeRowStart, let userPrefsStart {
-                  let ahead = Int(UInt32(truncatingIfNeeded: keys[slot &+ 8]))
-                  if userBase[ahead] & plain == 0 {
-                    cprefetch_read(scopeRowStart + ahead &* 3)
-                    cprefetch_read(userPrefsStart + ahead)
+    // Where the user bytes and rows lie, to ask for them ahead (a hint
+    // only: all reads go through the arrays), lent for the loop.
+    userBase.withUnsafeBufferPointer { userBaseBuffer in
+      rows.scopeRow.withUnsafeBufferPointer { scopeRowBuffer in
+        rows.userPrefs.withUnsafeBufferPointer { userPrefsBuffer in
+          let userBaseStart = userBaseBuffer.baseAddress
+          let scopeRowStart = scopeRowBuffer.baseAddress
+          let userPrefsStart = userPrefsBuffer.baseAddress
+          // Flat buffers: 19M slots at 1M users, no per-append checks.
+          rows.memberKeys.withUnsafeBufferPointer { keys in
+            users.withUnsafeMutableBufferPointer { users in
+              settings.withUnsafeMutableBufferPointer { settings in
+                snooze.withUnsafeMutableBufferPointer { snooze in
+                  channelStarts.withUnsafeMutableBufferPointer { channelMembers in
+                    for (slot, key) in keys.enumerated() {
+                      // Users come in no useful order: ask for a user's byte 16
+                      // slots ahead and, 8 ahead, for the rows of one who is not plain.
+                      if slot &+ 16 < keys.count, let userBaseStart {
+                        cprefetch_read(
+                          userBaseStart + Int(UInt32(truncatingIfNeeded: keys[slot &+ 16])))
+                      }
+                      if slot &+ 8 < keys.count, let scopeRowStart, let userPrefsStart {
+                        let ahead = Int(UInt32(truncatingIfNeeded: keys[slot &+ 8]))
+                        if userBase[ahead] & plain == 0 {
+                          cprefetch_read(scopeRowStart + ahead &* 3)
+                          cprefetch_read(userPrefsStart + ahead)
+                        }
+                      }
+                      let c = Int(key >> 32)
+                      let u = Int(UInt32(truncatingIfNeeded: key))
+                      channelMembers[c + 1] += 1
+                      users[slot] = Int32(u)
+                      while nextPref < prefKeys.count && prefKeys[nextPref].key < key {
+                        nextPref += 1
+                      }
+                      let cpRow =
+                        nextPref < prefKeys.count && prefKeys[nextPref].key == key
+                        ? Int(prefKeys[nextPref].row) : -1
+                      if cpRow < 0 && userBase[u] & plain != 0 {
+                        let own = MemberSettings(raw: UInt8(truncatingIfNeeded: userBase[u]))
+                        settings[slot] =
+                          userBase[u] & channelChat != 0
+                          ? own.with(chatLevel: rows.channelDefaultChat[c]) : own
+                        continue
+                      }
+                      let spRow = Int(rows.scopeRow[u * 3 + Int(rows.channelScope[c].rawValue)])
+                      let cp = cpRow >= 0 ? rows.channelPrefs[cpRow] : LevelRow.none
+                      let sp = spRow >= 0 ? rows.scopePrefs[spRow] : LevelRow.none
+                      let up = rows.userPrefs[u]
+                      settings[slot] = Self.resolve(
+                        cp, sp, up, chat: rows.channelDefaultChat[c], call: rows.defaultCall)
+
+                      // Each level's snooze window stands alone; the windows add up.
+                      guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else { continue }
+                      settings[slot] = settings[slot].withSnooze()
+                      let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
+                      if let id = snoozeIDs[group] {
+                        snooze[slot] = id
+                      } else {
+                        let id = Int32(snoozeIDs.count)
+                        snoozeIDs[group] = id
+                        bounds += group.windows
+                        groups.append(Int32(bounds.count / 2))
+                        snooze[slot] = id
+                      }
+                    }
+                    for c in 0..<channelMembers.count - 1 {
+                      channelMembers[c + 1] += channelMembers[c]
+                    }
                   }
                 }
-                let c = Int(key >> 32)
-                let u = Int(UInt32(truncatingIfNeeded: key))
-                channelMembers[c + 1] += 1
-                users[slot] = Int32(u)
-                while nextPref < prefKeys.count && prefKeys[nextPref].key < key { nextPref += 1 }
-                let cpRow =
-                  nextPref < prefKeys.count && prefKeys[nextPref].key == key
-                  ? Int(prefKeys[nextPref].row) : -1
-                if cpRow < 0 && userBase[u] & plain != 0 {
-                  let own = MemberSettings(raw: UInt8(truncatingIfNeeded: userBase[u]))
-                  settings[slot] =
-                    userBase[u] & channelChat != 0
-                    ? own.with(chatLevel: rows.channelDefaultChat[c]) : own
-                  continue
-                }
-                let spRow = Int(rows.scopeRow[u * 3 + Int(rows.channelScope[c].rawValue)])
-                let cp = cpRow >= 0 ? rows.channelPrefs[cpRow] : LevelRow.none
-                let sp = spRow >= 0 ? rows.scopePrefs[spRow] : LevelRow.none
-                let up = rows.userPrefs[u]
-                settings[slot] = Self.resolve(
-                  cp, sp, up, chat: rows.channelDefaultChat[c], call: rows.defaultCall)
-
-                // Each level's snooze window stands alone; the windows add up.
-                guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else { continue }
-                settings[slot] = settings[slot].withSnooze()
-                let group = SnoozeGroupKey(user: up, scope: sp, channel: cp)
-                if let id = snoozeIDs[group] {
-                  snooze[slot] = id
-                } else {
-                  let id = Int32(snoozeIDs.count)
-                  snoozeIDs[group] = id
-                  bounds += group.windows
-                  groups.append(Int32(bounds.count / 2))
-                  snooze[slot] = id
-                }
               }
-              for c in 0..<channelMembers.count - 1 { channelMembers[c + 1] += channelMembers[c] }
             }
           }
         }
