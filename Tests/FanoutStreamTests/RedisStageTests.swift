@@ -297,6 +297,37 @@ struct RedisStageTests {
     #expect(server.progress("in", group: "g") == nil)
   }
 
+  @Test(
+    "a batch Redis cannot apply (a gateway key that is not a stream, no memory left): exit 73, nothing of it applied, its entries pending"
+  )
+  func batchRefused() {
+    let world = Self.small
+    let lines = Array(world.lines.prefix(200))
+    // A key of another type where a gateway's stream goes.
+    let wrongType = RedisServer()
+    wrongType.feed("in", lines: lines)
+    wrongType.cli(["SET", "fanout:apns", "not a stream"])
+    let first = stage(wrongType, world, consumer: "c1")
+    #expect(first.waitForExit() == 73, "\(first.stderr)")
+    #expect(first.stderr.contains("'fanout:apns' is a string, not a stream"), "\(first.stderr)")
+    #expect(wrongType.cli(["EXISTS", "fanout:batches", "fanout:fcm"]).text == "0\n")
+    #expect(wrongType.progress("in", group: "g")?.pending == 200)
+
+    // No memory left for the outputs: the whole transaction is refused.
+    let full = RedisServer()
+    full.feed("in", lines: lines)
+    let used =
+      full.cli(["INFO", "memory"]).text.split(separator: "\r\n").first {
+        $0.hasPrefix("used_memory:")
+      }.flatMap { Int($0.dropFirst("used_memory:".count)) } ?? 0
+    full.cli(["CONFIG", "SET", "maxmemory", "\(used + 50_000)"])
+    let second = stage(full, world, consumer: "c1")
+    #expect(second.waitForExit() == 73, "\(second.stderr)")
+    #expect(second.stderr.contains("OOM"), "\(second.stderr)")
+    #expect(full.cli(["EXISTS", "fanout:batches", "fanout:apns"]).text == "0\n")
+    #expect(full.progress("in", group: "g")?.pending == 200)
+  }
+
   @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
   func demoScript() {
     let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))

@@ -66,6 +66,8 @@ final class RedisBus: MessageBus {
   /// (at the start and after every lost connection).
   private var pendingFirst = true
   private var claimCursor: [UInt8] = Array("0-0".utf8)
+  /// Output streams whose key was found free or a stream on this connection.
+  private var streamsChecked: Set<String> = []
 
   init(_ options: RedisOptions) { self.options = options }
 
@@ -87,16 +89,24 @@ final class RedisBus: MessageBus {
     if case .error(let message) = created, !message.hasPrefix("BUSYGROUP") {
       throw .reply(message)
     }
-    // An output key of another type would fail inside EXEC, after other
-    // commands of the batch applied: refused here instead.
-    for key in ["rejected", "batches"] {
-      let type = try check(made.command(["TYPE", options.outPrefix + ":" + key]))
-      if case .status(let t) = type, t != "none" && t != "stream" {
-        throw .reply("'\(options.outPrefix):\(key)' is a \(t), not a stream")
-      }
-    }
     connection = made
+    streamsChecked = []
+    for name in ["rejected", "batches"] { try checkOutputStream(name) }
     pendingFirst = true
+  }
+
+  /// An output key of another type would fail inside EXEC, after other
+  /// commands of the batch (its XACK among them) applied: each output key
+  /// is checked before its first use on a connection, and refused.
+  private func checkOutputStream(_ name: String) throws(RedisError) {
+    guard !streamsChecked.contains(name) else { return }
+    let key = options.outPrefix + ":" + name
+    if case .status(let type) = try check(live().command(["TYPE", key])),
+      type != "none" && type != "stream"
+    {
+      throw .reply("'\(key)' is a \(type), not a stream")
+    }
+    streamsChecked.insert(name)
   }
 
   private func live() throws(RedisError) -> RedisConnection {
@@ -172,6 +182,9 @@ final class RedisBus: MessageBus {
     throws(RedisError)
   {
     let redis = try live()
+    for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
+      try checkOutputStream(batch.snapshot.index.gateways[g])
+    }
     let maxLength = options.maxLength.map { Array(String($0).utf8) }
     let prefix = Array((options.outPrefix + ":").utf8)
     var commands = RESPCommands()
