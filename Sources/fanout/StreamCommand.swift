@@ -46,7 +46,7 @@ extension Fanout {
     @Option(help: "With --redis: the consumer group (created if missing).")
     var group: String?
 
-    @Option(help: "With --redis: this consumer's name in the group (default: host name and pid).")
+    @Option(help: "With --redis: this consumer's name in the group (default: the host name).")
     var consumer: String?
 
     @Option(help: "With --redis: output streams PREFIX:<gateway>, PREFIX:rejected, PREFIX:batches.")
@@ -237,13 +237,14 @@ extension StreamStage: SignalledStage {}
 extension BusStage: SignalledStage {}
 
 extension Fanout.StreamCommand {
-  /// `host-pid`: unique among live consumers, and a restarted stage on
-  /// another pid reads its predecessor's pending entries only through
-  /// `--claim-idle-ms`; give `--consumer` to resume as the same consumer.
+  /// The host name: a stage restarted on the same host (or a pod keeping its
+  /// name) is the same consumer, and re-reads the entries it left pending.
+  /// Two live stages on one host need a `--consumer` each: sharing a name,
+  /// one would re-read the other's batches in flight at its start.
   static var defaultConsumer: String {
     var name = [CChar](repeating: 0, count: 256)
     gethostname(&name, name.count - 1)
-    return String(cString: name) + "-\(getpid())"
+    return String(cString: name)
   }
 }
 

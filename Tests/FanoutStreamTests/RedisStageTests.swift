@@ -60,15 +60,17 @@ struct RedisStageTests {
     ])
   static let large = World(users: 20000, messages: 50000, seed: 22)
 
-  func stage(_ server: RedisServer, _ world: World, consumer: String, extra: [String] = [])
+  /// The stage on `server`'s stream `in`, group `g`; without `consumer`,
+  /// under its default name.
+  func stage(_ server: RedisServer, _ world: World, consumer: String?, extra: [String] = [])
     -> StreamProcess
   {
     StreamProcess(
       [
         "--snapshot", world.snapshot, "--redis", server.url, "--input", "in", "--group", "g",
-        "--from-start", "--consumer", consumer, "--batch-messages", "500", "--batch-ms", "20",
-        "--status-seconds", "60", "--threads", "2",
-      ] + extra)
+        "--from-start", "--batch-messages", "500", "--batch-ms", "20", "--status-seconds", "60",
+        "--threads", "2",
+      ] + (consumer.map { ["--consumer", $0] } ?? []) + extra)
   }
 
   /// The input lines the batch records account for.
@@ -183,6 +185,31 @@ struct RedisStageTests {
     waitUntilDone(server, entries: world.lines.count, last)
     last.send(SIGTERM)
     #expect(last.waitForExit() == 0)
+    let expected = world.deliveries
+    #expect(outputLines(server, expected.keys) == expected)
+    #expect(linesDone(server) == world.lines.count)
+  }
+
+  @Test(
+    "restarted without --consumer: the host name is the consumer, and it finishes its pending entries"
+  )
+  func defaultConsumerResumes() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: world.lines)
+    // A stage under the default name read 700 entries and died before writing.
+    var host = [CChar](repeating: 0, count: 256)
+    gethostname(&host, host.count - 1)
+    server.cli(["XGROUP", "CREATE", "in", "g", "0"])
+    server.cli([
+      "XREADGROUP", "GROUP", "g", String(cString: host), "COUNT", "700", "STREAMS", "in", ">",
+    ])
+    #expect(server.progress("in", group: "g")?.pending == 700)
+    let restarted = stage(server, world, consumer: nil)
+    waitUntilDone(server, entries: world.lines.count, restarted)
+    restarted.send(SIGTERM)
+    #expect(restarted.waitForExit() == 0, "\(restarted.stderr)")
+    // Its own pending entries first: eval's order exactly.
     let expected = world.deliveries
     #expect(outputLines(server, expected.keys) == expected)
     #expect(linesDone(server) == world.lines.count)

@@ -65,6 +65,10 @@ final class RedisBus: MessageBus {
   /// Whether this consumer's own pending entries are still to be re-read
   /// (at the start and after every lost connection).
   private var pendingFirst = true
+  /// The last of this consumer's own pending entries re-read: each is
+  /// returned once, though it stays pending until its batch is committed
+  /// (a batch's window may read again before that).
+  private var pendingCursor: [UInt8] = Array("0".utf8)
   private var claimCursor: [UInt8] = Array("0-0".utf8)
   /// Output streams whose key was found free or a stream on this connection.
   private var streamsChecked: Set<String> = []
@@ -93,6 +97,7 @@ final class RedisBus: MessageBus {
     streamsChecked = []
     for name in ["rejected", "batches"] { try checkOutputStream(name) }
     pendingFirst = true
+    pendingCursor = Array("0".utf8)
   }
 
   /// An output key of another type would fail inside EXEC, after other
@@ -122,9 +127,12 @@ final class RedisBus: MessageBus {
         check(
           redis.command([
             Array("XREADGROUP".utf8), Array("GROUP".utf8), groupKey, consumerKey,
-            Array("COUNT".utf8), count, Array("STREAMS".utf8), streamKey, Array("0".utf8),
+            Array("COUNT".utf8), count, Array("STREAMS".utf8), streamKey, pendingCursor,
           ])))
-      if !own.isEmpty { return own }
+      if let last = own.last {
+        pendingCursor = last.id
+        return own
+      }
       pendingFirst = false
     }
     if let idle = options.claimIdleMilliseconds {
