@@ -136,11 +136,14 @@ public final class BusStage: Sendable {
         guard !entries.isEmpty else { continue }
         let arrival = ContinuousClock.now
         let deadline = arrival + .milliseconds(Int(options.batchMilliseconds))
+        // An entry comes once per batch: with --claim-idle-ms shorter than
+        // the window, XAUTOCLAIM could hand back one read earlier in it.
+        var ids = Set(entries.map(\.id))
         while entries.count < options.batchLines && ContinuousClock.now < deadline && !stopping {
           let more = try bus.read(
             max: options.batchLines - entries.count, wait: min(wake, deadline - .now))
           if more.isEmpty { break }
-          entries += more
+          entries += more.filter { ids.insert($0.id).inserted }
         }
         batchNumber += 1
         let (batch, lineEntries) = evaluate(entries, number: batchNumber, snapshot, evaluation)

@@ -235,6 +235,22 @@ struct RedisStageTests {
     #expect(linesDone(server) == world.lines.count)
   }
 
+  @Test("--claim-idle-ms shorter than a batch's window: no entry comes twice")
+  func claimWithinWindow() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: world.lines)
+    let process = stage(
+      server, world, consumer: "c1",
+      extra: ["--claim-idle-ms", "1", "--batch-ms", "200", "--batch-messages", "5000"])
+    waitUntilDone(server, entries: world.lines.count, process)
+    process.send(SIGTERM)
+    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    let expected = world.deliveries.mapValues { $0.sorted() }
+    #expect(outputLines(server, expected.keys).mapValues { $0.sorted() } == expected)
+    #expect(linesDone(server) == world.lines.count)
+  }
+
   @Test(
     "redis-server killed and restarted (append-only file on) mid-run: the stage reconnects, the result is exact"
   )
