@@ -64,7 +64,11 @@ public final class BusStage: Sendable {
         try bus.connect()
         return true
       } catch {
-        if case .reply(let message) = error { throw .usage("\(bus.source): \(message)") }
+        switch error {
+        case .reply(let message): throw .usage("\(bus.source): \(message)")
+        case .input(let message): throw .input(TrafficInputError(path: bus.source, reason: message))
+        case .connection: break
+        }
         log.event(
           "bus_unavailable", "\(error); retrying in \(threeDecimals(delay)) s", level: .warning,
           ["error": .text("\(error)"), "retry_seconds": .decimal(delay)])
@@ -159,6 +163,8 @@ public final class BusStage: Sendable {
           guard try connect() else { break }
         case .reply(let message):
           throw .output(OutputError(path: bus.source, reason: message))
+        case .input(let message):
+          throw .input(TrafficInputError(path: bus.source, reason: message))
         }
       }
     }

@@ -22,7 +22,9 @@ extension Fanout {
 
         Exit codes: 0 stopped cleanly, 64 bad command line, output folder (in use by another \
         stage) or --metrics / --ready-file path, 65 first snapshot refused, 66 socket cannot be \
-        set up, 73 output could not be written, 75 first snapshot busy.
+        set up, 73 output could not be written, 75 first snapshot busy. With --redis: 64 the \
+        server refused the setup, 66 the input key is not a stream, 73 a batch could not be \
+        applied (docs/stream.md).
         """)
 
     @Option(help: "The preferences snapshot (SQLite); reloaded on SIGHUP or when replaced.")

@@ -371,6 +371,28 @@ struct RedisStageTests {
     #expect(full.progress("in", group: "g")?.pending == 200)
   }
 
+  @Test(
+    "the input stream deleted mid-run: the group is created again and new entries are read; a key of another type in its place exits 66"
+  )
+  func inputDeleted() {
+    let server = RedisServer()
+    let world = Self.small
+    server.feed("in", lines: Array(world.lines[..<100]))
+    let process = stage(server, world, consumer: "c1")
+    #expect(process.wait(seconds: 60) { linesDone(server) == 100 }, "\(process.stderr)")
+    server.cli(["DEL", "in"])
+    #expect(
+      process.wait(seconds: 30) { process.stderr.contains("was deleted") }, "\(process.stderr)")
+    server.feed("in", lines: Array(world.lines[100..<150]))
+    #expect(process.wait(seconds: 60) { linesDone(server) == 150 }, "\(process.stderr)")
+    #expect(server.progress("in", group: "g")?.pending == 0)
+    // A string where the stream was: nothing to read, ever.
+    server.cli(["DEL", "in"])
+    server.cli(["SET", "in", "not a stream"])
+    #expect(process.waitForExit() == 66, "\(process.stderr)")
+    #expect(process.stderr.contains("WRONGTYPE"), "\(process.stderr)")
+  }
+
   @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
   func demoScript() {
     let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))

@@ -65,6 +65,9 @@ final class RedisBus: MessageBus {
   /// Whether this consumer's own pending entries are still to be re-read
   /// (at the start and after every lost connection).
   private var pendingFirst = true
+  /// The group (or its stream) was deleted under the stage: it is created
+  /// again from the stream's start, not its end.
+  private var groupDeleted = false
   /// The last of this consumer's own pending entries re-read: each is
   /// returned once, though it stays pending until its batch is committed
   /// (a batch's window may read again before that).
@@ -88,12 +91,15 @@ final class RedisBus: MessageBus {
     let made = try RedisConnection(
       options.address, password: options.password, timeoutMilliseconds: 5_000)
     let created = try made.command([
-      "XGROUP", "CREATE", options.stream, options.group, options.fromStart ? "0" : "$", "MKSTREAM",
+      "XGROUP", "CREATE", options.stream, options.group,
+      options.fromStart || groupDeleted ? "0" : "$", "MKSTREAM",
     ])
     if case .error(let message) = created, !message.hasPrefix("BUSYGROUP") {
-      throw .reply(message)
+      // The input key holds something else than a stream: nothing to read.
+      throw message.hasPrefix("WRONGTYPE") ? .input(message) : .reply(message)
     }
     connection = made
+    groupDeleted = false
     streamsChecked = []
     for name in ["rejected", "batches"] { try checkOutputStream(name) }
     pendingFirst = true
@@ -120,6 +126,20 @@ final class RedisBus: MessageBus {
   }
 
   func read(max: Int, wait: Duration) throws(RedisError) -> [BusEntry] {
+    do { return try readOrRefuse(max: max, wait: wait) } catch {
+      guard case .reply(let message) = error else { throw error }
+      // The stream (and its group with it) or the group deleted while the
+      // stage ran: nothing of it can be recovered; the group is created
+      // again, from the start of whatever the stream holds by then.
+      if message.hasPrefix("NOGROUP") || message.hasPrefix("UNBLOCKED") {
+        groupDeleted = true
+        throw .connection("the input stream or its group was deleted (\(message))")
+      }
+      throw .input(message)
+    }
+  }
+
+  private func readOrRefuse(max: Int, wait: Duration) throws(RedisError) -> [BusEntry] {
     let redis = try live()
     let count = Array("\(max)".utf8)
     if pendingFirst {

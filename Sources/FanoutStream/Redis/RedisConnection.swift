@@ -51,12 +51,16 @@ public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
 /// server answered with an error.
 public enum RedisError: Error, CustomStringConvertible {
   case connection(String)
+  /// The server refused a command (of the setup, or a batch's transaction).
   case reply(String)
+  /// The server refused to read the input stream, and retrying cannot help.
+  case input(String)
 
   public var description: String {
     switch self {
     case .connection(let reason): "connection lost: \(reason)"
     case .reply(let message): "Redis replied: \(message)"
+    case .input(let message): "Redis refused to read the input: \(message)"
     }
   }
 }
