@@ -108,7 +108,7 @@ let package = Package(
     .testTarget(
       name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(
-      name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutTestSupport"]),
+      name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutStream", "FanoutTestSupport"]),
   ]
 )
 

@@ -37,7 +37,7 @@ extension Fanout {
 
     @Option(
       help: """
-        Consume a Redis stream instead (redis://host:port or unix:///path, optional ?db=N; \
+        Consume a Redis stream instead (redis://[user@]host[:port] or unix:///path, optional ?db=N; \
         password from FANOUT_REDIS_PASSWORD): docs/stream.md, "Redis".
         """)
     var redis: String?
@@ -146,7 +146,8 @@ extension Fanout {
         }
         guard let redis, RedisAddress(redis) != nil else {
           throw ValidationError(
-            "--redis must be redis://host[:port][?db=N] or unix:///path[?db=N].")
+            "--redis must be redis://[user@]host[:port][?db=N] (an IPv6 host in brackets) or unix:///path[?db=N]."
+          )
         }
         guard input != nil, group != nil else {
           throw ValidationError("--redis needs --input STREAM and --group GROUP.")

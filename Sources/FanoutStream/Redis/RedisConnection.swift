@@ -4,8 +4,9 @@ import CRedis
   import Glibc
 #endif
 
-/// Where a Redis server is: `redis://host:port` or `unix:///path`, each
-/// with an optional `?db=N`.
+/// Where a Redis server is: `redis://[user@]host[:port]` (an IPv6 host in
+/// brackets) or `unix:///path`, each with an optional `?db=N`. The user is
+/// an ACL user, authenticated with the password given apart.
 public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
   public enum Endpoint: Sendable, Equatable {
     case tcp(host: String, port: Int)
@@ -14,6 +15,8 @@ public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
 
   public let endpoint: Endpoint
   public let database: Int
+  /// The ACL user to authenticate as (nil: the default user).
+  public let user: String?
   public let text: String
 
   public init?(_ url: String) {
@@ -27,6 +30,7 @@ public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
       database = n
     }
     self.database = database
+    var user: String? = nil
     if rest.hasPrefix("unix://") {
       let path = rest.dropFirst("unix://".count)
       guard path.hasPrefix("/") else { return nil }
@@ -34,14 +38,35 @@ public struct RedisAddress: Sendable, Equatable, CustomStringConvertible {
     } else if rest.hasPrefix("redis://") {
       var hostPort = rest.dropFirst("redis://".count)
       if hostPort.hasSuffix("/") { hostPort = hostPort.dropLast() }
-      let parts = hostPort.split(separator: ":", omittingEmptySubsequences: false)
-      guard parts.count <= 2, let host = parts.first, !host.isEmpty else { return nil }
-      let port = parts.count == 2 ? Int(parts[1]) : 6379
+      if let at = hostPort.lastIndex(of: "@") {
+        guard at > hostPort.startIndex else { return nil }
+        user = String(hostPort[..<at])
+        hostPort = hostPort[hostPort.index(after: at)...]
+      }
+      let host: Substring
+      var portText: Substring? = nil
+      if hostPort.hasPrefix("[") {
+        guard let close = hostPort.firstIndex(of: "]") else { return nil }
+        host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+        let after = hostPort[hostPort.index(after: close)...]
+        if !after.isEmpty {
+          guard after.hasPrefix(":") else { return nil }
+          portText = after.dropFirst()
+        }
+      } else {
+        let parts = hostPort.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return nil }
+        host = parts[0]
+        portText = parts.count == 2 ? parts[1] : nil
+      }
+      guard !host.isEmpty else { return nil }
+      let port = portText.map { Int($0) } ?? 6379
       guard let port, (1...65535).contains(port) else { return nil }
       endpoint = .tcp(host: String(host), port: port)
     } else {
       return nil
     }
+    self.user = user
   }
 
   public var description: String { text }
@@ -104,7 +129,9 @@ public final class RedisConnection {
     }
     context = made
     _ = credis_set_timeout_ms(context, timeoutMilliseconds)
-    if let password { _ = try check(command(["AUTH", password])) }
+    if password != nil || address.user != nil {
+      _ = try check(command(["AUTH"] + (address.user.map { [$0] } ?? []) + [password ?? ""]))
+    }
     if address.database != 0 { _ = try check(command(["SELECT", "\(address.database)"])) }
   }
 
