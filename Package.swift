@@ -108,7 +108,8 @@ let package = Package(
     .testTarget(
       name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(
-      name: "FanoutStreamTests", dependencies: ["FanoutGenerator", "FanoutStream", "FanoutTestSupport"]),
+      name: "FanoutStreamTests",
+      dependencies: ["FanoutGenerator", "FanoutStream", "FanoutTestSupport"]),
   ]
 )
 
