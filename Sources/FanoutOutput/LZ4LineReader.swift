@@ -15,6 +15,8 @@ public final class LZ4LineReader {
   private var inputStart = 0
   private var inputEnd = 0
   private var endOfFile = false
+  /// Bytes of the file read so far (compressed), for progress.
+  public private(set) var bytesRead = 0
   /// Decompressed bytes not yet handed out, from `start`.
   private var text: [UInt8] = []
   private var start = 0
@@ -71,6 +73,7 @@ public final class LZ4LineReader {
         } catch { throw OutputError(path: path, error) }
         inputStart = 0
         inputEnd = got
+        bytesRead += got
         if got == 0 {
           endOfFile = true
           // liblz4's hint is 0 only where a frame ended.

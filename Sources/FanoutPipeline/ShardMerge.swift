@@ -21,9 +21,13 @@ public enum ShardMerge {
     public var seconds: Double
   }
 
-  public static func run(shardOutputs: [String], out: String, overwrite: Bool = false)
-    throws(PipelineError) -> Report
-  {
+  /// `step` is told the merge as it starts; `progress` the megabytes of
+  /// the shards' files read and their fraction of all, now and then.
+  public static func run(
+    shardOutputs: [String], out: String, overwrite: Bool = false,
+    step: ((String) -> Void)? = nil,
+    progress: (@Sendable (_ megabytes: Int, _ fraction: Double?) -> Void)? = nil
+  ) throws(PipelineError) -> Report {
     let clock = ContinuousClock()
     let started = clock.now
     let shards = try checkedShards(shardOutputs)
@@ -34,7 +38,11 @@ public enum ShardMerge {
       let rejected = try PendingFile(directory: out, name: "rejected.ndjson")
       try rejected.write(shards[0].rejected)
       files.append(rejected)
-      files += try mergeFiles(mergedFileNames(shards), of: shards, into: out)
+      let names = mergedFileNames(shards)
+      step?("merging \(names.count) files from \(shards.count) shards")
+      files += try mergeFiles(
+        names, of: shards, into: out,
+        progress: progress.map { MergeProgress(names, of: shards, report: $0) })
     } catch {
       // The shards' files unreadable: refused; ours unwritable: an output error.
       if error.path.hasPrefix(out + "/") { throw .output(error) }
@@ -138,9 +146,9 @@ public enum ShardMerge {
   // MARK: Merging lines
 
   /// Each file merged on its own thread (files are independent).
-  static func mergeFiles(_ names: [String], of shards: [ShardOutput], into out: String)
-    throws(OutputError) -> [PendingFile]
-  {
+  static func mergeFiles(
+    _ names: [String], of shards: [ShardOutput], into out: String, progress: MergeProgress? = nil
+  ) throws(OutputError) -> [PendingFile] {
     let folders = shards.map(\.folder)
     let results = FileResults(count: names.count)
     DispatchQueue.concurrentPerform(iterations: names.count) { n in
@@ -151,13 +159,44 @@ public enum ShardMerge {
         for folder in folders where access(folder + "/" + name, F_OK) == 0 {
           readers.append(try LZ4LineReader(path: folder + "/" + name))
         }
-        try merge(readers, into: file, byRecipient: name != "decisions.ndjson.lz4")
+        try merge(
+          readers, into: file, byRecipient: name != "decisions.ndjson.lz4", progress: progress)
         try file.close()
         return file.file
       }
       results.store(result, at: n)
     }
     return try results.values.map { result throws(OutputError) in try result!.get() }
+  }
+
+  /// The shards' files read so far, out of all, told to `report` from
+  /// whichever thread merges, one call at a time.
+  final class MergeProgress: Sendable {
+    private let total: Int
+    private let report: @Sendable (Int, Double?) -> Void
+    private let done = Mutex(0)
+
+    init(
+      _ names: [String], of shards: [ShardOutput],
+      report: @escaping @Sendable (Int, Double?) -> Void
+    ) {
+      var total = 0
+      for shard in shards {
+        for name in names {
+          var info = stat()
+          if stat(shard.folder + "/" + name, &info) == 0 { total += Int(info.st_size) }
+        }
+      }
+      self.total = max(total, 1)
+      self.report = report
+    }
+
+    func add(_ bytes: Int) {
+      done.withLock { done in
+        done += bytes
+        report(done >> 20, min(1, Double(done) / Double(total)))
+      }
+    }
   }
 
   /// One result per file, each set by the one iteration that merged it.
@@ -174,15 +213,20 @@ public enum ShardMerge {
   /// (delivery lists), lines of one message from several shards become one
   /// line whose recipients are merged by user; otherwise (decisions) a
   /// message's lines from all shards are ordered by user.
-  static func merge(_ readers: [LZ4LineReader], into file: LZ4FrameFile, byRecipient: Bool)
-    throws(OutputError)
-  {
+  static func merge(
+    _ readers: [LZ4LineReader], into file: LZ4FrameFile, byRecipient: Bool,
+    progress: MergeProgress? = nil
+  ) throws(OutputError) {
     var content = ContentBlocks()
     var pending: [UInt8] = []
     pending.reserveCapacity(flushBytes)
+    var reported = 0
     func flush() throws(OutputError) {
       for block in ContentBlocks.compress(content.cut([pending])) { try file.append(blocks: block) }
       pending.removeAll(keepingCapacity: true)
+      let read = readers.reduce(0) { $0 + $1.bytesRead }
+      progress?.add(read - reported)
+      reported = read
     }
     // A head is a slice of its reader's buffer: it is dropped before the
     // reader reads on, so the buffer is never copied.

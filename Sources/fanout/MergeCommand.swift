@@ -25,13 +25,18 @@ extension Fanout {
     var shardOutputs: [String]
 
     func run() throws {
+      let progress = ProgressBar.ifTerminal(unit: "MB")
       do {
-        let report = try ShardMerge.run(shardOutputs: shardOutputs, out: out, overwrite: overwrite)
+        let report = try ShardMerge.run(
+          shardOutputs: shardOutputs, out: out, overwrite: overwrite,
+          step: progress?.show(step:), progress: progress?.update)
+        progress?.clear()
         print(
           "\(report.shards) shards merged: \(report.messages) messages, \(report.pairs) pairs, "
             + "\(report.delivered) delivered in \(threeDecimals(report.seconds)) s; output in \(out)"
         )
       } catch {
+        progress?.clear()
         throw fail(error)
       }
     }

@@ -156,7 +156,9 @@ struct ScaleOutTests {
     }
   }
 
-  @Test("split on a terminal names its steps and clears them; off a terminal it draws nothing")
+  @Test(
+    "split and merge on a terminal name their steps and clear them; off a terminal they draw nothing"
+  )
   func splitProgress() {
     let dir = makeTemporaryDirectory()
     let plain = runProcess(
@@ -173,6 +175,33 @@ struct ScaleOutTests {
     #expect(drawn.contains("checking shard 1 of 2…") && drawn.contains("checking shard 2 of 2…"))
     // Cleared before the summary: the last line starts with the erase sequence.
     #expect(drawn.contains("\r\u{1B}[K2 shards of "), "\(drawn.debugDescription)")
+
+    // merge too: its step on a terminal, nothing off one.
+    let traffic = datasetURL("sample-v2/traffic.ndjson").path
+    for k in 0..<2 {
+      let eval = runProcess(
+        fanoutExecutable,
+        [
+          "eval", "--snapshot", dir + "/a/shard-\(k)-of-2.sqlite", "--messages", traffic, "--out",
+          dir + "/s\(k)", "--mergeable",
+        ])
+      #expect(eval.status == 0, "\(eval.stderr)")
+    }
+    let merge = ["merge", "--out", dir + "/m", dir + "/s0", dir + "/s1"]
+    let plainMerge = runProcess(fanoutExecutable, merge)
+    #expect(plainMerge.status == 0 && plainMerge.stderr.isEmpty, "\(plainMerge.stderr)")
+    let terminalMerge = runProcess(
+      "/usr/bin/script",
+      [
+        "-qec",
+        ([fanoutExecutable] + merge + ["--overwrite"]).map { "'\($0)'" }.joined(separator: " "),
+        "/dev/null",
+      ])
+    #expect(terminalMerge.status == 0, "\(terminalMerge.text)")
+    #expect(terminalMerge.text.contains("files from 2 shards…"), "\(terminalMerge.text)")
+    #expect(
+      terminalMerge.text.contains("\r\u{1B}[K2 shards merged: "),
+      "\(terminalMerge.text.debugDescription)")
   }
 
   @Test("split refuses N < 1, an existing output and a bad snapshot, leaving nothing")
