@@ -17,9 +17,10 @@ public struct ContentBlocks: Sendable {
   /// A block's bytes: one slice of a piece, or several when it spans pieces.
   public typealias Block = [ArraySlice<UInt8>]
 
-  /// The content after the last full block (less than `blockSize` bytes),
-  /// as slices of the pieces it came in: nothing is copied until a block
-  /// is compressed, and then on the compressing thread.
+  /// The content after the last full block (less than `blockSize` bytes).
+  /// Full blocks are slices of the pieces they came in, copied only when
+  /// compressed; the carry is copied at the end of `cut`, so that it holds
+  /// on to no piece (pieces are line buffers, reused once compressed).
   private var carry: Block = []
   private var carryBytes = 0
 
@@ -43,6 +44,7 @@ public struct ContentBlocks: Sendable {
         }
       }
     }
+    if !carry.isEmpty { carry = [ArraySlice(Array(carry.joined()))] }
     return full
   }
 

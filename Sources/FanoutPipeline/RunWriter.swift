@@ -45,14 +45,16 @@ final class LineBuffers: Sendable {
     return buffer
   }
 
-  /// Keeps the chunks' buffers, up to a group's worth per file.
+  /// Keeps the chunks' buffers, up to a group's worth per file: the next
+  /// group takes no more (more would only hold memory).
   func recycle(_ chunks: [EvaluatedChunk]) {
+    let kept = Pipeline.chunksInFlight
     spares.withLock { spares in
       for chunk in chunks {
-        for (g, lines) in chunk.gatewayLines.enumerated() where spares[g].count < 32 {
+        for (g, lines) in chunk.gatewayLines.enumerated() where spares[g].count < kept {
           spares[g].append(lines)
         }
-        if spares[spares.count - 1].count < 32 {
+        if spares[spares.count - 1].count < kept {
           spares[spares.count - 1].append(chunk.decisionLines)
         }
       }
