@@ -73,6 +73,43 @@ struct RedisStageTests {
       ] + (consumer.map { ["--consumer", $0] } ?? []) + extra)
   }
 
+  /// A server whose stream `in` holds `world`'s lines.
+  func fedServer(_ world: World) -> RedisServer {
+    let server = RedisServer()
+    server.feed("in", lines: world.lines)
+    return server
+  }
+
+  /// The output streams hold eval's delivery lines for `world` (in eval's
+  /// order, or per gateway as multisets when claims reorder them), and the
+  /// batch records account for every input line.
+  func expectEvalOutput(_ server: RedisServer, _ world: World, inOrder: Bool) {
+    let expected = world.deliveries
+    let got = outputLines(server, expected.keys)
+    if inOrder {
+      #expect(got == expected)
+    } else {
+      #expect(got.mapValues { $0.sorted() } == expected.mapValues { $0.sorted() })
+    }
+    #expect(linesDone(server) == world.lines.count)
+  }
+
+  /// Waits for the stage to read and acknowledge all of `world`'s lines,
+  /// stops it, and compares its output with eval's.
+  func finishAsEval(
+    _ process: StreamProcess, _ server: RedisServer, _ world: World, inOrder: Bool
+  ) {
+    waitUntilDone(server, entries: world.lines.count, process)
+    stop(process)
+    expectEvalOutput(server, world, inOrder: inOrder)
+  }
+
+  /// Stops the stage as a supervisor would: SIGTERM, then a clean exit.
+  func stop(_ process: StreamProcess) {
+    process.send(SIGTERM)
+    #expect(process.waitForExit() == 0, "\(process.stderr)")
+  }
+
   /// The input lines the batch records account for.
   func linesDone(_ server: RedisServer) -> Int {
     server.entries("fanout:batches").reduce(0) { total, entry in
@@ -123,15 +160,13 @@ struct RedisStageTests {
     "all traffic through the stage: eval's deliveries in eval's order; bad entries rejected, acknowledged and counted"
   )
   func sameAsEval() {
-    let server = RedisServer()
     let world = Self.small
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     server.cli(["XADD", "in", "*", "other", "no message field"])
     let metrics = makeTemporaryDirectory() + "/fanout.prom"
     let process = stage(server, world, consumer: "c1", extra: ["--metrics", metrics])
     waitUntilDone(server, entries: world.lines.count + 1, process)
-    process.send(SIGTERM)
-    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    stop(process)
     // The Prometheus file written at the stop holds eval's counts.
     let samples = prometheusSamples(readText(metrics))
     let summary = world.summary
@@ -165,9 +200,8 @@ struct RedisStageTests {
     "kill -9 of the stage at random points, five times, in a 50k-message run: nothing lost, nothing doubled"
   )
   func killedAndRestarted() {
-    let server = RedisServer()
     let world = Self.large
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     var random = SystemRandomNumberGenerator()
     var kills = 0
     for _ in 0..<5 {
@@ -182,21 +216,15 @@ struct RedisStageTests {
     #expect(kills == 5)
     #expect(linesDone(server) < world.lines.count, "the run ended before the kills")
     let last = stage(server, world, consumer: "c1")
-    waitUntilDone(server, entries: world.lines.count, last)
-    last.send(SIGTERM)
-    #expect(last.waitForExit() == 0)
-    let expected = world.deliveries
-    #expect(outputLines(server, expected.keys) == expected)
-    #expect(linesDone(server) == world.lines.count)
+    finishAsEval(last, server, world, inOrder: true)
   }
 
   @Test(
     "restarted without --consumer: the host name is the consumer, and it finishes its pending entries"
   )
   func defaultConsumerResumes() {
-    let server = RedisServer()
     let world = Self.small
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     // A stage under the default name read 700 entries and died before writing.
     var host = [CChar](repeating: 0, count: 256)
     gethostname(&host, host.count - 1)
@@ -207,19 +235,15 @@ struct RedisStageTests {
     #expect(server.progress("in", group: "g")?.pending == 700)
     let restarted = stage(server, world, consumer: nil)
     waitUntilDone(server, entries: world.lines.count, restarted)
-    restarted.send(SIGTERM)
-    #expect(restarted.waitForExit() == 0, "\(restarted.stderr)")
+    stop(restarted)
     // Its own pending entries first: eval's order exactly.
-    let expected = world.deliveries
-    #expect(outputLines(server, expected.keys) == expected)
-    #expect(linesDone(server) == world.lines.count)
+    expectEvalOutput(server, world, inOrder: true)
   }
 
   @Test("two consumers in one group, one dead with entries pending: --claim-idle-ms finishes them")
   func claimed() {
-    let server = RedisServer()
     let world = Self.small
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     // c1 reads 700 entries and dies before writing anything.
     server.cli(["XGROUP", "CREATE", "in", "g", "0"])
     let read = server.cli(["XREADGROUP", "GROUP", "g", "c1", "COUNT", "700", "STREAMS", "in", ">"])
@@ -227,49 +251,36 @@ struct RedisStageTests {
     #expect(server.progress("in", group: "g")?.pending == 700)
     let c2 = stage(server, world, consumer: "c2", extra: ["--claim-idle-ms", "300"])
     waitUntilDone(server, entries: world.lines.count, c2)
-    c2.send(SIGTERM)
-    #expect(c2.waitForExit() == 0)
+    stop(c2)
     // Claimed entries come after newer ones: the same lines, per gateway as multisets.
-    let expected = world.deliveries.mapValues { $0.sorted() }
-    #expect(outputLines(server, expected.keys).mapValues { $0.sorted() } == expected)
-    #expect(linesDone(server) == world.lines.count)
+    expectEvalOutput(server, world, inOrder: false)
   }
 
   @Test("--claim-idle-ms shorter than a batch's window: no entry comes twice")
   func claimWithinWindow() {
-    let server = RedisServer()
     let world = Self.small
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     let process = stage(
       server, world, consumer: "c1",
       extra: ["--claim-idle-ms", "1", "--batch-ms", "200", "--batch-messages", "5000"])
-    waitUntilDone(server, entries: world.lines.count, process)
-    process.send(SIGTERM)
-    #expect(process.waitForExit() == 0, "\(process.stderr)")
-    let expected = world.deliveries.mapValues { $0.sorted() }
-    #expect(outputLines(server, expected.keys).mapValues { $0.sorted() } == expected)
-    #expect(linesDone(server) == world.lines.count)
+    finishAsEval(process, server, world, inOrder: false)
   }
 
   @Test(
     "redis-server killed and restarted (append-only file on) mid-run: the stage reconnects, the result is exact"
   )
   func serverRestarted() {
-    let server = RedisServer()
     let world = Self.large
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     let process = stage(server, world, consumer: "c1")
     process.wait(seconds: 30) { linesDone(server) > 0 }
     server.stop(signal: SIGKILL)
     usleep(500_000)
     server.start()
     waitUntilDone(server, entries: world.lines.count, process)
-    process.send(SIGTERM)
-    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    stop(process)
     #expect(process.stderr.contains("reconnecting"), "\(process.stderr)")
-    let expected = world.deliveries
-    #expect(outputLines(server, expected.keys) == expected)
-    #expect(linesDone(server) == world.lines.count)
+    expectEvalOutput(server, world, inOrder: true)
   }
 
   @Test("a refused snapshot exits 65 with nothing read or acknowledged")
@@ -288,17 +299,15 @@ struct RedisStageTests {
 
   @Test("--max-len trims the output streams (approximately), --out-prefix names them")
   func trimmed() {
-    let server = RedisServer()
     let world = Self.small
-    server.feed("in", lines: world.lines)
+    let server = fedServer(world)
     let process = stage(
       server, world, consumer: "c1", extra: ["--max-len", "10", "--out-prefix", "trim"])
     let done = process.wait(seconds: 120) {
       server.progress("in", group: "g")?.lag == 0 && server.progress("in", group: "g")?.pending == 0
     }
     #expect(done, "\(process.stderr)")
-    process.send(SIGTERM)
-    #expect(process.waitForExit() == 0, "\(process.stderr)")
+    stop(process)
     for (gateway, lines) in world.deliveries {
       let length = Int(server.cli(["XLEN", "trim:" + gateway]).text.dropLast()) ?? -1
       // `MAXLEN ~` trims whole nodes of the stream (100 entries by default).
@@ -332,8 +341,7 @@ struct RedisStageTests {
       server.cli(["-n", "3", "XLEN", "fanout:batches"]).text != "0\n"
     }
     #expect(done, "\(right.stderr)")
-    right.send(SIGTERM)
-    #expect(right.waitForExit() == 0, "\(right.stderr)")
+    stop(right)
     #expect(right.stderr.contains("1 lines"), "\(right.stderr)")
     // Database 0 untouched: its input unread, no output streams.
     #expect(server.cli(["EXISTS", "fanout:batches"]).text == "0\n")
