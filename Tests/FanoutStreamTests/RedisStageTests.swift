@@ -401,6 +401,43 @@ struct RedisStageTests {
     #expect(process.stderr.contains("WRONGTYPE"), "\(process.stderr)")
   }
 
+  @Test(
+    "a writer replaces the snapshot mid-run: batches before the swap use the old one, all later ones the new"
+  )
+  func snapshotReplaced() throws {
+    let world = Self.small
+    let server = RedisServer()
+    server.feed("in", lines: Array(world.lines[..<1000]))
+    let snapshot = makeTemporaryDirectory() + "/snapshot.sqlite"
+    try FileManager.default.copyItem(atPath: world.snapshot, toPath: snapshot)
+    let process = stage(server, world, consumer: "c1", extra: ["--snapshot", snapshot])
+    #expect(process.wait(seconds: 60) { linesDone(server) == 1000 }, "\(process.stderr)")
+    // The new snapshot has no devices: nothing is delivered under it.
+    replaceAtomically(
+      snapshot, with: SQLiteFixture.copy(world.snapshot, applying: "DELETE FROM devices;"))
+    #expect(
+      process.wait(seconds: 30) { process.stderr.contains("generation 2 in use") },
+      "\(process.stderr)")
+    server.feed("in", lines: Array(world.lines[1000..<2000]))
+    #expect(process.wait(seconds: 60) { linesDone(server) == 2000 }, "\(process.stderr)")
+    stop(process)
+    let records = server.entries("fanout:batches").compactMap { entry in
+      entry["batch"].flatMap {
+        try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+      }
+    }
+    func generation(_ record: [String: Any]) -> Int? {
+      (record["snapshot"] as? [String: Any])?["generation"] as? Int
+    }
+    let old = records.filter { generation($0) == 1 }
+    let new = records.filter { generation($0) == 2 }
+    #expect(old.count + new.count == records.count)
+    #expect(old.reduce(0) { $0 + ($1["lines"] as! Int) } == 1000)
+    #expect(new.reduce(0) { $0 + ($1["lines"] as! Int) } == 1000)
+    #expect(new.allSatisfy { $0["delivered"] as? Int == 0 })
+    #expect(old.contains { ($0["delivered"] as? Int ?? 0) > 0 })
+  }
+
   @Test("make redis-demo's script: the sample through a private server, the deliveries printed")
   func demoScript() {
     let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
