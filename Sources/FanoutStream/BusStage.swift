@@ -26,14 +26,8 @@ public final class BusStage: Sendable {
   public init(_ options: StreamOptions, redis: RedisOptions) throws(PipelineError) {
     log = StreamLog(format: options.logFormat)
     self.options = options
-    for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
-    {
-      if let path { try StreamStage.checkWritable(path, option: option) }
-    }
     // The snapshot first: a refused one exits before anything is read or acknowledged.
-    first = try LoadedSnapshot.load(
-      path: options.snapshot, generation: 1,
-      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+    first = try StageRun.prepare(options)
     bus = RedisBus(redis)
     reloader = SnapshotReloader(
       current: first, log: log, watchEvery: options.watchSeconds,
@@ -81,59 +75,23 @@ public final class BusStage: Sendable {
   }
 
   public func run() throws(PipelineError) -> StreamReport {
-    var snapshot = first
-    let threads = options.threads
-    func engine(for snapshot: LoadedSnapshot) -> EvaluationEngine<StreamWork> {
-      EvaluationEngine(
-        index: snapshot.index, threads: threads,
-        work: StreamWork(index: snapshot.index, encoding: .numberedLines),
-        throttleRetention: StreamStage.throttleRetention)
-    }
-    var evaluation = engine(for: snapshot)
-    var metrics = StreamMetrics(metricsPath: options.metricsPath)
-    var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
-    var batchNumber = 0
+    var run = StageRun(
+      options: options, log: log, first: first, reloader: reloader, encoding: .numberedLines)
     log.event(
       "snapshot_loaded",
-      "snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) loaded in "
-        + "\(threeDecimals(snapshot.loadSeconds)) s; connecting to \(bus.source)",
-      snapshot.logFields)
+      "snapshot generation 1 (\(first.path), inode \(first.identity.inode)) loaded in "
+        + "\(threeDecimals(first.loadSeconds)) s; connecting to \(bus.source)",
+      first.logFields)
     guard try connect() else {
-      return StreamReport(totals: metrics.total, latency: metrics.runLatency)
+      return StreamReport(totals: run.metrics.total, latency: run.metrics.runLatency)
     }
-    log.event("ready", "ready: reading \(bus.source)", ["source": .text(bus.source)])
-    if let path = options.readyFile {
-      do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch { throw .output(error) }
-    }
-    defer { if let path = options.readyFile { unlink(path) } }
-
-    func reportStatus() {
-      let report = metrics.closeInterval(
-        queueDepth: 0, queueCapacity: 0, snapshot: snapshot, reloadsRefused: reloader.refusedCount,
-        lag: bus.lag())
-      log.event("status", report.line, ["metrics": .json(report.json)])
-      if let path = options.metricsPath {
-        do { try writeMetrics(report.file, to: path) } catch {
-          log.event(
-            "metrics_not_written", "cannot write the metrics: \(error); going on", level: .warning)
-        }
-      }
-      nextStatus = .now + .seconds(options.statusSeconds)
-    }
+    try run.announceReady(reading: bus.source)
+    defer { run.withdrawReady() }
 
     let wake = Duration.milliseconds(min(100, Int(options.batchMilliseconds.rounded(.up))))
     while !stopping {
-      if let loaded = reloader.takeReady() {
-        snapshot = loaded
-        let previous = evaluation
-        evaluation = engine(for: loaded)
-        evaluation.inheritThrottles(from: previous)
-        log.event(
-          "snapshot_in_use",
-          "snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)",
-          ["generation": .int(loaded.generation), "batch": .int(batchNumber + 1)])
-      }
-      if ContinuousClock.now >= nextStatus { reportStatus() }
+      try run.swapIfReloaded()
+      run.reportStatus(queueDepth: 0, queueCapacity: 0, lag: bus.lag)
       do throws(RedisError) {
         // A batch: what arrives within --batch-ms of its first entry, up to --batch-messages.
         var entries = try bus.read(max: options.batchLines, wait: wake)
@@ -149,10 +107,11 @@ public final class BusStage: Sendable {
           if more.isEmpty { break }
           entries += more.filter { ids.insert($0.id).inserted }
         }
-        batchNumber += 1
-        let (batch, lineEntries) = evaluate(entries, number: batchNumber, snapshot, evaluation)
+        run.batchNumber += 1
+        let (batch, lineEntries) = evaluate(
+          entries, number: run.batchNumber, run.snapshot, run.evaluation)
         try bus.commit(batch, entries: entries, lineEntries: lineEntries)
-        metrics.record(batch, latency: ContinuousClock.now - arrival)
+        run.record(batch, latency: ContinuousClock.now - arrival)
       } catch {
         switch error {
         case .connection:
@@ -168,10 +127,8 @@ public final class BusStage: Sendable {
         }
       }
     }
-    reportStatus()
-    let reason = stopReason.withLock { $0 } ?? "stopped"
-    log.event("stopped", metrics.finalLine(reason: reason), metrics.finalFields(reason: reason))
-    return StreamReport(totals: metrics.total, latency: metrics.runLatency)
+    run.reportStatus(queueDepth: 0, queueCapacity: 0, lag: bus.lag, force: true)
+    return run.finish(reason: stopReason.withLock { $0 } ?? "stopped")
   }
 
   /// Evaluates the entries' lines as one block numbered from 1; returns,

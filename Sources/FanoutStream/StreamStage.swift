@@ -25,15 +25,7 @@ public final class StreamStage: Sendable {
   public init(_ options: StreamOptions) throws(PipelineError) {
     log = StreamLog(format: options.logFormat)
     self.options = options
-    // Files written later are checked now: a bad path is a bad command line,
-    // found before any input is consumed.
-    for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
-    {
-      if let path { try Self.checkWritable(path, option: option) }
-    }
-    first = try LoadedSnapshot.load(
-      path: options.snapshot, generation: 1,
-      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+    first = try StageRun.prepare(options)
     queue = LineQueue(capacity: options.queueLines)
     input = try StreamInput(
       options.input, queue: queue, log: log, maxLineBytes: options.maxLineBytes)
@@ -51,17 +43,6 @@ public final class StreamStage: Sendable {
       busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
   }
 
-  /// Whether a file can be written at `path` (aside, then renamed): a
-  /// trial file is made beside it and removed.
-  static func checkWritable(_ path: String, option: String) throws(PipelineError) {
-    do {
-      let (directory, name) = splitPath(path)
-      try PendingFile(directory: directory, name: name).discard()
-    } catch {
-      throw .usage("\(option) '\(path)' cannot be written: \(error.reason)")
-    }
-  }
-
   /// Stops reading; the lines already read are evaluated and written.
   public func requestStop(because reason: String) {
     let isFirst = stopReason.withLock { current -> Bool in
@@ -73,30 +54,13 @@ public final class StreamStage: Sendable {
     input.stop()
   }
 
-  /// How late a line may be, behind the newest line before it, for rule 8
-  /// to count its earlier deliveries exactly: the stage runs for ever, so
-  /// its throttle ledger forgets deliveries older than the newest ts minus
-  /// the window minus this (one hour).
-  public static let throttleRetention: Int64 = 3_600_000
-
   /// Loads the snapshot file again in the background (SIGHUP).
   public func requestReload() { reloader.reload(because: "SIGHUP") }
 
   /// Runs until the input ends or a stop is requested; returns the totals.
   public func run() throws(PipelineError) -> StreamReport {
-    var snapshot = first
-    let threads = options.threads
-    let encoding = sink.encoding
-    func engine(for snapshot: LoadedSnapshot) -> EvaluationEngine<StreamWork> {
-      EvaluationEngine(
-        index: snapshot.index, threads: threads,
-        work: StreamWork(index: snapshot.index, encoding: encoding),
-        throttleRetention: StreamStage.throttleRetention)
-    }
-    var evaluation = engine(for: snapshot)
-    var metrics = StreamMetrics(metricsPath: options.metricsPath)
-    var nextStatus = ContinuousClock.now + .seconds(options.statusSeconds)
-    var batchNumber = 0
+    var run = StageRun(
+      options: options, log: log, first: first, reloader: reloader, encoding: sink.encoding)
     let source =
       switch options.input {
       case .standardInput: "standard input"
@@ -104,48 +68,19 @@ public final class StreamStage: Sendable {
       }
     log.event(
       "snapshot_loaded",
-      "reading \(source); snapshot generation 1 (\(snapshot.path), inode \(snapshot.identity.inode)) "
-        + "loaded in \(threeDecimals(snapshot.loadSeconds)) s", snapshot.logFields)
+      "reading \(source); snapshot generation 1 (\(first.path), inode \(first.identity.inode)) "
+        + "loaded in \(threeDecimals(first.loadSeconds)) s", first.logFields)
     input.start()
-    log.event("ready", "ready: reading \(source)", ["source": .text(source)])
-    if let path = options.readyFile {
-      do { try writeMetrics(Array("\(getpid())\n".utf8), to: path) } catch {
-        throw .output(error)
-      }
-    }
-    defer { if let path = options.readyFile { unlink(path) } }
+    try run.announceReady(reading: source)
+    defer { run.withdrawReady() }
 
-    func reportStatus() throws(PipelineError) {
-      let report = metrics.closeInterval(
-        queueDepth: queue.depth, queueCapacity: queue.capacity, snapshot: snapshot,
-        reloadsRefused: reloader.refusedCount)
-      log.event("status", report.line, ["metrics": .json(report.json)])
-      if let path = options.metricsPath {
-        // Metrics are a view of the stage, not its output: a failure to
-        // write them is logged and the stage goes on.
-        do { try writeMetrics(report.file, to: path) } catch {
-          log.event(
-            "metrics_not_written", "cannot write the metrics: \(error); going on", level: .warning)
-        }
-      }
-      nextStatus = .now + .seconds(options.statusSeconds)
-    }
-
-    // Between batches: swap in a loaded snapshot, rotate, report.
+    // Between batches: swap in a loaded snapshot (its segment ends), rotate, report.
     func betweenBatches() throws(PipelineError) {
-      if let loaded = reloader.takeReady() {
-        do { try sink.snapshotChanged() } catch { throw .output(error) }
-        snapshot = loaded
-        let previous = evaluation
-        evaluation = engine(for: loaded)
-        evaluation.inheritThrottles(from: previous)
-        log.event(
-          "snapshot_in_use",
-          "snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)",
-          ["generation": .int(loaded.generation), "batch": .int(batchNumber + 1)])
+      try run.swapIfReloaded { () throws(PipelineError) in
+        do throws(OutputError) { try sink.snapshotChanged() } catch { throw .output(error) }
       }
       do { try sink.tick() } catch { throw .output(error) }
-      if ContinuousClock.now >= nextStatus { try reportStatus() }
+      run.reportStatus(queueDepth: queue.depth, queueCapacity: queue.capacity)
     }
 
     let idleWake = Duration.milliseconds(100)
@@ -175,18 +110,16 @@ public final class StreamStage: Sendable {
           count += more.reduce(0) { $0 + $1.block.count }
         }
       }
-      batchNumber += 1
+      run.batchNumber += 1
       let batch = EvaluatedBatch.evaluate(
-        arrived, number: batchNumber, snapshot: snapshot, engine: evaluation)
+        arrived, number: run.batchNumber, snapshot: run.snapshot, engine: run.evaluation)
       do { try sink.write(batch) } catch { throw .output(error) }
-      metrics.record(batch, latency: ContinuousClock.now - arrived[0].arrival)
+      run.record(batch, latency: ContinuousClock.now - arrived[0].arrival)
     }
     input.waitUntilFinished()
     do { try sink.finish() } catch { throw .output(error) }
-    try reportStatus()
-    let reason = stopReason.withLock { $0 } ?? "end of input"
-    log.event("stopped", metrics.finalLine(reason: reason), metrics.finalFields(reason: reason))
-    return StreamReport(totals: metrics.total, latency: metrics.runLatency)
+    run.reportStatus(queueDepth: queue.depth, queueCapacity: queue.capacity, force: true)
+    return run.finish(reason: stopReason.withLock { $0 } ?? "end of input")
   }
 }
 
