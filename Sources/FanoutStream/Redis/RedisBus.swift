@@ -106,16 +106,21 @@ final class RedisBus: MessageBus {
     pendingCursor = Array("0".utf8)
   }
 
+  /// `PREFIX:name`, an output stream's key.
+  private func outputKey(_ name: String) -> [UInt8] {
+    Array((options.outPrefix + ":" + name).utf8)
+  }
+
   /// An output key of another type would fail inside EXEC, after other
   /// commands of the batch (its XACK among them) applied: each output key
   /// is checked before its first use on a connection, and refused.
   private func checkOutputStream(_ name: String) throws(RedisError) {
     guard !streamsChecked.contains(name) else { return }
-    let key = options.outPrefix + ":" + name
-    if case .status(let type) = try check(live().command(["TYPE", key])),
+    let key = outputKey(name)
+    if case .status(let type) = try check(live().command([Array("TYPE".utf8), key])),
       type != "none" && type != "stream"
     {
-      throw .reply("'\(key)' is a \(type), not a stream")
+      throw .reply("'\(String(decoding: key, as: UTF8.self))' is a \(type), not a stream")
     }
     streamsChecked.insert(name)
   }
@@ -214,17 +219,16 @@ final class RedisBus: MessageBus {
       try checkOutputStream(batch.snapshot.index.gateways[g])
     }
     let maxLength = options.maxLength.map { Array(String($0).utf8) }
-    let prefix = Array((options.outPrefix + ":").utf8)
     var commands = RESPCommands()
-    /// `XADD PREFIX:name [MAXLEN ~ N] * field value field value`, the first
-    /// value given by `firstValue`.
+    /// `XADD key [MAXLEN ~ N] * field value field value`, the first value
+    /// given by `firstValue`.
     func xadd(
-      _ name: [UInt8], _ field: StaticString, _ firstValue: (inout RESPCommands) -> Void,
+      _ key: [UInt8], _ field: StaticString, _ firstValue: (inout RESPCommands) -> Void,
       _ otherField: StaticString? = nil, _ otherValue: [UInt8] = []
     ) {
       commands.command(arguments: 5 + (maxLength == nil ? 0 : 3) + (otherField == nil ? 0 : 2))
       commands.argument("XADD")
-      commands.argument(prefix + name)
+      commands.argument(key)
       if let maxLength {
         commands.argument("MAXLEN")
         commands.argument("~")
@@ -241,7 +245,7 @@ final class RedisBus: MessageBus {
     commands.command(arguments: 1)
     commands.argument("MULTI")
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
-      let key = Array(batch.snapshot.index.gateways[g].utf8)
+      let key = outputKey(batch.snapshot.index.gateways[g])
       var start = 0
       while start < lines.count {
         let end = lines[start...].firstIndex(of: 0x0A)!
@@ -253,7 +257,7 @@ final class RedisBus: MessageBus {
         start = end + 1
       }
     }
-    let rejected = Array("rejected".utf8)
+    let rejected = outputKey("rejected")
     for rejection in batch.rejections {
       xadd(
         rejected, "entry", { $0.argument(entries[lineEntries[rejection.line - 1]].id) }, "error",
@@ -263,7 +267,7 @@ final class RedisBus: MessageBus {
       xadd(rejected, "entry", { $0.argument(entry.id) }, "error", Array("no 'message' field".utf8))
     }
     let record = batch.record(closedAtMillis: WallClock.nowMillis())
-    xadd(Array("batches".utf8), "batch", { $0.argument(record) })
+    xadd(outputKey("batches"), "batch", { $0.argument(record) })
     commands.command(arguments: 3 + entries.count)
     commands.argument("XACK")
     commands.argument(streamKey)
