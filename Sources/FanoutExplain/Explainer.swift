@@ -51,9 +51,9 @@ public final class Explainer {
   private var users: [String: UserRecords?] = [:]
   private var categories: [String: CategoryRecord?] = [:]
 
-  public init(snapshot path: String) throws(ExplainError) {
+  public init(snapshot path: String, cache: IndexCache? = nil) throws(ExplainError) {
     do {
-      index = try SnapshotLoader.load(path: path).index
+      index = try SnapshotLoader.load(path: path, cache: cache).index
       records = try SnapshotRecords(path: path)
     } catch {
       throw .snapshot(error)

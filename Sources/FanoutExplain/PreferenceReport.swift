@@ -28,14 +28,17 @@ public struct PreferenceReport: Sendable {
 
   /// Reads the report for `user`; `channels` nil means every channel with a
   /// channel_prefs row, otherwise only those named (each must exist).
-  public init(snapshot path: String, user: String, channels requested: [String]?)
+  public init(
+    snapshot path: String, user: String, channels requested: [String]?, cache: IndexCache? = nil
+  )
     throws(ExplainError)
   {
     let found: UserRecords?
     let index: Index
     let store: SnapshotRecords
     do {
-      index = try SnapshotLoader.load(path: path).index  // refuse what eval would refuse
+      // Refuses what eval would refuse.
+      index = try SnapshotLoader.load(path: path, cache: cache).index
       store = try SnapshotRecords(path: path)
       found = try store.user(user)
     } catch {

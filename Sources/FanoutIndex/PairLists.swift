@@ -26,6 +26,12 @@ public struct MutedBy: Sendable {
     self.muters = muters
   }
 
+  /// A compiled index's lists, as stored.
+  package init(offsets: [Int32], muters: [Int32]) {
+    self.offsets = offsets
+    self.muters = muters
+  }
+
   /// The rows in `muters` of the users who muted user row `u` (none for -1).
   public func range(of u: Int32) -> Range<Int> {
     u < 0 ? 0..<0 : Int(offsets[Int(u)])..<Int(offsets[Int(u) + 1])
@@ -64,6 +70,17 @@ public struct ThreadPrefs: Sendable {
     self.starts = starts
     users = sorted.map(\.user)
     levels = sorted.map(\.level)
+  }
+
+  /// A compiled index's lists, as stored.
+  package init(
+    threads: StringTable, keys: [UInt64], starts: [Int32], users: [Int32], levels: [Level]
+  ) {
+    self.threads = threads
+    self.keys = keys
+    self.starts = starts
+    self.users = users
+    self.levels = levels
   }
 
   /// The thread row of a message's thread id, or -1 when no row names it.

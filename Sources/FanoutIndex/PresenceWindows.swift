@@ -31,6 +31,12 @@ public struct PresenceWindows: Sendable {
     self.bounds = bounds
   }
 
+  /// A compiled index's windows, as stored.
+  package init(starts: [Int32], bounds: [Int64]) {
+    self.starts = starts
+    self.bounds = bounds
+  }
+
   /// Whether user row `u` has any window.
   public func hasWindows(user u: Int) -> Bool { starts[u + 1] > starts[u] }
 

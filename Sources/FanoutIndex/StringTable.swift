@@ -17,6 +17,15 @@ public struct BytePool: Sendable {
 
   public init() {}
 
+  /// A pool over stored bytes and offsets (a compiled index's), or nil
+  /// when the offsets do not walk the bytes from 0 to the end in order.
+  package init?(bytes: [UInt8], offsets: [Int]) {
+    guard offsets.first == 0, offsets.last == bytes.count else { return nil }
+    for i in offsets.indices.dropFirst() where offsets[i] < offsets[i - 1] { return nil }
+    self.bytes = bytes
+    self.offsets = offsets
+  }
+
   public var count: Int { offsets.count - 1 }
 
   public mutating func append<S: Sequence>(_ s: S) where S.Element == UInt8 {
@@ -118,6 +127,27 @@ public struct StringTable: Sendable {
   private static let empty = UInt64.max
 
   public init() {}
+
+  /// The hash table as stored in a compiled index.
+  package var rawSlots: [UInt64] { slots }
+
+  /// A table over `pool` with its stored hash table, or nil when the table
+  /// cannot be `pool`'s: a size that is no power of two, too full, or
+  /// holding another number of ids or an id out of range. (Which id sits
+  /// where is the file checksum's to vouch for.)
+  package init?(pool: BytePool, rawSlots: [UInt64]) {
+    guard rawSlots.count >= 16, rawSlots.count & (rawSlots.count - 1) == 0,
+      pool.count * 2 <= rawSlots.count
+    else { return nil }
+    var used = 0
+    for slot in rawSlots where slot != Self.empty {
+      guard Int(UInt32(truncatingIfNeeded: slot)) < pool.count else { return nil }
+      used += 1
+    }
+    guard used == pool.count else { return nil }
+    self.pool = pool
+    self.slots = rawSlots
+  }
 
   /// A table over `pool`'s strings, ids in pool order; the strings must be distinct.
   public init(indexing pool: BytePool) {

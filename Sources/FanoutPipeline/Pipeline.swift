@@ -21,6 +21,8 @@ public struct EvalOptions: Sendable {
   public var mergeable = false
   /// How long to wait for a writer holding the snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// Where compiled snapshots are read from and added to; nil for none.
+  public var indexCache: IndexCache? = nil
   /// Called after each wave of lines: messages evaluated so far, and the
   /// fraction of the input read when its size is known.
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
@@ -147,7 +149,8 @@ public enum Pipeline {
     let index: Index
     do {
       index = try SnapshotLoader.load(
-        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        cache: options.indexCache
       ).index
     } catch {
       throw .snapshot(error)

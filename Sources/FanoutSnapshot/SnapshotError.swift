@@ -136,3 +136,24 @@ extension SnapshotError {
     return SnapshotError(reason: "cannot read '\(path)': \(error.message)\(hint)", sqlite: error)
   }
 }
+
+/// Why `fanout snapshot compile` wrote nothing.
+public enum CompileError: Error, CustomStringConvertible {
+  case snapshot(SnapshotError)
+  /// The compiled file could not be written where asked.
+  case cannotWrite(String)
+
+  public var exitStatus: ExitStatus {
+    switch self {
+    case .snapshot(let error): error.exitStatus
+    case .cannotWrite: .cannotCreate
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .snapshot(let error): error.description
+    case .cannotWrite(let what): "cannot write \(what)"
+    }
+  }
+}

@@ -3,6 +3,12 @@ import FanoutIndex
 import FanoutModel
 import FanoutTime
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// What a snapshot holds, for `fanout snapshot check` and logs.
 public struct SnapshotInfo: Sendable {
   /// Rows per table, for the tables present, in schema order.
@@ -36,15 +42,122 @@ public enum SnapshotLoader {
     try SnapshotError.checkFile(path)
   }
 
+  /// Loads the snapshot at `path`: a SQLite snapshot, or a file that
+  /// `fanout snapshot compile --out` wrote. With a `cache`, a snapshot
+  /// loaded before in the same state is read from it, and one loaded now
+  /// is added to it.
   public static func load(
     path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
-    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
+    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds, cache: IndexCache? = nil
   ) throws(SnapshotError) -> Snapshot {
+    try loadNoting(
+      path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+      cache: cache
+    ).snapshot
+  }
+
+  /// `load`, also giving the state the snapshot was read in when it can
+  /// be cached (nil without a cache, or while the file is being written).
+  static func loadNoting(
+    path: String, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int, cache: IndexCache?
+  ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?) {
     try SnapshotError.checkFile(path)
-    let readers = try ConsistentReads(
-      path: path, connections: connections, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    let read = try readOnce(
+      path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+      cache: cache)
+    // Written once the read transaction is over, so that no writer waits for it.
+    if let cache, let state = read.state, !read.fromCache {
+      cache.store(read.snapshot, fingerprint: state)
+    }
+    return (read.snapshot, read.state)
+  }
+
+  /// Reads the snapshot in one read transaction: from `cache` when it holds
+  /// the state found there, else from SQLite.
+  private static func readOnce(
+    path: String, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int, cache: IndexCache?
+  ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?, fromCache: Bool) {
+    let readers: ConsistentReads
+    do {
+      readers = try ConsistentReads(
+        path: path, connections: connections, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    } catch {
+      // Looked at only once SQLite has found no database there (a file
+      // opened and closed here would drop this process's locks on it).
+      if (error.sqlite?.code ?? 0) & 0xFF == SQLITE_NOTADB, CompiledSnapshot.isCompiled(path) {
+        return (try loadCompiled(path, timeZones: timeZones), nil, false)
+      }
+      throw error
+    }
+    // Inside the read transaction: the header is that of the state read.
+    let state =
+      cache == nil ? nil : SnapshotFingerprint(path: path, header: readers.main.fileHeader())
+    if let cache, let state, let snapshot = cache.snapshot(for: state, timeZones: timeZones) {
+      return (snapshot, state, true)
+    }
     var load = Load(readers: readers, path: path, tzdb: timeZones)
-    return try load.run()
+    let snapshot = try load.run()
+    // Cacheable only if nothing changed meanwhile (a commit to the WAL would).
+    let unchanged =
+      state != nil && SnapshotFingerprint(path: path, header: readers.main.fileHeader()) == state
+    return (snapshot, unchanged ? state : nil, false)
+  }
+
+  /// Compiles the snapshot at `path` to `output` (`fanout snapshot compile
+  /// --out`), or into `cache` when `output` is nil. Returns the file written.
+  public static func compile(
+    path: String, output: String?, cache: IndexCache?,
+    timeZones: TimeZoneDatabase = TimeZoneDatabase(),
+    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
+  ) throws(CompileError) -> String {
+    func loaded(into cache: IndexCache?) throws(CompileError) -> (Snapshot, SnapshotFingerprint?) {
+      do {
+        return try loadNoting(
+          path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+          cache: cache)
+      } catch { throw .snapshot(error) }
+    }
+    if let output {
+      let (snapshot, _) = try loaded(into: nil)
+      do {
+        try CompiledSnapshot.write(snapshot, key: SnapshotFingerprint.buildKey, to: output)
+      } catch { throw .cannotWrite("'\(output)': \(error)") }
+      return output
+    }
+    guard let cache else {
+      throw .cannotWrite(
+        "no index cache folder (neither XDG_CACHE_HOME nor HOME is set; use --out)")
+    }
+    let (snapshot, state) = try loaded(into: cache)
+    guard let fingerprint = state else {
+      throw .snapshot(
+        SnapshotError(
+          busy: path,
+          reason: "it is being written (a -wal or -journal file beside it, or a change in the "
+            + "last \(SnapshotFingerprint.settleSeconds) s); not cached"))
+    }
+    let file = cache.directory + "/" + fingerprint.fileName
+    if access(file, R_OK) != 0 { cache.store(snapshot, fingerprint: fingerprint) }
+    guard access(file, R_OK) == 0 else {
+      throw .cannotWrite("the index cache folder '\(cache.directory)' (or too little space there)")
+    }
+    return file
+  }
+
+  /// Reads a compiled snapshot given in place of a SQLite one: it must come
+  /// from this build of Fanout.
+  static func loadCompiled(_ path: String, timeZones: TimeZoneDatabase) throws(SnapshotError)
+    -> Snapshot
+  {
+    do throws(IndexFileError) {
+      guard
+        let snapshot = try CompiledSnapshot.read(
+          path, timeZones: timeZones, accepts: SnapshotFingerprint.isThisBuild)
+      else { throw IndexFileError("cannot open it") }
+      return snapshot
+    } catch {
+      throw SnapshotError(reason: "compiled index '\(path)' is not usable: \(error.reason)")
+    }
   }
 }
 

@@ -31,7 +31,7 @@ public final class BusStage: Sendable {
     bus = RedisBus(redis)
     reloader = SnapshotReloader(
       current: first, log: log, watchEvery: options.watchSeconds,
-      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds, cache: options.indexCache)
   }
 
   /// Finishes the batch in flight, then returns from `run()`.

@@ -54,7 +54,9 @@ struct LoadedSnapshot: Sendable {
 
   /// Loads the snapshot at `path`; if the file is replaced while it loads,
   /// loads again, so that the identity recorded is the one that was read.
-  static func load(path: String, generation: Int, busyTimeoutMilliseconds: Int)
+  static func load(
+    path: String, generation: Int, busyTimeoutMilliseconds: Int, cache: IndexCache?
+  )
     throws(PipelineError) -> LoadedSnapshot
   {
     while true {
@@ -64,7 +66,7 @@ struct LoadedSnapshot: Sendable {
       let index: Index
       do {
         index = try SnapshotLoader.load(
-          path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds
+          path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: cache
         ).index
       } catch { throw .snapshot(error) }
       guard let before, SnapshotIdentity(path: path) == before else { continue }
@@ -82,6 +84,7 @@ struct LoadedSnapshot: Sendable {
 final class SnapshotReloader: Sendable {
   private let path: String
   private let busyTimeoutMilliseconds: Int
+  private let cache: IndexCache?
   private let log: StreamLog
   private let queue = DispatchQueue(label: "fanout.reload")
   // Set up once in init; DispatchSource is thread-safe.
@@ -102,10 +105,11 @@ final class SnapshotReloader: Sendable {
 
   init(
     current: LoadedSnapshot, log: StreamLog, watchEvery seconds: Double,
-    busyTimeoutMilliseconds: Int
+    busyTimeoutMilliseconds: Int, cache: IndexCache?
   ) {
     path = current.path
     self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+    self.cache = cache
     self.log = log
     state = Mutex(State(lastGeneration: current.generation, lastSeen: current.identity))
     watchTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "fanout.watch"))
@@ -172,7 +176,8 @@ final class SnapshotReloader: Sendable {
       let seen = SnapshotIdentity(path: path)
       do {
         let loaded = try LoadedSnapshot.load(
-          path: path, generation: generation, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+          path: path, generation: generation, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+          cache: cache)
         state.withLock {
           $0.ready = loaded
           $0.lastGeneration = generation

@@ -36,7 +36,7 @@ struct StageRun {
     }
     return try LoadedSnapshot.load(
       path: options.snapshot, generation: 1,
-      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds, cache: options.indexCache)
   }
 
   /// Whether a file can be written at `path` (aside, then renamed): a

@@ -1,4 +1,5 @@
 import FanoutPipeline
+import FanoutSnapshot
 
 /// FanoutStream owns `fanout stream`, the long-running pipeline stage:
 /// messages read continuously (standard input or a Unix socket) through a
@@ -51,6 +52,8 @@ public struct StreamOptions: Sendable {
   public var readyFile: String?
   /// How long a (re)load waits for a writer holding the snapshot locked.
   public var busyTimeoutMilliseconds = Pipeline.defaultBusyTimeoutMilliseconds
+  /// Where compiled snapshots are read from and added to; nil for none.
+  public var indexCache: IndexCache? = nil
 
   public init(snapshot: String, input: StreamInputSource, destination: StreamDestination) {
     self.snapshot = snapshot

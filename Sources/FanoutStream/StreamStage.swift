@@ -40,7 +40,7 @@ public final class StreamStage: Sendable {
     }
     reloader = SnapshotReloader(
       current: first, log: log, watchEvery: options.watchSeconds,
-      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+      busyTimeoutMilliseconds: options.busyTimeoutMilliseconds, cache: options.indexCache)
   }
 
   /// Stops reading; the lines already read are evaluated and written.

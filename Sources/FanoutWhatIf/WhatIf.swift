@@ -28,6 +28,9 @@ public struct WhatIfOptions: Sendable {
   public var overwrite: Bool
   /// How long to wait for a writer holding a snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// Where compiled snapshots are read from and added to (A and a named B;
+  /// never a B made by `--sql`); nil for none.
+  public var indexCache: IndexCache? = nil
   /// Called after each wave of messages with the fraction of the input read
   /// (nil when the input's size is unknown, as for standard input).
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
@@ -119,7 +122,8 @@ public enum WhatIf {
     let a: Index
     do {
       a = try SnapshotLoader.load(
-        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        cache: options.indexCache
       ).index
     } catch {
       _ = scenarioCopy?.wait()  // so that the copy is removed before exiting
@@ -204,7 +208,8 @@ public enum WhatIf {
     let loaded: Snapshot
     do {
       loaded = try SnapshotLoader.load(
-        path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        cache: copy == nil ? options.indexCache : nil)
     } catch {
       throw .refusedB(error, fromSQL: copy != nil)
     }

@@ -40,6 +40,7 @@ extension Fanout {
     var mergeable = false
 
     @OptionGroup var runOptions: RunOptions
+    @OptionGroup var indexCacheOptions: IndexCacheOptions
 
     func validate() throws {
       if summaryOnly && decisions {
@@ -53,6 +54,7 @@ extension Fanout {
         summaryOnly: summaryOnly,
         threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      options.indexCache = indexCacheOptions.cache
       options.mergeable = mergeable
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update

@@ -33,6 +33,8 @@ extension Fanout {
     @Flag(help: "Write JSON instead of text.")
     var json = false
 
+    @OptionGroup var indexCacheOptions: IndexCacheOptions
+
     func validate() throws {
       switch (message, messages, id) {
       case (_?, nil, nil), (nil, _?, _?): break
@@ -45,7 +47,7 @@ extension Fanout {
 
     func run() throws {
       do {
-        let explainer = try Explainer(snapshot: snapshot)
+        let explainer = try Explainer(snapshot: snapshot, cache: indexCacheOptions.cache)
         let explanation =
           if let message {
             try explainer.explain(line: message, user: user)

@@ -105,10 +105,13 @@ extension Fanout {
       @Flag(help: "Write JSON instead of text.")
       var json = false
 
+      @OptionGroup var indexCacheOptions: IndexCacheOptions
+
       func run() throws {
         do {
           let report = try PreferenceReport(
-            snapshot: snapshot, user: user, channels: channels.isEmpty ? nil : channels)
+            snapshot: snapshot, user: user, channels: channels.isEmpty ? nil : channels,
+            cache: indexCacheOptions.cache)
           print(json ? report.json().rendered() : report.text(), terminator: json ? "\n" : "")
         } catch {
           throw fail(error, status: error.exitStatus)

@@ -105,6 +105,8 @@ extension Fanout {
         """)
     var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
 
+    @OptionGroup var indexCacheOptions: IndexCacheOptions
+
     @Option(
       parsing: .unconditional,
       help: """
@@ -183,6 +185,7 @@ extension Fanout {
       options.statusSeconds = statusSeconds
       options.watchSeconds = watchSeconds
       options.busyTimeoutMilliseconds = busyTimeout
+      options.indexCache = indexCacheOptions.cache
       options.maxLineBytes = maxLineBytes
       options.readyFile = readyFile
       // A consumer that goes away is an output error, not a silent death.

@@ -43,6 +43,7 @@ extension Fanout {
     var out: String
 
     @OptionGroup var runOptions: RunOptions
+    @OptionGroup var indexCacheOptions: IndexCacheOptions
 
     func validate() throws {
       if (against == nil) == (sql.isEmpty && sqlFile.isEmpty) {
@@ -75,6 +76,7 @@ extension Fanout {
         messages: messages, out: out, threads: runOptions.workerThreads,
         overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      options.indexCache = indexCacheOptions.cache
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
       do {

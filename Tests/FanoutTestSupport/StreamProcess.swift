@@ -32,9 +32,7 @@ public final class StreamProcess: @unchecked Sendable {
       process.executableURL = URL(fileURLWithPath: fanoutExecutable)
       process.arguments = ["stream"] + arguments
     }
-    if !environment.isEmpty {
-      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    }
+    process.environment = childEnvironment(environment)
     process.standardInput = input
     process.standardOutput = FileHandle(forWritingAtPath: directory + "/stdout")
     process.standardError = FileHandle(forWritingAtPath: directory + "/stderr")

@@ -22,9 +22,7 @@ public func runProcess(
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
-  if !environment.isEmpty {
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-  }
+  process.environment = childEnvironment(environment)
   process.standardInput = FileHandle(forReadingAtPath: paths.stdin)
   process.standardOutput = FileHandle(forWritingAtPath: paths.stdout)
   process.standardError = FileHandle(forWritingAtPath: paths.stderr)

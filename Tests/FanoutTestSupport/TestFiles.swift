@@ -16,6 +16,16 @@ public func makeTemporaryDirectory(_ label: String = "fanout-test") -> String {
   return path
 }
 
+/// The index cache of every `fanout` the tests start (as `XDG_CACHE_HOME`),
+/// so that a test run never fills the user's own.
+public let testCacheHome = makeTemporaryDirectory("fanout-cache-home")
+
+/// `environment` over the test process's, with `testCacheHome` unless it says otherwise.
+public func childEnvironment(_ environment: [String: String]) -> [String: String] {
+  ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": testCacheHome]) { $1 }
+    .merging(environment) { $1 }
+}
+
 public func readText(_ path: String) -> String {
   (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }

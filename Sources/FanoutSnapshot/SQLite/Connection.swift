@@ -26,6 +26,20 @@ package final class Connection {
     try Statement(connection: self, sql: sql)
   }
 
+  /// The first 100 bytes of the main database file (SQLite's header), read
+  /// through SQLite's own file handle: opening and closing the file here
+  /// would drop every lock this process holds on it (POSIX locks are per
+  /// process and file, and go with any close).
+  package func fileHeader() -> [UInt8]? {
+    var file: UnsafeMutablePointer<sqlite3_file>?
+    guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+      let file, let read = file.pointee.pMethods?.pointee.xRead
+    else { return nil }
+    var bytes = [UInt8](repeating: 0, count: 100)
+    let code = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, 100, 0) }
+    return code == SQLITE_OK ? bytes : nil
+  }
+
   /// Runs one or more statements that return no rows.
   package func execute(_ sql: String) throws(SQLiteError) {
     let code = sqlite3_exec(handle, sql, nil, nil, nil)

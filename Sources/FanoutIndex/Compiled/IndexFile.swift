@@ -1,0 +1,291 @@
+import FanoutModel
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// The compiled index's file: a header, then sections, each a run of
+/// fixed-size values with its own checksum, then a trailer.
+///
+///     "FANOUTIX" | format version (UInt32) | 0 (UInt32)
+///     per section: number (UInt32) | value size (UInt32) | bytes (UInt64)
+///                  | checksum (UInt64) | the bytes, padded to 8
+///     "FANOUTIX" | section count (UInt64)
+///
+/// Values are in the machine's byte order, as the columns are in memory; a
+/// file is only ever read by the build that wrote it (its key says so). The
+/// sections are read back in the order they were written: the numbers and
+/// value sizes catch a reader and writer that disagree, the checksums a
+/// file changed or cut short since.
+public enum IndexFile {
+  /// Bump whenever what is written, or how the index is built, changes.
+  public static let formatVersion: UInt32 = 1
+  package static let magic: [UInt8] = Array("FANOUTIX".utf8)
+  static let sectionHeaderBytes = 24
+
+  /// A fast 64-bit checksum (four multiply-rotate lanes over 8-byte words):
+  /// catches corruption and truncation, not tampering.
+  static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
+    let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+    var lanes: (UInt64, UInt64, UInt64, UInt64) = (prime1, prime2, 1, UInt64(bytes.count))
+    @inline(__always) func round(_ lane: UInt64, _ word: UInt64) -> UInt64 {
+      let mixed = (lane ^ (word &* prime2)) &* prime1
+      return mixed << 31 | mixed >> 33
+    }
+    var i = 0
+    if let base = bytes.baseAddress {
+      while i &+ 32 <= bytes.count {
+        lanes.0 = round(lanes.0, base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+        lanes.1 = round(lanes.1, base.loadUnaligned(fromByteOffset: i &+ 8, as: UInt64.self))
+        lanes.2 = round(lanes.2, base.loadUnaligned(fromByteOffset: i &+ 16, as: UInt64.self))
+        lanes.3 = round(lanes.3, base.loadUnaligned(fromByteOffset: i &+ 24, as: UInt64.self))
+        i &+= 32
+      }
+      while i < bytes.count {
+        lanes.0 = round(lanes.0, UInt64(base.load(fromByteOffset: i, as: UInt8.self)) &+ 0x100)
+        i &+= 1
+      }
+    }
+    var h = lanes.0 ^ (lanes.1 << 7 | lanes.1 >> 57) ^ (lanes.2 << 13 | lanes.2 >> 51)
+    h ^= (lanes.3 << 19 | lanes.3 >> 45)
+    h ^= h >> 33
+    h &*= 0xff51_afd7_ed55_8ccd
+    h ^= h >> 33
+    return h
+  }
+}
+
+/// Why a compiled index file cannot be used; it is then rebuilt, never trusted.
+public struct IndexFileError: Error, Sendable, CustomStringConvertible {
+  public let reason: String
+  public init(_ reason: String) { self.reason = reason }
+  public var description: String { reason }
+}
+
+/// Writes a compiled index file section by section to an open descriptor.
+package struct IndexFileWriter {
+  private let fd: Int32
+  private var sections: UInt32 = 0
+
+  package init(fd: Int32) throws(SystemCallError) {
+    self.fd = fd
+    var header = IndexFile.magic
+    withUnsafeBytes(of: IndexFile.formatVersion) { header += $0 }
+    header += [0, 0, 0, 0]
+    try raw(header)
+  }
+
+  /// Writes `values` as one section.
+  package mutating func write<T: BitwiseCopyable>(_ values: [T]) throws(SystemCallError) {
+    var failure: SystemCallError?
+    values.withUnsafeBytes { bytes in
+      do throws(SystemCallError) {
+        try section(bytes, valueSize: MemoryLayout<T>.stride)
+      } catch { failure = error }
+    }
+    if let failure { throw failure }
+  }
+
+  package mutating func write(_ value: Int64) throws(SystemCallError) { try write([value]) }
+
+  package mutating func write(_ text: String) throws(SystemCallError) {
+    try write(Array(text.utf8))
+  }
+
+  package mutating func write(_ pool: BytePool) throws(SystemCallError) {
+    try write(pool.bytes)
+    try write(pool.offsets)
+  }
+
+  package mutating func write(_ table: StringTable) throws(SystemCallError) {
+    try write(table.pool)
+    try write(table.rawSlots)
+  }
+
+  /// Ends the file; the caller then syncs and renames it.
+  package mutating func finish() throws(SystemCallError) {
+    var trailer = IndexFile.magic
+    withUnsafeBytes(of: UInt64(sections)) { trailer += $0 }
+    try raw(trailer)
+  }
+
+  private mutating func section(_ bytes: UnsafeRawBufferPointer, valueSize: Int)
+    throws(SystemCallError)
+  {
+    var header: [UInt8] = []
+    header.reserveCapacity(IndexFile.sectionHeaderBytes)
+    withUnsafeBytes(of: sections) { header += $0 }
+    withUnsafeBytes(of: UInt32(valueSize)) { header += $0 }
+    withUnsafeBytes(of: UInt64(bytes.count)) { header += $0 }
+    withUnsafeBytes(of: IndexFile.checksum(bytes)) { header += $0 }
+    try raw(header)
+    try write(bytes)
+    try raw([UInt8](repeating: 0, count: (8 - bytes.count % 8) % 8))
+    sections += 1
+  }
+
+  private func raw(_ bytes: [UInt8]) throws(SystemCallError) {
+    var failure: SystemCallError?
+    bytes.withUnsafeBytes { bytes in
+      do throws(SystemCallError) { try write(bytes) } catch { failure = error }
+    }
+    if let failure { throw failure }
+  }
+
+  private func write(_ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+    var done = 0
+    while done < bytes.count {
+      let chunk = min(bytes.count - done, 1 << 30)
+      done += try systemCall("write") { Glibc.write(fd, bytes.baseAddress! + done, chunk) }
+    }
+  }
+}
+
+/// Reads a compiled index file written by `IndexFileWriter`, checking each
+/// section's number, value size and bounds, and its checksum once read.
+/// Sections are read straight into the arrays that keep them (no mapping:
+/// a mapped file's pages would count twice while they are copied).
+package struct IndexFileReader {
+  private let fd: Int32
+  private let size: Int
+  private var offset = 16
+  private var sections: UInt32 = 0
+
+  /// Reads from `fd`, open on a compiled file; checks the header.
+  package init(fd: Int32) throws(IndexFileError) {
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw IndexFileError("cannot stat the file") }
+    self.fd = fd
+    size = Int(st.st_size)
+    var header = [UInt8](repeating: 0, count: 16)
+    guard size >= 32, Self.read(fd, into: &header, at: 0) else {
+      throw IndexFileError("cut short (\(size) bytes)")
+    }
+    guard header.starts(with: IndexFile.magic) else {
+      throw IndexFileError("not a compiled Fanout index")
+    }
+    let version = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self) }
+    guard version == IndexFile.formatVersion else {
+      throw IndexFileError("format version \(version), this build reads \(IndexFile.formatVersion)")
+    }
+  }
+
+  /// Fills `bytes` from `at`; false when the file ends first or cannot be read.
+  private static func read(_ fd: Int32, into bytes: UnsafeMutableRawBufferPointer, at: Int) -> Bool
+  {
+    var done = 0
+    while done < bytes.count {
+      let n = pread(
+        fd, bytes.baseAddress! + done, min(bytes.count - done, 1 << 30), off_t(at + done))
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else { return false }
+      done += n
+    }
+    return true
+  }
+
+  private static func read(_ fd: Int32, into bytes: inout [UInt8], at: Int) -> Bool {
+    bytes.withUnsafeMutableBytes { read(fd, into: $0, at: at) }
+  }
+
+  /// The next section's values.
+  package mutating func read<T: BitwiseCopyable>(_: T.Type = T.self) throws(IndexFileError) -> [T] {
+    var header = [UInt8](repeating: 0, count: IndexFile.sectionHeaderBytes)
+    guard Self.read(fd, into: &header, at: offset) else {
+      throw IndexFileError("cut short at section \(sections)")
+    }
+    let (number, valueSize, byteCount, checksum) = header.withUnsafeBytes {
+      (
+        $0.loadUnaligned(as: UInt32.self), $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
+        $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+        $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+      )
+    }
+    let stride = MemoryLayout<T>.stride
+    guard number == sections, Int(valueSize) == stride else {
+      throw IndexFileError("section \(sections) is not the one expected here")
+    }
+    let start = offset + header.count
+    guard byteCount <= UInt64(size - start), Int(byteCount) % stride == 0 else {
+      throw IndexFileError("cut short in section \(sections)")
+    }
+    let count = Int(byteCount) / stride
+    var complete = true
+    let values = [T](unsafeUninitializedCapacity: count) { buffer, initialized in
+      let bytes = UnsafeMutableRawBufferPointer(buffer)
+      complete =
+        Self.read(fd, into: bytes, at: start)
+        && IndexFile.checksum(UnsafeRawBufferPointer(bytes)) == checksum
+      initialized = complete ? count : 0
+    }
+    guard complete else { throw IndexFileError("section \(sections) fails its checksum") }
+    offset = start + Int(byteCount) + (8 - Int(byteCount) % 8) % 8
+    sections += 1
+    return values
+  }
+
+  /// The next section's bytes as values of a `UInt8` enum, each checked.
+  package mutating func read<T: RawRepresentable>(enumOf _: T.Type) throws(IndexFileError) -> [T]
+  where T.RawValue == UInt8 {
+    let raw: [UInt8] = try read()
+    var values: [T] = []
+    values.reserveCapacity(raw.count)
+    for byte in raw {
+      guard let value = T(rawValue: byte) else {
+        throw IndexFileError("section \(sections - 1): \(byte) is not a \(T.self)")
+      }
+      values.append(value)
+    }
+    return values
+  }
+
+  /// The next section's bytes as 0/1 flags, each checked.
+  package mutating func readFlags() throws(IndexFileError) -> [Bool] {
+    let raw: [UInt8] = try read()
+    guard raw.allSatisfy({ $0 <= 1 }) else {
+      throw IndexFileError("section \(sections - 1): a flag is not 0 or 1")
+    }
+    return raw.map { $0 == 1 }
+  }
+
+  package mutating func readInt() throws(IndexFileError) -> Int64 {
+    let values: [Int64] = try read()
+    guard values.count == 1 else { throw IndexFileError("section \(sections - 1): not one value") }
+    return values[0]
+  }
+
+  package mutating func readString() throws(IndexFileError) -> String {
+    String(decoding: try read(UInt8.self), as: UTF8.self)
+  }
+
+  package mutating func readPool() throws(IndexFileError) -> BytePool {
+    let bytes: [UInt8] = try read()
+    let offsets: [Int] = try read()
+    guard let pool = BytePool(bytes: bytes, offsets: offsets) else {
+      throw IndexFileError("section \(sections - 1): string offsets out of order")
+    }
+    return pool
+  }
+
+  package mutating func readTable() throws(IndexFileError) -> StringTable {
+    let pool = try readPool()
+    let slots: [UInt64] = try read()
+    guard let table = StringTable(pool: pool, rawSlots: slots) else {
+      throw IndexFileError("section \(sections - 1): a string table's slots are inconsistent")
+    }
+    return table
+  }
+
+  /// Checks the trailer: every section was read, and the file ends there.
+  package func finish() throws(IndexFileError) {
+    var trailer = [UInt8](repeating: 0, count: 16)
+    guard offset + 16 == size, Self.read(fd, into: &trailer, at: offset),
+      trailer.starts(with: IndexFile.magic),
+      trailer.withUnsafeBytes({ $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) })
+        == UInt64(sections)
+    else { throw IndexFileError("the trailer does not close the \(sections) sections read") }
+  }
+}

@@ -1,0 +1,122 @@
+import FanoutIndex
+import FanoutModel
+import FanoutTime
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A folder of compiled snapshots, one per snapshot state
+/// (`SnapshotFingerprint`), that loads fill and use: a snapshot loaded
+/// before is read back instead of being loaded from SQLite again.
+///
+/// A file that is stale, cut short or corrupt is reported in one log line
+/// and replaced — never trusted. The folder is kept under `limitBytes` by
+/// removing the least recently used files. The cache only ever saves time:
+/// when it cannot be read or written the load goes on without it.
+public struct IndexCache: Sendable {
+  public let directory: String
+  public let limitBytes: Int64
+  /// Where problems with cached files are told (one line each).
+  let log: @Sendable (String) -> Void
+
+  public static let defaultLimitBytes: Int64 = 4 << 30
+
+  public init(
+    directory: String, limitBytes: Int64 = defaultLimitBytes,
+    log: @escaping @Sendable (String) -> Void = IndexCache.logToStandardError
+  ) {
+    self.directory = directory
+    self.limitBytes = limitBytes
+    self.log = log
+  }
+
+  /// `$XDG_CACHE_HOME/fanout`, else `$HOME/.cache/fanout`; nil without either.
+  public static func defaultDirectory() -> String? {
+    if let xdg = getenv("XDG_CACHE_HOME").map({ String(cString: $0) }), xdg.hasPrefix("/") {
+      return xdg + "/fanout"
+    }
+    guard let home = getenv("HOME").map({ String(cString: $0) }), !home.isEmpty else { return nil }
+    return home + "/.cache/fanout"
+  }
+
+  public static let logToStandardError: @Sendable (String) -> Void = { line in
+    var bytes = Array("fanout: \(line)\n".utf8)
+    _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+  }
+
+  /// The cached compiled snapshot of state `fingerprint`, if there is a good one.
+  func snapshot(for fingerprint: SnapshotFingerprint, timeZones: TimeZoneDatabase) -> Snapshot? {
+    let path = directory + "/" + fingerprint.fileName
+    do throws(IndexFileError) {
+      guard
+        let snapshot = try CompiledSnapshot.read(
+          path, timeZones: timeZones, accepts: { $0 == fingerprint.words })
+      else { return nil }
+      // Marks it recently used: eviction goes by modification time.
+      utimensat(AT_FDCWD, path, nil, 0)
+      return snapshot
+    } catch {
+      log("index cache: \(path) is not usable (\(error.reason)); rebuilding it")
+      unlink(path)
+      return nil
+    }
+  }
+
+  /// Caches `snapshot`, loaded from state `fingerprint`, then trims the folder.
+  func store(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
+    guard makeDirectory(), freeBytes() > 1 << 30 else { return }
+    do throws(SystemCallError) {
+      try CompiledSnapshot.write(
+        snapshot, key: fingerprint.words, to: directory + "/" + fingerprint.fileName)
+    } catch {
+      return  // a full disk or a folder made read-only: the run goes on without it
+    }
+    trim()
+  }
+
+  private func makeDirectory() -> Bool {
+    var path = directory.hasPrefix("/") ? "" : "."
+    for part in directory.split(separator: "/") {
+      path += "/" + part
+      if mkdir(path, 0o700) != 0 && errno != EEXIST { return false }
+    }
+    return access(directory, W_OK) == 0
+  }
+
+  private func freeBytes() -> Int64 {
+    var fs = statvfs()
+    guard statvfs(directory, &fs) == 0 else { return 0 }
+    return Int64(fs.f_bavail) &* Int64(fs.f_frsize)
+  }
+
+  /// Removes the least recently used files while the folder holds more
+  /// than `limitBytes`, and files left aside by runs that died writing.
+  func trim() {
+    guard let dir = opendir(directory) else { return }
+    var files: [(name: String, size: Int64, used: Int64)] = []
+    let now = WallClock.nowMillis() / 1000
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+      }
+      var st = stat()
+      guard stat(directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+        continue
+      }
+      if name.hasSuffix(".partial") {
+        if now - Int64(st.st_mtim.tv_sec) > 3600 { unlink(directory + "/" + name) }
+      } else if name.hasSuffix(".fanout-index") {
+        files.append((name, Int64(st.st_size), Int64(st.st_mtim.tv_sec)))
+      }
+    }
+    closedir(dir)
+    var total = files.reduce(0) { $0 + $1.size }
+    for file in files.sorted(by: { $0.used < $1.used }) where total > limitBytes {
+      unlink(directory + "/" + file.name)
+      total -= file.size
+    }
+  }
+}
