@@ -18,6 +18,19 @@ let benchmarks: @Sendable () -> Void = {
     blackHole(try SnapshotLoader.load(path: BenchmarkData.snapshot).index.memberCount)
   }
 
+  // The same snapshot read back from its compiled index (`fanout snapshot
+  // compile --out`), compiled once before the runs.
+  let compiled = BenchmarkData.directory + "/snapshot.fanout-index"
+  Benchmark(
+    "CompiledIndexLoad",
+    configuration: .init(
+      setup: {
+        _ = try SnapshotLoader.compile(path: BenchmarkData.snapshot, output: compiled, cache: nil)
+      })
+  ) { benchmark in
+    blackHole(try SnapshotLoader.load(path: compiled).index.memberCount)
+  }
+
   Benchmark("RawSQLiteScan-limit") { benchmark in
     blackHole(try RawScan.run(path: BenchmarkData.snapshot))
   }
