@@ -31,7 +31,11 @@ public final class Evaluator {
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
   private let recordCandidates: Bool
-  let columns: IndexColumns
+  /// Lends the index's columns per chunk (`evaluate`); `columns` holds
+  /// them only while they are lent (empty views otherwise: in debug builds
+  /// a use outside the lending traps).
+  private let lender: IndexColumns.Lender
+  private(set) var columns = IndexColumns.unlent
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
@@ -85,7 +89,7 @@ public final class Evaluator {
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
     recordCandidates = output == .throttleCandidates
-    columns = IndexColumns(index)
+    lender = IndexColumns.Lender(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
@@ -102,17 +106,21 @@ public final class Evaluator {
     into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    batch.mentions.withUnsafeBufferPointer { mentions in
-      batch.channel.withUnsafeBufferPointer { channels in
-        throttled.users.withUnsafeBufferPointer { throttledUsers in
-          for m in messages {
-            prefetch(channels, ahead: m, end: messages.upperBound)
-            let cursor =
-              throttled.starts.isEmpty
-              ? SortedCursor.empty
-              : SortedCursor(
-                throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
-            evaluateMessage(batch, m, mentions, cursor, &result)
+    lender.lend { lent in
+      columns = lent
+      defer { columns = .unlent }
+      batch.mentions.withUnsafeBufferPointer { mentions in
+        batch.channel.withUnsafeBufferPointer { channels in
+          throttled.users.withUnsafeBufferPointer { throttledUsers in
+            for m in messages {
+              prefetch(channels, ahead: m, end: messages.upperBound)
+              let cursor =
+                throttled.starts.isEmpty
+                ? SortedCursor.empty
+                : SortedCursor(
+                  throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+              evaluateMessage(batch, m, mentions, cursor, &result)
+            }
           }
         }
       }
