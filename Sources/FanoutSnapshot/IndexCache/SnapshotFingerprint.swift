@@ -16,8 +16,9 @@ import FanoutTime
 /// Nil (not cacheable) while the file may hold more than its main file says
 /// or may still be changing within the file system's time resolution:
 /// - a non-empty `-wal` file (commits there change neither the main file's
-///   times nor its header until a checkpoint) or any `-journal` (a writer
-///   mid-commit, or a crash to roll back);
+///   times nor its header until a checkpoint) or `-journal` (a writer
+///   mid-commit, or a crash to roll back; journal_mode=TRUNCATE leaves an
+///   empty one between transactions);
 /// - modified less than `settleSeconds` ago: a later change then always
 ///   shows in the times, even on file systems that keep them to the second
 ///   (two commits in one tick could otherwise leave every field equal).
@@ -33,7 +34,7 @@ package struct SnapshotFingerprint: Equatable, Sendable {
     guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
     for suffix in ["-wal", "-journal"] {
       var side = stat()
-      if stat(path + suffix, &side) == 0, side.st_size > 0 || suffix == "-journal" { return nil }
+      if stat(path + suffix, &side) == 0, side.st_size > 0 { return nil }
     }
     func nanos(_ t: timespec) -> Int64 { Int64(t.tv_sec) &* 1_000_000_000 &+ Int64(t.tv_nsec) }
     let newest = max(nanos(st.st_mtim), nanos(st.st_ctim))
