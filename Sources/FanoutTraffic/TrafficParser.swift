@@ -23,15 +23,19 @@ public struct TrafficParser {
   private var key: [UInt8] = []
   private let scratch = Scratch()
 
-  /// A class, so that parsing can fill it while it appends to the parser's batch.
+  /// A class, so that parsing can fill it while it appends to the parser's
+  /// batch. Its fields are passed `inout` several times per line: unchecked,
+  /// they cost no runtime exclusivity bookkeeping (measured: 15% of parsing).
+  /// Safe because each field's uses in `parseMessage` follow one another,
+  /// on the one thread that owns the parser.
   private final class Scratch {
-    var text: [UInt8] = []
-    var channel: [UInt8] = []
-    var sender: [UInt8] = []
-    var replyTo: [UInt8] = []
-    var quotedID: [UInt8] = []
-    var thread: [UInt8] = []
-    var mentions = BytePool()
+    @exclusivity(unchecked) var text: [UInt8] = []
+    @exclusivity(unchecked) var channel: [UInt8] = []
+    @exclusivity(unchecked) var sender: [UInt8] = []
+    @exclusivity(unchecked) var replyTo: [UInt8] = []
+    @exclusivity(unchecked) var quotedID: [UInt8] = []
+    @exclusivity(unchecked) var thread: [UInt8] = []
+    @exclusivity(unchecked) var mentions = BytePool()
   }
 
   public init(index: Index) { self.index = index }
@@ -214,14 +218,18 @@ public struct TrafficParser {
     if category == -2 { unknownCategories[m] = String(decoding: scratch.text, as: UTF8.self) }
     scratch.channel.withUnsafeBytes { channelNames.append($0) }
     batch.lines.append(line)
-    batch.idJSON.append(scratch.quotedID)
+    scratch.quotedID.withUnsafeBytes { batch.idJSON.append($0) }
     batch.sender.append(hasSender ? keepUser(scratch.sender) : -1)
     batch.ts.append(ts)
     batch.kind.append(kind)
     batch.mentionAll.append(mentionAll)
     batch.force.append(force)
     batch.silent.append(silent)
-    batch.thread.append(hasThread ? scratch.thread : [])
+    if hasThread {
+      scratch.thread.withUnsafeBytes { batch.thread.append($0) }
+    } else {
+      batch.thread.append(UnsafeRawBufferPointer(start: nil, count: 0))
+    }
     batch.hasThread.append(hasThread)
     batch.replyTo.append(hasReplyTo ? keepUser(scratch.replyTo) : -1)
     batch.category.append(category)
