@@ -127,6 +127,12 @@ extension SnapshotError {
     if error.isBusy { return SnapshotError(busy: path, waited: 0) }
     var hint = ""
     let code = error.code & 0xFF
+    if code == 26 && CompiledSnapshot.isCompiled(path) {  // SQLITE_NOTADB
+      return SnapshotError(
+        reason: "'\(path)' is a compiled index (fanout snapshot compile --out), not a SQLite "
+          + "snapshot: explain, prefs, whatif --sql and snapshot split need the SQLite file",
+        sqlite: error)
+    }
     if (code == 8 || code == 14) && isWAL(path) {  // SQLITE_READONLY, SQLITE_CANTOPEN
       hint =
         " (the snapshot is in WAL mode: SQLite must create '\(path)-shm' beside it even"

@@ -50,8 +50,8 @@ extension Fanout {
         discussion: """
           Without --out the compiled index goes to the index cache, where every command that \
           loads this snapshot, unchanged, reads it instead of SQLite (docs/compiled-index.md). \
-          With --out it is written to FILE, which eval, whatif and stream take in place of the \
-          snapshot (this build of fanout only). Prints the file written. Exit codes: 0 \
+          With --out it is written to FILE, which eval, stream and whatif --against take in \
+          place of the snapshot (this build of fanout only). Prints the file written. Exit codes: 0 \
           written, 65 snapshot refused (nothing is written), 73 the file could not be \
           written, 75 busy (locked by a writer, or still being written).
           """)

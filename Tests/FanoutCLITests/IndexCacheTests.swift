@@ -155,6 +155,16 @@ struct IndexCacheTests {
     #expect(run.status == 0, "\(run.stderr)")
     #expect(seen == eval(snapshot, cache: ["--no-index-cache"]).1)
 
+    // What narrates from the SQLite rows says it needs them.
+    let explain = runProcess(
+      fanoutExecutable,
+      [
+        "explain", "--snapshot", compiled, "--user", "ana", "--message",
+        #"{"id":"x","channel":"team","ts":1773046800000}"#,
+      ])
+    #expect(explain.status == 65)
+    #expect(explain.stderr.contains("is a compiled index"), "\(explain.stderr)")
+
     var bytes = try Data(contentsOf: URL(fileURLWithPath: compiled))
     bytes[bytes.count - 30] ^= 1
     try bytes.write(to: URL(fileURLWithPath: compiled))

@@ -56,7 +56,9 @@ enum CompiledSnapshot {
     defer { close(fd) }
     var file = try IndexFileReader(fd: fd)
     guard accepts(try file.read(Int64.self)) else {
-      throw IndexFileError("compiled from another state of the snapshot or by another build")
+      throw IndexFileError(
+        "compiled by another build of fanout or from another state of the snapshot; compile it again"
+      )
     }
     func lines() throws(IndexFileError) -> [String] {
       let text = try file.readString()
