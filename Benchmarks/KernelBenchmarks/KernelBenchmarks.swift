@@ -3,6 +3,7 @@
 import Benchmark
 import FanoutIndex
 import FanoutKernel
+import FanoutOutput
 import FanoutPipeline
 import FanoutSnapshot
 import FanoutTraffic
@@ -89,6 +90,37 @@ let benchmarks: @Sendable () -> Void = {
     }
     record(benchmark, since: start, passes: rooflinePasses)
     blackHole(sums)
+  }
+
+  // The other half of the end-to-end floor (with LoadBenchmarks' raw SQLite
+  // scan): compressing one run's own delivery lines with LZ4's fastest level,
+  // on one core, as `lz4 -1` would. A reference: its times never gate.
+  let run = NSTemporaryDirectory() + "/fanout-bench-lz4-limit"
+  var deliveryBytes: [[UInt8]] = []
+  var lz4Tolerances = tolerances.mapValues { _ in BenchmarkThresholds(relative: [.p90: 1000]) }
+  lz4Tolerances[.mallocCountTotal] = .init(absolute: [.p90: 50])
+  Benchmark(
+    "LZ4-limit",
+    configuration: .init(
+      thresholds: lz4Tolerances,
+      setup: {
+        _ = try Pipeline.eval(
+          EvalOptions(
+            snapshot: BenchmarkData.snapshot, messages: BenchmarkData.traffic, out: run,
+            threads: threads, overwrite: true))
+        deliveryBytes = try FileManager.default.contentsOfDirectory(atPath: run)
+          .filter { $0.hasSuffix(".ndjson.lz4") }.sorted().map { name in
+            let reader = try LZ4LineReader(path: run + "/" + name)
+            var bytes: [UInt8] = []
+            while let line = try reader.nextLine() {
+              bytes += line
+              bytes.append(UInt8(ascii: "\n"))
+            }
+            return bytes
+          }
+      })
+  ) { benchmark in
+    for bytes in deliveryBytes { blackHole(LZ4Frame.blocks(bytes).count) }
   }
 
   Benchmark("EvaluateAndWrite", configuration: .init(maxIterations: 5)) { benchmark in
