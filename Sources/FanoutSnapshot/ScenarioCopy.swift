@@ -34,9 +34,34 @@ package func copySnapshot(from source: String, to path: String) throws(SQLiteErr
   try vacuum.insert()
 }
 
+/// Copies the snapshot at `source` into a new file at `path` page by page
+/// (SQLite's online backup, in one step, so under one read transaction: a
+/// consistent copy, the source opened read-only). Several times faster than
+/// `VACUUM INTO`, which rebuilds every table and index, but the copy keeps
+/// the source's layout and journal mode: for private scratch copies, not
+/// for snapshots handed back to users.
+package func copySnapshotPages(from source: String, to path: String) throws(SQLiteError) {
+  let original = try Connection(path: source)
+  let copy = try Connection(path: path, writable: true)
+  guard let backup = sqlite3_backup_init(copy.handle, "main", original.handle, "main") else {
+    throw SQLiteError.from(copy.handle, code: sqlite3_errcode(copy.handle), sql: nil)
+  }
+  // A writer holding the source locked: retried, as a load waits for it.
+  let deadline = ContinuousClock.now + .milliseconds(SnapshotLoader.defaultBusyTimeoutMilliseconds)
+  var code = sqlite3_backup_step(backup, -1)
+  while (code == SQLITE_BUSY || code == SQLITE_LOCKED) && ContinuousClock.now < deadline {
+    usleep(5_000)
+    code = sqlite3_backup_step(backup, -1)
+  }
+  let finished = sqlite3_backup_finish(backup)
+  guard code == SQLITE_DONE, finished == SQLITE_OK else {
+    throw SQLiteError.from(copy.handle, code: code == SQLITE_DONE ? finished : code, sql: nil)
+  }
+}
+
 /// A private copy of a snapshot with a what-if scenario's SQL applied, in a
 /// temporary folder that is removed with the value. The source is opened
-/// read-only and copied with `VACUUM INTO`, so it is never modified.
+/// read-only and copied page by page, so it is never modified.
 public final class ScenarioCopy: Sendable {
   public let path: String
   private let folder: String
@@ -50,7 +75,7 @@ public final class ScenarioCopy: Sendable {
     folder = String(cString: made)
     path = folder + "/scenario.sqlite"
     do {
-      try copySnapshot(from: source, to: path)
+      try copySnapshotPages(from: source, to: path)
     } catch {
       removeFiles()
       throw .copy(error.message)
