@@ -208,3 +208,43 @@ struct IndexCacheTests {
     #expect(check.status == 0 && check.text == plain.text)
   }
 }
+
+@Suite("the compiled index on a full disk")
+struct IndexCacheFullDiskTests {
+  @Test(
+    "compile --out on a full disk: exit 73, nothing under the name or aside; a cache there is skipped"
+  )
+  func fullDisk() throws {
+    guard let disk = SmallDisk(bytes: 1 << 20) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    let snapshot = v2Snapshot()
+    waitUntilSettled()
+    var failures = 0
+    for freePages in 0..<4 {
+      disk.fill(leavingPages: freePages)
+      let compiled = disk.path + "/x.fanout-index"
+      let compile = runProcess(
+        fanoutExecutable, ["snapshot", "compile", snapshot, "--out", compiled])
+      if compile.status == 0 {
+        // It fitted: whole, and taken in place of the snapshot.
+        #expect(eval(compiled, cache: []).0.status == 0)
+      } else {
+        failures += 1
+        #expect(compile.status == 73, "\(freePages): \(compile.stderr)")
+        #expect(listDirectory(disk.path) == ["filler"], "\(freePages)")
+      }
+      unlink(compiled)
+    }
+    #expect(failures > 0)
+    // The cache only saves time: on a full disk the run goes on without it.
+    disk.fill(leavingPages: 0)
+    let cache = disk.path + "/cache"
+    let (run, seen) = eval(snapshot, cache: ["--index-cache", cache])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(seen == eval(snapshot, cache: ["--no-index-cache"]).1)
+    #expect(cachedFiles(cache).isEmpty)
+  }
+}
