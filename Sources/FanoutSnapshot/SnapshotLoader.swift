@@ -128,7 +128,7 @@ public enum SnapshotLoader {
       throw .cannotWrite(
         "no index cache folder (neither XDG_CACHE_HOME nor HOME is set; use --out)")
     }
-    let (snapshot, state) = try loaded(into: cache)
+    let (_, state) = try loaded(into: cache)
     guard let fingerprint = state else {
       throw .snapshot(
         SnapshotError(
@@ -136,8 +136,8 @@ public enum SnapshotLoader {
           reason: "it is being written (a -wal or -journal file beside it, or a change in the "
             + "last \(SnapshotFingerprint.settleSeconds) s); not cached"))
     }
+    // The load read it from the cache or has just stored it there.
     let file = cache.directory + "/" + fingerprint.fileName
-    if access(file, R_OK) != 0 { cache.store(snapshot, fingerprint: fingerprint) }
     guard access(file, R_OK) == 0 else {
       throw .cannotWrite("the index cache folder '\(cache.directory)' (or too little space there)")
     }
