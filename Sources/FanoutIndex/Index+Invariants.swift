@@ -11,7 +11,8 @@ extension Index {
     func check(_ holds: Bool, _ what: @autoclosure () -> String) {
       if !holds { found.append(what()) }
     }
-    func checkCSR<T: BinaryInteger>(_ name: String, _ offsets: [T], rows: Int, values: Int) {
+    func checkCSR<C: RandomAccessCollection>(_ name: String, _ offsets: C, rows: Int, values: Int)
+    where C.Element: BinaryInteger {
       check(offsets.count == rows + 1, "\(name): \(offsets.count) offsets for \(rows) rows")
       check(offsets.first == 0, "\(name): does not start at 0")
       check(
@@ -63,7 +64,7 @@ extension Index {
       }
     }
     // The lists `SingledOut` walks alongside members ascend strictly too.
-    func ascending(_ name: String, _ values: [Int32], _ runs: [Int32]) {
+    func ascending(_ name: String, _ values: Column<Int32>, _ runs: Column<Int32>) {
       for r in 0..<(runs.count - 1) {
         let run = values[Int(runs[r])..<Int(runs[r + 1])]
         if !zip(run, run.dropFirst()).allSatisfy({ $0 < $1 }) {

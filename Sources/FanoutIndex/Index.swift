@@ -12,7 +12,7 @@ import FanoutTime
 /// A member's settings for one channel, resolved through channel → scope →
 /// user → size and kind defaults → settings → contract default, packed into
 /// one byte. The low six bits are what the rules read (`ruleBits`).
-public struct MemberSettings: Sendable, Equatable {
+public struct MemberSettings: Sendable, Equatable, BitwiseCopyable {
   public var raw: UInt8
 
   public init(raw: UInt8) { self.raw = raw }
@@ -59,21 +59,21 @@ public final class Index: Sendable {
   /// Each user's id as a JSON string literal.
   package let userJSON: BytePool
   /// Index into `zones` of each user's time zone.
-  package let userZone: [UInt16]
+  package let userZone: Column<UInt16>
   /// Index into the DND patterns of each user's schedule, or -1 for none.
-  package let userDND: [Int32]
+  package let userDND: Column<Int32>
   /// CSR: user → devices, ordered by device_id.
-  package let userDevices: [Int32]
+  package let userDevices: Column<Int32>
   /// CSR: user → category preference rows, ordered by category then gateway.
-  package let userCategoryPrefs: [Int32]
+  package let userCategoryPrefs: Column<Int32>
   /// Per user, the columns above (but the JSON) in one record for the kernel.
-  package let userState: [UserState]
+  package let userState: Column<UserState>
 
   // Devices, grouped by user.
-  public let deviceIDs: [Int64]
-  package let deviceGateway: [UInt16]
+  public let deviceIDs: Column<Int64>
+  package let deviceGateway: Column<UInt16>
   /// 1 where the device's user is restricted on the device's gateway.
-  package let deviceRestricted: [Bool]
+  package let deviceRestricted: Column<Bool>
   /// Each device as `{"user":…,"device":…,"token":…` (unclosed).
   package let deviceJSON: BytePool
 
@@ -81,32 +81,32 @@ public final class Index: Sendable {
   public let channels: StringTable
   package let channelScope: [Scope]
   /// CSR: channel → membership slots, ordered by user row.
-  package let channelMembers: [Int]
-  package let memberUser: [Int32]
-  package let memberSettings: [MemberSettings]
+  package let channelMembers: Column<Int>
+  package let memberUser: Column<Int32>
+  package let memberSettings: Column<MemberSettings>
   /// Index into the snooze groups of each slot, or -1 when no window applies.
-  package let memberSnooze: [Int32]
+  package let memberSnooze: Column<Int32>
 
   /// CSR: snooze group → `[start, until)` pairs, flattened (`2 * i`, `2 * i + 1`).
-  package let snoozeGroups: [Int32]
-  package let snoozeBounds: [Int64]
+  package let snoozeGroups: Column<Int32>
+  package let snoozeBounds: Column<Int64>
 
   /// Minute-of-week bitsets, `DNDPattern.wordCount` words each.
-  package let dndWords: [UInt64]
+  package let dndWords: Column<UInt64>
   public let zones: [ZoneTable]
 
   public let gateways: StringTable
   package let gatewayJSON: BytePool
 
   public let categories: StringTable
-  package let categoryMandatory: [Bool]
-  package let categoryDefault: [Preference]
+  package let categoryMandatory: Column<Bool>
+  package let categoryDefault: Column<Preference>
   /// `categories.count × gateways.count`: gateway mandatory in category.
-  package let categoryGatewayMandatory: [Bool]
-  package let categoryPrefCategory: [Int32]
+  package let categoryGatewayMandatory: Column<Bool>
+  package let categoryPrefCategory: Column<Int32>
   /// Gateway of a category preference row, or -1 for the whole category.
-  package let categoryPrefGateway: [Int32]
-  package let categoryPref: [Preference]
+  package let categoryPrefGateway: Column<Int32>
+  package let categoryPref: Column<Preference>
 
   // Contract v2.
   /// The settings table.
@@ -123,15 +123,19 @@ public final class Index: Sendable {
   public let anyUserDefers: Bool
 
   package init(
-    users: StringTable, userJSON: BytePool, userZone: [UInt16], userDND: [Int32],
-    userDevices: [Int32], userCategoryPrefs: [Int32], deviceIDs: [Int64], deviceGateway: [UInt16],
-    deviceRestricted: [Bool], deviceJSON: BytePool, channels: StringTable,
-    channelScope: [Scope], channelMembers: [Int], memberUser: [Int32],
-    memberSettings: [MemberSettings],
-    memberSnooze: [Int32], snoozeGroups: [Int32], snoozeBounds: [Int64], dndWords: [UInt64],
+    users: StringTable, userJSON: BytePool, userZone: Column<UInt16>, userDND: Column<Int32>,
+    userDevices: Column<Int32>, userCategoryPrefs: Column<Int32>, deviceIDs: Column<Int64>,
+    deviceGateway: Column<UInt16>,
+    deviceRestricted: Column<Bool>, deviceJSON: BytePool, channels: StringTable,
+    channelScope: [Scope], channelMembers: Column<Int>, memberUser: Column<Int32>,
+    memberSettings: Column<MemberSettings>,
+    memberSnooze: Column<Int32>, snoozeGroups: Column<Int32>, snoozeBounds: Column<Int64>,
+    dndWords: Column<UInt64>,
     zones: [ZoneTable], gateways: StringTable, gatewayJSON: BytePool, categories: StringTable,
-    categoryMandatory: [Bool], categoryDefault: [Preference], categoryGatewayMandatory: [Bool],
-    categoryPrefCategory: [Int32], categoryPrefGateway: [Int32], categoryPref: [Preference],
+    categoryMandatory: Column<Bool>, categoryDefault: Column<Preference>,
+    categoryGatewayMandatory: Column<Bool>,
+    categoryPrefCategory: Column<Int32>, categoryPrefGateway: Column<Int32>,
+    categoryPref: Column<Preference>,
     settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
     presence: PresenceWindows, userDefers: [Bool]
   ) {
@@ -182,14 +186,14 @@ public final class Index: Sendable {
           defers: userDefers[u], hasPresence: presence.hasWindows(user: u),
           devices: devices, deviceGateway: deviceGateway, deviceRestricted: deviceRestricted))
     }
-    userState = states
+    userState = Column(states)
   }
 
   public var memberCount: Int { memberUser.count }
   public var deviceCount: Int { deviceIDs.count }
 
   /// The members of `channel`, as user rows in output order.
-  public func members(of channel: Int32) -> ArraySlice<Int32> {
+  public func members(of channel: Int32) -> Slice<Column<Int32>> {
     memberUser[channelMembers[Int(channel)]..<channelMembers[Int(channel) + 1]]
   }
 

@@ -8,8 +8,8 @@ import FanoutModel
 /// `user_mutes` turned around: per user, the users who muted them.
 public struct MutedBy: Sendable {
   /// CSR: user row → `muters` rows, ascending.
-  package let offsets: [Int32]
-  package let muters: [Int32]
+  package let offsets: Column<Int32>
+  package let muters: Column<Int32>
 
   /// Builds from (user, muted user) rows, each pair at most once.
   package init(users: Int, mutes: [(user: Int32, muted: Int32)]) {
@@ -22,12 +22,12 @@ public struct MutedBy: Sendable {
       muters[Int(next[Int(mute.muted)])] = mute.user
       next[Int(mute.muted)] += 1
     }
-    self.offsets = offsets
-    self.muters = muters
+    self.offsets = Column(offsets)
+    self.muters = Column(muters)
   }
 
   /// A compiled index's lists, as stored.
-  package init(offsets: [Int32], muters: [Int32]) {
+  package init(offsets: Column<Int32>, muters: Column<Int32>) {
     self.offsets = offsets
     self.muters = muters
   }
@@ -44,11 +44,11 @@ public struct ThreadPrefs: Sendable {
   /// Every thread id that a row names, to resolve a message's thread once.
   public let threads: StringTable
   /// `channel << 32 | thread`, ascending, one per (channel, thread).
-  package let keys: [UInt64]
+  package let keys: Column<UInt64>
   /// CSR: key → rows of `users` / `levels`, users ascending.
-  package let starts: [Int32]
-  package let users: [Int32]
-  package let levels: [Level]
+  package let starts: Column<Int32>
+  package let users: Column<Int32>
+  package let levels: Column<Level>
 
   /// Builds from validated rows, each (user, channel, thread) at most once.
   package init(
@@ -66,15 +66,16 @@ public struct ThreadPrefs: Sendable {
       }
     }
     starts.append(Int32(sorted.count))
-    self.keys = keys
-    self.starts = starts
-    users = sorted.map(\.user)
-    levels = sorted.map(\.level)
+    self.keys = Column(keys)
+    self.starts = Column(starts)
+    users = Column(sorted.map(\.user))
+    levels = Column(sorted.map(\.level))
   }
 
   /// A compiled index's lists, as stored.
   package init(
-    threads: StringTable, keys: [UInt64], starts: [Int32], users: [Int32], levels: [Level]
+    threads: StringTable, keys: Column<UInt64>, starts: Column<Int32>, users: Column<Int32>,
+    levels: Column<Level>
   ) {
     self.threads = threads
     self.keys = keys

@@ -3,8 +3,8 @@
 /// are dropped), so that "is ts in a window" is one binary search.
 public struct PresenceWindows: Sendable {
   /// CSR: user row → windows (`2 * w`, `2 * w + 1` in `bounds`).
-  package let starts: [Int32]
-  package let bounds: [Int64]
+  package let starts: Column<Int32>
+  package let bounds: Column<Int64>
 
   package init(users: Int, rows: [(user: Int32, from: Int64, until: Int64)]) {
     var starts = [Int32](repeating: 0, count: users + 1)
@@ -27,12 +27,12 @@ public struct PresenceWindows: Sendable {
       }
       starts[u + 1] = Int32(bounds.count / 2)
     }
-    self.starts = starts
-    self.bounds = bounds
+    self.starts = Column(starts)
+    self.bounds = Column(bounds)
   }
 
   /// A compiled index's windows, as stored.
-  package init(starts: [Int32], bounds: [Int64]) {
+  package init(starts: Column<Int32>, bounds: Column<Int64>) {
     self.starts = starts
     self.bounds = bounds
   }

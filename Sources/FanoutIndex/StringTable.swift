@@ -12,16 +12,24 @@ import FanoutModel
 /// Used for ids and for pre-escaped JSON fragments, so that output is a byte
 /// copy. `offsets` has one more element than there are strings.
 public struct BytePool: Sendable {
-  public private(set) var bytes: [UInt8] = []
-  public private(set) var offsets: [Int] = [0]
+  public private(set) var bytes: Column<UInt8> = []
+  public private(set) var offsets: Column<Int> = [0]
 
   public init() {}
 
   /// A pool over stored bytes and offsets (a compiled index's), or nil
   /// when the offsets do not walk the bytes from 0 to the end in order.
-  package init?(bytes: [UInt8], offsets: [Int]) {
+  package init?(bytes: Column<UInt8>, offsets: Column<Int>) {
     guard offsets.first == 0, offsets.last == bytes.count else { return nil }
-    for i in offsets.indices.dropFirst() where offsets[i] < offsets[i - 1] { return nil }
+    let inOrder = offsets.withUnsafeBufferPointer { o in
+      var previous = 0
+      for offset in o {
+        if offset < previous { return false }
+        previous = offset
+      }
+      return true
+    }
+    guard inOrder else { return nil }
     self.bytes = bytes
     self.offsets = offsets
   }
@@ -29,27 +37,35 @@ public struct BytePool: Sendable {
   public var count: Int { offsets.count - 1 }
 
   public mutating func append<S: Sequence>(_ s: S) where S.Element == UInt8 {
-    bytes.append(contentsOf: s)
-    offsets.append(bytes.count)
+    let end = bytes.withArray {
+      $0.append(contentsOf: s)
+      return $0.count
+    }
+    offsets.withArray { $0.append(end) }
   }
 
   /// Appends raw bytes (the loader's path: no generic sequence walk).
   public mutating func append(_ s: UnsafeRawBufferPointer) {
-    bytes.append(contentsOf: s)
-    offsets.append(bytes.count)
+    let end = bytes.withArray {
+      $0.append(contentsOf: s)
+      return $0.count
+    }
+    offsets.withArray { $0.append(end) }
   }
 
   /// Makes room for `strings` more strings of `bytes` bytes in all.
   public mutating func reserveCapacity(strings: Int, bytes byteCount: Int) {
-    bytes.reserveCapacity(bytes.count + byteCount)
-    offsets.reserveCapacity(offsets.count + strings)
+    bytes.withArray { $0.reserveCapacity($0.count + byteCount) }
+    offsets.withArray { $0.reserveCapacity($0.count + strings) }
   }
 
   /// Removes every string, keeping the storage.
   public mutating func removeAll() {
-    bytes.removeAll(keepingCapacity: true)
-    offsets.removeAll(keepingCapacity: true)
-    offsets.append(0)
+    bytes.withArray { $0.removeAll(keepingCapacity: true) }
+    offsets.withArray {
+      $0.removeAll(keepingCapacity: true)
+      $0.append(0)
+    }
   }
 
   /// Whether string `i` is `key`, byte for byte.
@@ -57,9 +73,7 @@ public struct BytePool: Sendable {
     let start = offsets[i]
     guard offsets[i + 1] - start == key.count else { return false }
     return key.isEmpty
-      || bytes.withUnsafeBufferPointer {
-        sameBytes(UnsafeRawPointer($0.baseAddress! + start), key.baseAddress!, key.count)
-      }
+      || sameBytes(UnsafeRawPointer(bytes.buffer.baseAddress! + start), key.baseAddress!, key.count)
   }
 
   /// Whether string `i` sorts before `key` in byte order.
@@ -68,19 +82,21 @@ public struct BytePool: Sendable {
     let count = offsets[i + 1] - start
     let common = min(count, key.count)
     let order =
-      common == 0
-      ? 0
-      : bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + start, key.baseAddress!, common) }
+      common == 0 ? 0 : memcmp(bytes.buffer.baseAddress! + start, key.baseAddress!, common)
     return order < 0 || (order == 0 && count < key.count)
   }
 
   /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
   public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
-    JSONText.appendQuoted(s, to: &bytes)
-    offsets.append(bytes.count)
+    let end = bytes.withArray {
+      JSONText.appendQuoted(s, to: &$0)
+      return $0.count
+    }
+    offsets.withArray { $0.append(end) }
   }
 
-  public subscript(i: Int) -> ArraySlice<UInt8> { bytes[offsets[i]..<offsets[i + 1]] }
+  /// String `i`'s bytes.
+  public subscript(i: Int) -> Slice<Column<UInt8>> { bytes[offsets[i]..<offsets[i + 1]] }
 
   /// String `i`'s bytes, valid inside `body` only.
   public func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
@@ -90,6 +106,11 @@ public struct BytePool: Sendable {
   }
 
   public func string(_ i: Int) -> String { String(decoding: self[i], as: UTF8.self) }
+
+  /// Whether both hold the same strings.
+  public func sameStrings(as other: BytePool) -> Bool {
+    offsets.sameBytes(as: other.offsets) && bytes.sameBytes(as: other.bytes)
+  }
 }
 
 /// Whether `count` bytes at `a` and `b` are equal. Ids are mostly a few
@@ -123,28 +144,31 @@ public struct StringTable: Sendable {
   public private(set) var pool = BytePool()
   /// Open addressing: `hash tag << 32 | id`, or `empty`. The tag spares most
   /// probes a visit to the pool (a cache miss each at millions of ids).
-  private var slots: [UInt64] = Array(repeating: StringTable.empty, count: 16)
+  private var slots = Column([UInt64](repeating: StringTable.empty, count: 16))
   private static let empty = UInt64.max
 
   public init() {}
 
   /// The hash table as stored in a compiled index.
-  package var rawSlots: [UInt64] { slots }
+  package var rawSlots: Column<UInt64> { slots }
 
   /// A table over `pool` with its stored hash table, or nil when the table
   /// cannot be `pool`'s: a size that is no power of two, too full, or
   /// holding another number of ids or an id out of range. (Which id sits
   /// where is the file checksum's to vouch for.)
-  package init?(pool: BytePool, rawSlots: [UInt64]) {
+  package init?(pool: BytePool, rawSlots: Column<UInt64>) {
     guard rawSlots.count >= 16, rawSlots.count & (rawSlots.count - 1) == 0,
       pool.count * 2 <= rawSlots.count
     else { return nil }
-    var used = 0
-    for slot in rawSlots where slot != Self.empty {
-      guard Int(UInt32(truncatingIfNeeded: slot)) < pool.count else { return nil }
-      used += 1
+    let consistent = rawSlots.withUnsafeBufferPointer { slots in
+      var used = 0
+      for slot in slots where slot != Self.empty {
+        guard Int(UInt32(truncatingIfNeeded: slot)) < pool.count else { return false }
+        used += 1
+      }
+      return used == pool.count
     }
-    guard used == pool.count else { return nil }
+    guard consistent else { return nil }
     self.pool = pool
     self.slots = rawSlots
   }
@@ -178,7 +202,7 @@ public struct StringTable: Sendable {
   public init(capacity: Int) {
     var size = 16
     while size < capacity * 2 + 2 { size *= 2 }
-    slots = Array(repeating: Self.empty, count: size)
+    slots = Column([UInt64](repeating: Self.empty, count: size))
   }
 
   public var count: Int { pool.count }
@@ -305,14 +329,16 @@ public struct StringTable: Sendable {
   }
 
   private mutating func place(_ id: Int32, hash: UInt64) {
-    let mask = slots.count - 1
-    var i = Int(truncatingIfNeeded: hash) & mask
-    while slots[i] != Self.empty { i = (i + 1) & mask }
-    slots[i] = (hash >> 32) << 32 | UInt64(UInt32(id))
+    slots.withArray { slots in
+      let mask = slots.count - 1
+      var i = Int(truncatingIfNeeded: hash) & mask
+      while slots[i] != Self.empty { i = (i + 1) & mask }
+      slots[i] = (hash >> 32) << 32 | UInt64(UInt32(id))
+    }
   }
 
   private mutating func grow() {
-    slots = Array(repeating: Self.empty, count: slots.count * 2)
+    slots = Column([UInt64](repeating: Self.empty, count: slots.count * 2))
     for id in 0..<count {
       let h = pool.bytes.withUnsafeBytes { raw in
         Self.hash(UnsafeRawBufferPointer(rebasing: raw[pool.offsets[id]..<pool.offsets[id + 1]]))

@@ -5,7 +5,7 @@
 /// on gateway rows below 128 (otherwise read from the device columns).
 ///
 /// Derived from the user and device columns when the `Index` is built.
-public struct UserState: Sendable, Equatable {
+public struct UserState: Sendable, Equatable, BitwiseCopyable {
   /// The user's first device row (devices are grouped by user).
   public let firstDevice: Int32
   /// Index into the DND patterns, or -1 for none.
@@ -29,7 +29,7 @@ public struct UserState: Sendable, Equatable {
   init(
     dnd: Int32, zone: UInt16, hasCategoryPrefs: Bool, defers: Bool, hasPresence: Bool,
     devices: Range<Int>,
-    deviceGateway: [UInt16], deviceRestricted: [Bool]
+    deviceGateway: Column<UInt16>, deviceRestricted: Column<Bool>
   ) {
     firstDevice = Int32(devices.lowerBound)
     self.dnd = dnd

@@ -31,11 +31,8 @@ public final class Evaluator {
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
   private let recordCandidates: Bool
-  /// Lends the index's columns per chunk (`evaluate`); `columns` holds
-  /// them only while they are lent (empty views otherwise: in debug builds
-  /// a use outside the lending traps).
-  private let lender: IndexColumns.Lender
-  private(set) var columns = IndexColumns.unlent
+  /// Views of `index`'s columns, valid while it is held.
+  let columns: IndexColumns
   private let scratch: EvaluatorScratch
   private var openGateways: [Int] = []
   private var linePrefix: [UInt8] = []
@@ -89,7 +86,7 @@ public final class Evaluator {
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
     recordCandidates = output == .throttleCandidates
-    lender = IndexColumns.Lender(index)
+    columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
@@ -106,21 +103,17 @@ public final class Evaluator {
     into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    lender.lend { lent in
-      columns = lent
-      defer { columns = .unlent }
-      batch.mentions.withUnsafeBufferPointer { mentions in
-        batch.channel.withUnsafeBufferPointer { channels in
-          throttled.users.withUnsafeBufferPointer { throttledUsers in
-            for m in messages {
-              prefetch(channels, ahead: m, end: messages.upperBound)
-              let cursor =
-                throttled.starts.isEmpty
-                ? SortedCursor.empty
-                : SortedCursor(
-                  throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
-              evaluateMessage(batch, m, mentions, cursor, &result)
-            }
+    batch.mentions.withUnsafeBufferPointer { mentions in
+      batch.channel.withUnsafeBufferPointer { channels in
+        throttled.users.withUnsafeBufferPointer { throttledUsers in
+          for m in messages {
+            prefetch(channels, ahead: m, end: messages.upperBound)
+            let cursor =
+              throttled.starts.isEmpty
+              ? SortedCursor.empty
+              : SortedCursor(
+                throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+            evaluateMessage(batch, m, mentions, cursor, &result)
           }
         }
       }

@@ -4,7 +4,7 @@
 /// flat; the JSON spelling of each value lives next to it.
 
 /// A notification level (`chat_level`, `call_level`).
-public enum Level: UInt8, Sendable, CaseIterable {
+public enum Level: UInt8, Sendable, CaseIterable, BitwiseCopyable {
   case all = 0
   case mentions = 1
   case none = 2
@@ -39,7 +39,7 @@ public enum Level: UInt8, Sendable, CaseIterable {
 }
 
 /// The kind of a channel, which selects the user's scope preferences.
-public enum Scope: UInt8, Sendable, CaseIterable {
+public enum Scope: UInt8, Sendable, CaseIterable, BitwiseCopyable {
   case direct = 0
   case group = 1
   case broadcast = 2
@@ -148,7 +148,7 @@ public enum QuietAction: String, Sendable, CaseIterable {
 }
 
 /// A category preference (`opt_in` / `opt_out`).
-public enum Preference: UInt8, Sendable {
+public enum Preference: UInt8, Sendable, BitwiseCopyable {
   case optIn = 0
   case optOut = 1
 

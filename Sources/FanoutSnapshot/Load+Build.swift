@@ -30,7 +30,7 @@ extension Load {
     var gatewayJSON = BytePool()
     for old in byName {
       gatewayRenumber[old] = Int32(gateways.count)
-      gatewaysSeen.pool[old].withUnsafeBytes { _ = gateways.insert($0) }
+      gatewaysSeen.pool.withBytes(old) { _ = gateways.insert($0) }
       gatewayJSON.append(JSONText.quoted(gatewaysSeen.pool[old]))
     }
 
@@ -136,21 +136,24 @@ extension Load {
     info.snoozeGroups = slots.snoozeGroupCount
 
     let index = Index(
-      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND,
-      userDevices: userDevices,
-      userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
-      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
-      channelScope: channelScope, channelMembers: slots.channelMembers,
-      memberUser: slots.memberUser,
-      memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
-      snoozeGroups: slots.snoozeGroups, snoozeBounds: slots.snoozeBounds, dndWords: dndWords,
+      users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(userDND),
+      userDevices: Column(userDevices),
+      userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: Column(deviceIDs),
+      deviceGateway: Column(deviceGateway),
+      deviceRestricted: Column(deviceRestricted), deviceJSON: deviceJSON, channels: channels,
+      channelScope: channelScope, channelMembers: Column(slots.channelMembers),
+      memberUser: Column(slots.memberUser),
+      memberSettings: Column(slots.memberSettings), memberSnooze: Column(slots.memberSnooze),
+      snoozeGroups: Column(slots.snoozeGroups), snoozeBounds: Column(slots.snoozeBounds),
+      dndWords: Column(dndWords),
       zones: zones, gateways: gateways,
       gatewayJSON: gatewayJSON,
-      categories: categories, categoryMandatory: categoryMandatory,
-      categoryDefault: categoryDefault,
-      categoryGatewayMandatory: categoryGatewayMandatory,
-      categoryPrefCategory: prefRows.map { $0.1 },
-      categoryPrefGateway: prefRows.map { $0.2 }, categoryPref: prefRows.map { $0.3 },
+      categories: categories, categoryMandatory: Column(categoryMandatory),
+      categoryDefault: Column(categoryDefault),
+      categoryGatewayMandatory: Column(categoryGatewayMandatory),
+      categoryPrefCategory: Column(prefRows.map { $0.1 }),
+      categoryPrefGateway: Column(prefRows.map { $0.2 }),
+      categoryPref: Column(prefRows.map { $0.3 }),
       settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),

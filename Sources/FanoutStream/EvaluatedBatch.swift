@@ -141,7 +141,7 @@ struct StreamWork: ChunkWork {
   var indexes: [Index] { [index] }
 
   func makeWorker() -> Evaluator {
-    var evaluator = Evaluator(index: index, output: .deliveries)
+    let evaluator = Evaluator(index: index, output: .deliveries)
     evaluator.writesLineNumbers = encoding == .numberedLines
     return evaluator
   }

@@ -224,8 +224,8 @@ public enum WhatIf {
       ("users", a.users, b.users), ("channels", a.channels, b.channels),
       ("categories", a.categories, b.categories),
     ]
-    where x.pool.offsets != y.pool.offsets || x.pool.bytes != y.pool.bytes {
-      let first = (0..<min(x.count, y.count)).first { x.pool[$0] != y.pool[$0] }
+    where !x.pool.sameStrings(as: y.pool) {
+      let first = (0..<min(x.count, y.count)).first { !x.pool[$0].elementsEqual(y.pool[$0]) }
       let detail =
         if let first {
           "'\(x[first])' in A where B has '\(y[first])'"

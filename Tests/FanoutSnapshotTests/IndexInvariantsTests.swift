@@ -41,7 +41,7 @@ extension Index {
       userDevices: userDevices, userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs,
       deviceGateway: deviceGateway, deviceRestricted: deviceRestricted, deviceJSON: deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
-      memberUser: members, memberSettings: memberSettings, memberSnooze: memberSnooze,
+      memberUser: Column(members), memberSettings: memberSettings, memberSnooze: memberSnooze,
       snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones,
       gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,

@@ -80,13 +80,12 @@ package struct IndexFileWriter {
 
   /// Writes `values` as one section.
   package mutating func write<T: BitwiseCopyable>(_ values: [T]) throws(SystemCallError) {
-    var failure: SystemCallError?
-    values.withUnsafeBytes { bytes in
-      do throws(SystemCallError) {
-        try section(bytes, valueSize: MemoryLayout<T>.stride)
-      } catch { failure = error }
-    }
-    if let failure { throw failure }
+    try write(Column(values))
+  }
+
+  /// Writes `values` as one section.
+  package mutating func write<T: BitwiseCopyable>(_ values: Column<T>) throws(SystemCallError) {
+    try section(UnsafeRawBufferPointer(values.buffer), valueSize: MemoryLayout<T>.stride)
   }
 
   package mutating func write(_ value: Int64) throws(SystemCallError) { try write([value]) }
@@ -145,86 +144,68 @@ package struct IndexFileWriter {
 }
 
 /// Reads a compiled index file written by `IndexFileWriter`, checking each
-/// section's number, value size and bounds, and its checksum once read.
-/// Sections are read straight into the arrays that keep them (no mapping:
-/// a mapped file's pages would count twice while they are copied).
+/// section's number, value size and bounds, and its checksum. The file is
+/// mapped, and large sections become columns over its pages: nothing is
+/// copied, and processes reading one file share its pages.
 package struct IndexFileReader {
-  private let fd: Int32
-  private let size: Int
+  private let file: MappedFile
   private var offset = 16
   private var sections: UInt32 = 0
 
-  /// Reads from `fd`, open on a compiled file; checks the header.
+  /// Maps the file open on `fd` (which may be closed afterwards); checks the header.
   package init(fd: Int32) throws(IndexFileError) {
     var st = stat()
     guard fstat(fd, &st) == 0 else { throw IndexFileError("cannot stat the file") }
-    self.fd = fd
-    size = Int(st.st_size)
-    var header = [UInt8](repeating: 0, count: 16)
-    guard size >= 32, Self.read(fd, into: &header, at: 0) else {
-      throw IndexFileError("cut short (\(size) bytes)")
+    guard st.st_size >= 32 else { throw IndexFileError("cut short (\(st.st_size) bytes)") }
+    guard let file = MappedFile(fd: fd, size: Int(st.st_size)) else {
+      throw IndexFileError("cannot map the file: \(String(cString: strerror(errno)))")
     }
-    guard header.starts(with: IndexFile.magic) else {
+    self.file = file
+    guard UnsafeRawBufferPointer(start: file.base, count: 8).elementsEqual(IndexFile.magic) else {
       throw IndexFileError("not a compiled Fanout index")
     }
-    let version = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self) }
+    let version = file.base.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
     guard version == IndexFile.formatVersion else {
       throw IndexFileError("format version \(version), this build reads \(IndexFile.formatVersion)")
     }
   }
 
-  /// Fills `bytes` from `at`; false when the file ends first or cannot be read.
-  private static func read(_ fd: Int32, into bytes: UnsafeMutableRawBufferPointer, at: Int) -> Bool
+  /// The next section's values, over the file's pages.
+  package mutating func column<T: BitwiseCopyable>(_: T.Type = T.self) throws(IndexFileError)
+    -> Column<T>
   {
-    var done = 0
-    while done < bytes.count {
-      let n = pread(
-        fd, bytes.baseAddress! + done, min(bytes.count - done, 1 << 30), off_t(at + done))
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { return false }
-      done += n
-    }
-    return true
-  }
-
-  private static func read(_ fd: Int32, into bytes: inout [UInt8], at: Int) -> Bool {
-    bytes.withUnsafeMutableBytes { read(fd, into: $0, at: at) }
-  }
-
-  /// The next section's values.
-  package mutating func read<T: BitwiseCopyable>(_: T.Type = T.self) throws(IndexFileError) -> [T] {
-    var header = [UInt8](repeating: 0, count: IndexFile.sectionHeaderBytes)
-    guard Self.read(fd, into: &header, at: offset) else {
+    guard offset + IndexFile.sectionHeaderBytes <= file.size else {
       throw IndexFileError("cut short at section \(sections)")
     }
-    let (number, valueSize, byteCount, checksum) = header.withUnsafeBytes {
-      (
-        $0.loadUnaligned(as: UInt32.self), $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
-        $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-        $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
-      )
-    }
+    let header = file.base + offset
+    let number = header.loadUnaligned(as: UInt32.self)
+    let valueSize = header.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+    let byteCount = header.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+    let checksum = header.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
     let stride = MemoryLayout<T>.stride
     guard number == sections, Int(valueSize) == stride else {
       throw IndexFileError("section \(sections) is not the one expected here")
     }
-    let start = offset + header.count
-    guard byteCount <= UInt64(size - start), Int(byteCount) % stride == 0 else {
+    // Sections start 8-aligned in a page-aligned mapping: aligned for T.
+    let start = offset + IndexFile.sectionHeaderBytes
+    guard byteCount <= UInt64(file.size - start), Int(byteCount) % stride == 0,
+      MemoryLayout<T>.alignment <= 8
+    else {
       throw IndexFileError("cut short in section \(sections)")
     }
-    let count = Int(byteCount) / stride
-    var complete = true
-    let values = [T](unsafeUninitializedCapacity: count) { buffer, initialized in
-      let bytes = UnsafeMutableRawBufferPointer(buffer)
-      complete =
-        Self.read(fd, into: bytes, at: start)
-        && IndexFile.checksum(UnsafeRawBufferPointer(bytes)) == checksum
-      initialized = complete ? count : 0
+    let bytes = UnsafeRawBufferPointer(start: file.base + start, count: Int(byteCount))
+    guard IndexFile.checksum(bytes) == checksum else {
+      throw IndexFileError("section \(sections) fails its checksum")
     }
-    guard complete else { throw IndexFileError("section \(sections) fails its checksum") }
     offset = start + Int(byteCount) + (8 - Int(byteCount) % 8) % 8
     sections += 1
-    return values
+    return Column(file, offset: start, count: Int(byteCount) / stride)
+  }
+
+  /// The next section's values, copied into an array (small sections, and
+  /// those converted value by value).
+  package mutating func read<T: BitwiseCopyable>(_: T.Type = T.self) throws(IndexFileError) -> [T] {
+    Array(try column(T.self))
   }
 
   /// The next section's bytes as values of a `UInt8` enum, each checked.
@@ -262,8 +243,8 @@ package struct IndexFileReader {
   }
 
   package mutating func readPool() throws(IndexFileError) -> BytePool {
-    let bytes: [UInt8] = try read()
-    let offsets: [Int] = try read()
+    let bytes: Column<UInt8> = try column()
+    let offsets: Column<Int> = try column()
     guard let pool = BytePool(bytes: bytes, offsets: offsets) else {
       throw IndexFileError("section \(sections - 1): string offsets out of order")
     }
@@ -272,7 +253,7 @@ package struct IndexFileReader {
 
   package mutating func readTable() throws(IndexFileError) -> StringTable {
     let pool = try readPool()
-    let slots: [UInt64] = try read()
+    let slots: Column<UInt64> = try column()
     guard let table = StringTable(pool: pool, rawSlots: slots) else {
       throw IndexFileError("section \(sections - 1): a string table's slots are inconsistent")
     }
@@ -281,11 +262,9 @@ package struct IndexFileReader {
 
   /// Checks the trailer: every section was read, and the file ends there.
   package func finish() throws(IndexFileError) {
-    var trailer = [UInt8](repeating: 0, count: 16)
-    guard offset + 16 == size, Self.read(fd, into: &trailer, at: offset),
-      trailer.starts(with: IndexFile.magic),
-      trailer.withUnsafeBytes({ $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) })
-        == UInt64(sections)
+    guard offset + 16 == file.size,
+      UnsafeRawBufferPointer(start: file.base + offset, count: 8).elementsEqual(IndexFile.magic),
+      file.base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self) == UInt64(sections)
     else { throw IndexFileError("the trailer does not close the \(sections) sections read") }
   }
 }

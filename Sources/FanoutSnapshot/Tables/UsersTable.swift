@@ -35,10 +35,11 @@ struct UserRows: Sendable {
     var zoneIDs: [String: UInt16] = [:]
     while try r.next() {
       let id = try r.textBytes(0)
-      let users = rows.users
-      if let last = users.count > 0 ? users.count - 1 : nil {
-        if users.pool.equals(last, id) { throw r.fail(0, "duplicate key") }
-        guard users.pool.precedes(last, id) else {
+      // (Through `rows.users`, not a copy of it: a copy alive here would
+      // make the append below copy the table.)
+      if let last = rows.users.count > 0 ? rows.users.count - 1 : nil {
+        if rows.users.pool.equals(last, id) { throw r.fail(0, "duplicate key") }
+        guard rows.users.pool.precedes(last, id) else {
           throw r.fail(
             0, "user ids are not in byte order; the database must use UTF-8 text encoding")
         }
