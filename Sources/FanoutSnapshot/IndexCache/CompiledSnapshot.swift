@@ -10,7 +10,8 @@ import FanoutTime
 
 /// A validated snapshot compiled to one file (`IndexFile`): the state it
 /// was compiled from (`SnapshotFingerprint.words`), what `snapshot check`
-/// prints, and the index. Reading one is copying its sections back.
+/// prints, and the index. Reading one maps the file: the index's columns
+/// are its pages.
 enum CompiledSnapshot {
   /// Writes `snapshot`, compiled from the state `key`, aside in `directory`
   /// and renames it to `path` once complete.
