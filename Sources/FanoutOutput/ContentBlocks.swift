@@ -44,7 +44,7 @@ public struct ContentBlocks: Sendable {
         }
       }
     }
-    if !carry.isEmpty { carry = [ArraySlice(Array(carry.joined()))] }
+    if !carry.isEmpty { carry = [ArraySlice(Self.contiguous(carry))] }
     return full
   }
 

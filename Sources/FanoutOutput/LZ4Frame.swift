@@ -78,7 +78,7 @@ public final class LZ4FrameFile {
   private var closed = false
 
   public init(directory: String, name: String) throws(OutputError) {
-    file = try PendingFile(directory: directory, name: name)
+    file = try PendingFile(directory: directory, name: name, pastPageCache: true)
     try file.write(LZ4Frame.header)
   }
 

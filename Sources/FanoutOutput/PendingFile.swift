@@ -9,6 +9,17 @@ import FanoutModel
   import Darwin
 #endif
 
+/// Linux's `O_DIRECT`, which Glibc's Swift overlay does not export (it is
+/// behind `_GNU_SOURCE`): the values of `<asm/fcntl.h>` per architecture;
+/// 0 elsewhere (files are then written through the page cache).
+#if os(Linux) && arch(x86_64)
+  let directFlag: Int32 = 0o40000
+#elseif os(Linux) && arch(arm64)
+  let directFlag: Int32 = 0o200000
+#else
+  let directFlag: Int32 = 0
+#endif
+
 /// A failed file operation: the path, the call and the system's reason.
 public struct OutputError: Error, CustomStringConvertible {
   public let path: String
@@ -38,6 +49,9 @@ public final class PendingFile {
   /// SQLite, may write it by this path).
   public let partialPath: String
   private var state: State
+  /// When the file is written past the page cache: its bytes until they fill
+  /// an aligned write.
+  private var direct: DirectWrites?
 
   private enum State {
     /// Being written through this descriptor.
@@ -50,15 +64,30 @@ public final class PendingFile {
     case discarded
   }
 
-  public init(directory: String, name: String) throws(OutputError) {
+  /// - Parameter pastPageCache: write with `O_DIRECT`, in aligned writes of
+  ///   `DirectWrites.capacity` bytes, for large outputs: the kernel then
+  ///   copies nothing into the page cache (measured: 18% of an `eval`'s CPU
+  ///   time went to that copy). Where the file system refuses, written as
+  ///   usual.
+  public init(directory: String, name: String, pastPageCache: Bool = false)
+    throws(OutputError)
+  {
     path = directory + "/" + name
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
     let partialPath = partialPath
+    let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+    if pastPageCache && directFlag != 0 {
+      let fd = open(partialPath, flags | directFlag, 0o644)
+      if fd >= 0 {
+        state = .open(fd)
+        direct = DirectWrites()
+        return
+      }
+      unlink(partialPath)
+    }
     do {
-      state = .open(
-        try systemCall("open") { open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
-      )
+      state = .open(try systemCall("open") { open(partialPath, flags, 0o644) })
     } catch {
       throw OutputError(path: partialPath, error)
     }
@@ -79,6 +108,14 @@ public final class PendingFile {
     guard case .open(let fd) = state else {
       preconditionFailure("write to '\(partialPath)' after it was closed")
     }
+    if let direct {
+      var done = 0
+      while done < raw.count {
+        done += direct.stage(UnsafeRawBufferPointer(rebasing: raw[done...]))
+        if direct.isFull { try writeStaged(fd, direct) }
+      }
+      return
+    }
     var done = 0
     while done < raw.count {
       do {
@@ -94,6 +131,15 @@ public final class PendingFile {
   /// Flushes the file to disk and closes it, still under its partial name.
   public func sync() throws(OutputError) {
     guard case .open(let fd) = state else { return }
+    if let direct {
+      try writeStaged(fd, direct)
+      // The last write was padded to the alignment: cut the file back.
+      let size = off_t(direct.fileSize)
+      do { _ = try systemCall("ftruncate") { ftruncate(fd, size) } } catch {
+        throw OutputError(path: partialPath, error)
+      }
+      self.direct = nil
+    }
     do { _ = try systemCall("fsync") { fsync(fd) } } catch {
       throw OutputError(path: partialPath, error)
     }
@@ -101,6 +147,30 @@ public final class PendingFile {
     guard close(fd) == 0 else {
       throw OutputError(path: partialPath, SystemCallError(call: "close", code: errno))
     }
+  }
+
+  /// Writes what `direct` holds, padded to the alignment. If the file
+  /// system refuses an `O_DIRECT` write, the rest goes through the page
+  /// cache, here and for the rest of the file.
+  private func writeStaged(_ fd: Int32, _ direct: DirectWrites) throws(OutputError) {
+    let bytes = direct.count
+    var end = direct.paddedCount()
+    var done = 0
+    while done < end {
+      let n = Glibc.write(fd, direct.buffer + done, end - done)
+      if n > 0 {
+        done += n
+      } else if n < 0 && errno == EINTR {
+        continue
+      } else if n < 0 && errno == EINVAL && fcntl(fd, F_GETFL) & directFlag != 0 {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~directFlag)
+        end = max(done, bytes)
+      } else {
+        let code = n == 0 ? ENOSPC : errno
+        throw OutputError(path: partialPath, SystemCallError(call: "write", code: code))
+      }
+    }
+    direct.written(bytes)
   }
 
   /// Syncs, closes and renames the file to its final name.
@@ -140,6 +210,7 @@ public final class PendingFile {
 
   /// Removes the partial file; nothing appears under the final name.
   public func discard() {
+    direct = nil
     switch state {
     case .open(let fd):
       close(fd)
@@ -150,5 +221,43 @@ public final class PendingFile {
       return
     }
     state = .discarded
+  }
+}
+
+/// The bytes of a file written with `O_DIRECT`, gathered in an aligned
+/// buffer until they fill it (such writes must start, end and come from
+/// addresses at multiples of the file system's block size).
+private final class DirectWrites {
+  static let alignment = 4096
+  static let capacity = 4 << 20
+  let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: alignment)
+  /// Bytes held, not yet written.
+  private(set) var count = 0
+  /// Bytes written before them: the file's size without the padding.
+  private(set) var fileSize = 0
+
+  deinit { buffer.deallocate() }
+
+  var isFull: Bool { count == Self.capacity }
+
+  /// Takes as much of `bytes` as fits; returns how much.
+  func stage(_ bytes: UnsafeRawBufferPointer) -> Int {
+    let n = min(bytes.count, Self.capacity - count)
+    if n > 0 { (buffer + count).copyMemory(from: bytes.baseAddress!, byteCount: n) }
+    count += n
+    return n
+  }
+
+  /// `count` rounded up to the alignment, the padding zeroed.
+  func paddedCount() -> Int {
+    let padded = (count + Self.alignment - 1) / Self.alignment * Self.alignment
+    (buffer + count).initializeMemory(as: UInt8.self, repeating: 0, count: padded - count)
+    return padded
+  }
+
+  /// The held bytes are in the file.
+  func written(_ bytes: Int) {
+    fileSize += bytes
+    count = 0
   }
 }
