@@ -87,10 +87,6 @@ extension Column: ExpressibleByArrayLiteral {
   public init(arrayLiteral values: Element...) { self.init(values) }
 }
 
-extension Column: Equatable where Element: Equatable {
-  public static func == (a: Column, b: Column) -> Bool { a.elementsEqual(b) }
-}
-
 /// An array a column owns. Its elements never move while it is not
 /// mutated, and only `Column.withArray` mutates it.
 @usableFromInline final class ColumnArray<Element: BitwiseCopyable> {

@@ -152,9 +152,11 @@ package struct IndexFileReader {
   private let file: MappedFile
   private var offset = 16
   private var sections: UInt32 = 0
-  /// Each section's checksum as computed at open, by section number: the
-  /// sections are summed on two cores at once, the larger ones first.
-  private let sums: [UInt64]
+  /// Each section's checksum by section number, computed when the second
+  /// section is asked for: the first (the key a file is accepted by) is
+  /// summed alone, so that a file for another state is refused without
+  /// reading the rest; the rest are summed on two cores at once.
+  private var sums: [UInt64] = []
 
   /// Maps the file open on `fd` (which may be closed afterwards); checks the header.
   package init(fd: Int32) throws(IndexFileError) {
@@ -172,7 +174,6 @@ package struct IndexFileReader {
     guard version == IndexFile.formatVersion else {
       throw IndexFileError("format version \(version), this build reads \(IndexFile.formatVersion)")
     }
-    sums = Self.sums(of: file)
   }
 
   /// The checksums of the sections the headers describe, as far as they
@@ -233,6 +234,7 @@ package struct IndexFileReader {
       throw IndexFileError("cut short in section \(sections)")
     }
     let bytes = UnsafeRawBufferPointer(start: file.base + start, count: Int(byteCount))
+    if number == 1 && sums.isEmpty { sums = Self.sums(of: file) }
     let sum = Int(number) < sums.count ? sums[Int(number)] : IndexFile.checksum(bytes)
     guard sum == checksum else {
       throw IndexFileError("section \(sections) fails its checksum")
