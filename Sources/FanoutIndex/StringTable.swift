@@ -113,11 +113,47 @@ public struct BytePool: Sendable {
   }
 }
 
+extension BytePool {
+  /// Gathers strings in plain arrays, without a column's bookkeeping per
+  /// string (the traffic parser appends several per line), and hands them
+  /// over as a pool.
+  public struct Builder {
+    private var bytes: [UInt8] = []
+    private var offsets: [Int] = [0]
+
+    public init() {}
+
+    public var count: Int { offsets.count - 1 }
+
+    public mutating func append(_ s: UnsafeRawBufferPointer) {
+      bytes.append(contentsOf: s)
+      offsets.append(bytes.count)
+    }
+
+    /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
+    public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
+      JSONText.appendQuoted(s, to: &bytes)
+      offsets.append(bytes.count)
+    }
+
+    /// The strings appended since the last `take`, as a pool; the builder
+    /// starts over.
+    public mutating func take() -> BytePool {
+      var pool = BytePool()
+      pool.bytes = Column(bytes)
+      pool.offsets = Column(offsets)
+      bytes = []
+      offsets = [0]
+      return pool
+    }
+  }
+}
+
 /// Whether `count` bytes at `a` and `b` are equal. Ids are mostly a few
 /// bytes long: up to 16 are compared as two (overlapping) 8-byte words,
 /// inline, where a call to `memcmp` would cost more than the comparison.
-@inline(__always)
-func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+@inlinable @inline(__always)
+package func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
   switch count {
   case 8...16:
     return a.loadUnaligned(as: UInt64.self) == b.loadUnaligned(as: UInt64.self)

@@ -48,23 +48,23 @@ public struct MessageBatch: Sendable {
 
   public var count: Int { ts.count }
 
-  /// Makes room for `messages` messages, so that filling a batch grows
-  /// each column once.
-  mutating func reserveCapacity(_ messages: Int, idBytes: Int, threadBytes: Int) {
-    lines.reserveCapacity(messages)
-    idJSON.reserveCapacity(strings: messages, bytes: idBytes)
-    channel.reserveCapacity(messages)
-    sender.reserveCapacity(messages)
-    ts.reserveCapacity(messages)
-    kind.reserveCapacity(messages)
-    mentionAll.reserveCapacity(messages)
-    force.reserveCapacity(messages)
-    silent.reserveCapacity(messages)
-    thread.reserveCapacity(strings: messages, bytes: threadBytes)
-    hasThread.reserveCapacity(messages)
-    replyTo.reserveCapacity(messages)
-    category.reserveCapacity(messages)
-    mentionOffsets.reserveCapacity(messages + 1)
+  /// Appends message `m` of `other`.
+  mutating func append(_ m: Int, of other: MessageBatch) {
+    lines.append(other.lines[m])
+    other.idJSON.withBytes(m) { idJSON.append($0) }
+    channel.append(other.channel[m])
+    sender.append(other.sender[m])
+    ts.append(other.ts[m])
+    kind.append(other.kind[m])
+    mentionAll.append(other.mentionAll[m])
+    force.append(other.force[m])
+    silent.append(other.silent[m])
+    other.thread.withBytes(m) { thread.append($0) }
+    hasThread.append(other.hasThread[m])
+    replyTo.append(other.replyTo[m])
+    category.append(other.category[m])
+    mentions.append(contentsOf: other.mentions(of: m))
+    mentionOffsets.append(Int32(mentions.count))
   }
 
   /// The mentioned user rows of message `m`.

@@ -1,0 +1,206 @@
+import FanoutModel
+
+/// Reads a traffic line of the shape nearly every producer writes — one
+/// object of known fields, strings of printable ASCII without escapes, an
+/// integer `ts` — in one pass, finding each string's end eight bytes at a
+/// time, and without copying: `LineFields` point into the line.
+///
+/// It takes only what it can read exactly as the general parser reads it.
+/// Anything else — an escape or a non-ASCII byte in a string, an RFC 3339
+/// `ts`, a value of another type, a repeated or missing field, an unknown
+/// kind, a syntax error — makes `read` return false, and the general
+/// parser reads the line and words any rejection. (Unknown fields are
+/// skipped here with the general scanner's own syntax check.) The
+/// differential tests hold the two to the same results.
+struct PlainLine {
+  private let bytes: UnsafeRawBufferPointer
+  private var i = 0
+
+  init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+  private static let quote = UInt8(ascii: "\"")
+  private static let required: UInt16 =
+    1 << Field.id.rawValue | 1 << Field.channel.rawValue | 1 << Field.ts.rawValue
+
+  /// Fills `fields` from the line; false when the line is not plain (and
+  /// `fields` then means nothing).
+  mutating func read(into fields: inout LineFields) -> Bool {
+    fields.clear()
+    var seen: UInt16 = 0
+    skipWhitespace()
+    guard take(UInt8(ascii: "{")) else { return false }
+    repeat {
+      skipWhitespace()
+      guard take(Self.quote), let key = plainString() else { return false }
+      skipWhitespace()
+      guard take(UInt8(ascii: ":")) else { return false }
+      skipWhitespace()
+      if let field = Field(key: UnsafeRawBufferPointer(rebasing: bytes[key])) {
+        let bit: UInt16 = 1 << field.rawValue
+        guard seen & bit == 0, value(of: field, into: &fields) else { return false }
+        seen |= bit
+      } else {
+        guard skipValue() else { return false }
+      }
+      skipWhitespace()
+    } while take(UInt8(ascii: ","))
+    guard take(UInt8(ascii: "}")) else { return false }
+    skipWhitespace()
+    return i == bytes.count && seen & Self.required == Self.required
+  }
+
+  /// Reads field `field`'s value; false when it is not of the plain shape.
+  private mutating func value(of field: Field, into fields: inout LineFields) -> Bool {
+    if takeLiteral("null") {
+      // Absent, as in the general parser; a null id, channel or ts is the
+      // general parser's to reject.
+      return !(field == .id || field == .channel || field == .ts)
+    }
+    switch field {
+    case .id, .channel, .sender, .replyTo, .thread, .category, .kind:
+      guard take(Self.quote), let text = plainString() else { return false }
+      switch field {
+      case .id: fields.id = text
+      case .channel: fields.channel = text
+      case .sender: fields.sender = text
+      case .replyTo: fields.replyTo = text
+      case .thread: fields.thread = text
+      case .category: fields.category = text
+      default:
+        let name = UnsafeRawBufferPointer(rebasing: bytes[text])
+        guard let kind = MessageKind(named: name) else { return false }
+        fields.kind = kind
+      }
+      return true
+    case .ts:
+      guard let ts = integer() else { return false }
+      fields.ts = ts
+      return true
+    case .mentionAll, .force, .silent:
+      let value: Bool
+      if takeLiteral("true") {
+        value = true
+      } else if takeLiteral("false") {
+        value = false
+      } else {
+        return false
+      }
+      switch field {
+      case .mentionAll: fields.mentionAll = value
+      case .force: fields.force = value
+      default: fields.silent = value
+      }
+      return true
+    case .mentions:
+      guard take(UInt8(ascii: "[")) else { return false }
+      skipWhitespace()
+      if take(UInt8(ascii: "]")) { return true }
+      repeat {
+        skipWhitespace()
+        guard take(Self.quote), let name = plainString() else { return false }
+        fields.mentions.append(name)
+        skipWhitespace()
+      } while take(UInt8(ascii: ","))
+      return take(UInt8(ascii: "]"))
+    }
+  }
+
+  /// After an opening quote: the string's bytes, up to its closing quote
+  /// (consumed), when all are printable ASCII or DEL — no escape, control
+  /// character or UTF-8 sequence, which the general parser decodes; nil
+  /// otherwise. Eight bytes a step, the special ones found by SWAR.
+  private mutating func plainString() -> Range<Int>? {
+    let start = i
+    let base = bytes.baseAddress!
+    while i + 8 <= bytes.count {
+      let special = Self.specialBytes(
+        UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+      if special != 0 {
+        i += special.trailingZeroBitCount >> 3
+        return closeString(from: start)
+      }
+      i += 8
+    }
+    while i < bytes.count, bytes[i] >= 0x20, bytes[i] < 0x80, bytes[i] != Self.quote,
+      bytes[i] != UInt8(ascii: "\\")
+    { i += 1 }
+    return closeString(from: start)
+  }
+
+  private mutating func closeString(from start: Int) -> Range<Int>? {
+    guard i < bytes.count, bytes[i] == Self.quote else { return nil }
+    i += 1
+    return start..<(i - 1)
+  }
+
+  /// The high bit of each byte of `w` that is a quote, a backslash, a
+  /// control character (below 0x20) or not ASCII. Bytes above the first
+  /// such byte may be flagged wrongly (a borrow runs up), never below it,
+  /// so the lowest flag is exact.
+  @inline(__always)
+  static func specialBytes(_ w: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let quotes = w ^ (ones &* 0x22)
+    let backslashes = w ^ (ones &* 0x5C)
+    let zeroQuote = (quotes &- ones) & ~quotes
+    let zeroBackslash = (backslashes &- ones) & ~backslashes
+    let control = (w &- ones &* 0x20) & ~w
+    return (zeroQuote | zeroBackslash | control | w) & (ones &* 0x80)
+  }
+
+  /// An integer without fraction or exponent of at most 18 digits (so it
+  /// fits Int64 without a check); nil for anything else, which the general
+  /// parser reads or rejects (leading zeros, other numbers, strings).
+  private mutating func integer() -> Int64? {
+    let negative = take(UInt8(ascii: "-"))
+    let start = i
+    var value: Int64 = 0
+    while i < bytes.count, bytes[i] &- 0x30 < 10 {
+      value = value &* 10 &+ Int64(bytes[i] &- 0x30)
+      i += 1
+    }
+    let digits = i - start
+    guard digits > 0, digits <= 18, digits == 1 || bytes[start] != 0x30 else { return nil }
+    if i < bytes.count,
+      bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e")
+        || bytes[i] == UInt8(ascii: "E")
+    {
+      return nil
+    }
+    return negative ? -value : value
+  }
+
+  /// Skips an unknown field's value, checking its syntax as the general
+  /// parser does.
+  private mutating func skipValue() -> Bool {
+    var scanner = JSONScanner(bytes)
+    scanner.i = i
+    do throws(JSONScanner.Failure) {
+      try scanner.value(depth: 1)
+    } catch {
+      return false
+    }
+    i = scanner.i
+    return true
+  }
+
+  private mutating func skipWhitespace() {
+    while i < bytes.count,
+      bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
+    { i += 1 }
+  }
+
+  private mutating func take(_ c: UInt8) -> Bool {
+    guard i < bytes.count, bytes[i] == c else { return false }
+    i += 1
+    return true
+  }
+
+  private mutating func takeLiteral(_ word: StaticString) -> Bool {
+    let n = word.utf8CodeUnitCount
+    guard i + n <= bytes.count else { return false }
+    for k in 0..<n where bytes[i + k] != word.utf8Start[k] { return false }
+    i += n
+    return true
+  }
+}
