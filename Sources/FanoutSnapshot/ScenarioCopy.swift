@@ -34,14 +34,22 @@ package func copySnapshot(from source: String, to path: String) throws(SQLiteErr
   try vacuum.insert()
 }
 
-/// Copies the snapshot at `source` into a new file at `path` page by page
-/// (SQLite's online backup, in one step, so under one read transaction: a
-/// consistent copy, the source opened read-only). Several times faster than
-/// `VACUUM INTO`, which rebuilds every table and index, but the copy keeps
-/// the source's layout and journal mode: for private scratch copies, not
-/// for snapshots handed back to users.
+/// Copies the snapshot at `source` into a new file at `path`, for private
+/// scratch copies (it keeps the source's layout and journal mode, unlike
+/// `VACUUM INTO`, which rebuilds every table and index): a consistent copy,
+/// the source opened read-only.
+///
+/// A snapshot in rollback-journal mode is copied byte for byte inside a
+/// read transaction, whose shared lock keeps every writer from committing
+/// meanwhile: at 1M users (1.8 GB) 0.9–1.1 s, against 2.8–3.6 s for SQLite's
+/// online backup, which reads and writes the file page by page through its
+/// pager. In WAL mode committed pages may still be in the `-wal` file, so
+/// there (and if the byte copy fails) the backup copies it, in one step,
+/// so under one read transaction too.
 package func copySnapshotPages(from source: String, to path: String) throws(SQLiteError) {
   let original = try Connection(path: source)
+  original.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
+  if copyInReadTransaction(original, to: path) { return }
   let copy = try Connection(path: path, writable: true)
   // A scratch copy: no fsync of its 1.8 GB (at 1M users) before it is used.
   try copy.execute("PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF")
@@ -59,6 +67,20 @@ package func copySnapshotPages(from source: String, to path: String) throws(SQLi
   guard code == SQLITE_DONE, finished == SQLITE_OK else {
     throw SQLiteError.from(copy.handle, code: code == SQLITE_DONE ? finished : code, sql: nil)
   }
+}
+
+/// The byte copy of `copySnapshotPages`, when the source is in a
+/// rollback-journal mode (checked inside the transaction, so that a switch
+/// to WAL just before it is seen); false, with nothing at `path`, otherwise.
+private func copyInReadTransaction(_ original: Connection, to path: String) -> Bool {
+  guard (try? original.execute("BEGIN; SELECT count(*) FROM sqlite_schema")) != nil else {
+    return false
+  }
+  defer { try? original.execute("COMMIT") }
+  guard let mode = try? original.prepare("PRAGMA journal_mode"), (try? mode.step()) == true,
+    String(decoding: mode.textBytes(0), as: UTF8.self).lowercased() != "wal"
+  else { return false }
+  return original.copyMainFile(to: path)
 }
 
 /// A private copy of a snapshot with a what-if scenario's SQL applied, in a

@@ -1,5 +1,11 @@
 import CSQLite
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// An open SQLite database; closed when the last reference goes.
 package final class Connection {
   let handle: OpaquePointer
@@ -38,6 +44,45 @@ package final class Connection {
     var bytes = [UInt8](repeating: 0, count: 100)
     let code = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, 100, 0) }
     return code == SQLITE_OK ? bytes : nil
+  }
+
+  /// Copies the main database file's bytes to a new file at `path`, read
+  /// through SQLite's own file handle (see `fileHeader`); false, with
+  /// nothing left at `path`, when any read or write fails. Only a copy made
+  /// while this connection holds a read transaction in rollback-journal
+  /// mode is one committed state.
+  package func copyMainFile(to path: String) -> Bool {
+    var file: UnsafeMutablePointer<sqlite3_file>?
+    guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+      let file, let methods = file.pointee.pMethods?.pointee,
+      let read = methods.xRead, let fileSize = methods.xFileSize
+    else { return false }
+    var size: sqlite3_int64 = 0
+    guard fileSize(file, &size) == SQLITE_OK else { return false }
+    let output = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard output >= 0 else { return false }
+    var chunk = [UInt8](repeating: 0, count: 8 << 20)
+    var copied: sqlite3_int64 = 0
+    let complete = chunk.withUnsafeMutableBytes { buffer in
+      while copied < size {
+        let count = Int(min(sqlite3_int64(buffer.count), size - copied))
+        guard read(file, buffer.baseAddress, Int32(count), copied) == SQLITE_OK else {
+          return false
+        }
+        var written = 0
+        while written < count {
+          let n = write(output, buffer.baseAddress! + written, count - written)
+          if n < 0 && errno == EINTR { continue }
+          guard n > 0 else { return false }
+          written += n
+        }
+        copied += sqlite3_int64(count)
+      }
+      return true
+    }
+    close(output)
+    if !complete { unlink(path) }
+    return complete
   }
 
   /// Runs one or more statements that return no rows.
