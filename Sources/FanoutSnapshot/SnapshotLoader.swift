@@ -409,7 +409,8 @@ struct Load {
   /// follow each other. The first range's error wins, as in one scan.
   mutating func readMembers() throws(SnapshotError) {
     var keys: [UInt64]
-    if let split = try memberSplit() {  // even small tables split, so most tests take this path
+    // Even small tables split, so most tests take this path.
+    if let rowids = memberRowids(), let split = memberSplit(rowids) {
       let first = MemberRange(upper: split)
       let second = MemberRange(lower: split)
       let (users, channelNames) = (users, channelNames)
@@ -435,28 +436,42 @@ struct Load {
     return rows
   }
 
-  /// A channel id near the middle of the members table in byte order, from
-  /// 256 rows sampled at evenly spaced rowids (a few index seeks, where an
-  /// exact median would step through half the table). Nil when the table
-  /// has no text channel id or no rowid (`WITHOUT ROWID`): one range then.
-  /// The split only balances the work; any split gives the same keys.
-  func memberSplit() throws(SnapshotError) -> String? {
-    var samples: [[UInt8]] = []
+  /// The members table's lowest and highest rowid; nil when it has no rows
+  /// or no rowid (`WITHOUT ROWID`).
+  func memberRowids() -> ClosedRange<Int64>? {
     do {
       // One aggregate per query: SQLite answers a lone min() or max() from the b-tree's end.
       let low = try connection.prepare("SELECT min(rowid) FROM members")
       let high = try connection.prepare("SELECT max(rowid) FROM members")
-      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER else { return nil }
-      let (first, last) = (low.int64(0), high.int64(0))
+      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
+        low.int64(0) <= high.int64(0)
+      else { return nil }
+      return low.int64(0)...high.int64(0)
+    } catch {
+      return nil  // no rowid
+    }
+  }
+
+  /// A channel id near the middle of the members table in byte order, from
+  /// 256 rows sampled at evenly spaced rowids (a few index seeks, where an
+  /// exact median would step through half the table). Nil when the table
+  /// has no text channel id: one range then. The split only balances the
+  /// work; any split gives the same keys.
+  func memberSplit(_ rowids: ClosedRange<Int64>) -> String? {
+    var samples: [[UInt8]] = []
+    // The span of any two Int64s fits a UInt64; each sample lies between them.
+    let span = UInt64(bitPattern: rowids.upperBound &- rowids.lowerBound)
+    do {
       let row = try connection.prepare(
         "SELECT channel_id FROM members WHERE rowid >= ? ORDER BY rowid LIMIT 1")
-      for i in Int64(0)..<256 {
-        row.bind(1, first + (last - first) / 256 * i + (last - first) % 256 * i / 256)
+      for i in UInt64(0)..<256 {
+        let offset = span / 256 * i + span % 256 * i / 256
+        row.bind(1, rowids.lowerBound &+ Int64(bitPattern: offset))
         if try row.step(), row.type(0) == SQLITE_TEXT { samples.append(Array(row.textBytes(0))) }
         row.reset()
       }
     } catch {
-      return nil  // no rowid
+      return nil
     }
     guard !samples.isEmpty else { return nil }
     samples.sort { $0.lexicographicallyPrecedes($1) }

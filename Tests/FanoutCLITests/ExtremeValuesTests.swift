@@ -9,7 +9,7 @@ struct ExtremeValuesTests {
   static let extremes: [Int64] = [.min, .min + 1, -1, 0, .max - 1, .max]
 
   @Test(
-    "Int64's extremes in snooze windows and timestamps (v2: deferral, presence, sizes): no command traps",
+    "Int64's extremes in snooze windows, timestamps and rowids (v2: deferral, presence, sizes): no command traps",
     arguments: [false, true])
   func noTraps(v2: Bool) throws {
     var sql = SQLiteFixture.header
@@ -32,7 +32,7 @@ struct ExtremeValuesTests {
         INSERT INTO scope_prefs (user_id, scope, snooze_start, snooze_until)
           VALUES ('u\(i)', 'group', \(until), \(start));
         INSERT INTO channel_prefs (user_id, channel_id, snooze_until) VALUES ('u\(i)', 'c', \(start));
-        INSERT INTO members VALUES ('c', 'u\(i)');
+        INSERT INTO members (rowid, channel_id, user_id) VALUES (\(start), 'c', 'u\(i)');
         INSERT INTO devices (user_id, gateway, token) VALUES ('u\(i)', 'apns', 't\(i)');
 
         """
