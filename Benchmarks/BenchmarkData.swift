@@ -14,6 +14,8 @@ nonisolated(unsafe) let tolerances: [BenchmarkMetric: BenchmarkThresholds] = [
   .throughput: .init(relative: [.p90: 50]),
   .custom("pairs/s", polarity: .prefersLarger, useScalingFactor: false): .init(relative: [.p90: 50]
   ),
+  .custom("MB/s per core", polarity: .prefersLarger, useScalingFactor: false): .init(
+    relative: [.p90: 50]),
 ]
 
 /// A `fanout gen` dataset in the temporary folder, generated on first use.

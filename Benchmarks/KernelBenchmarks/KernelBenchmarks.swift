@@ -12,6 +12,9 @@ import Foundation
 /// Pairs per second, computed from the pairs of one iteration and its duration.
 let pairsPerSecond = BenchmarkMetric.custom(
   "pairs/s", polarity: .prefersLarger, useScalingFactor: false)
+/// Traffic parsed per second and per worker thread, in MB (10^6 bytes).
+let parseRate = BenchmarkMetric.custom(
+  "MB/s per core", polarity: .prefersLarger, useScalingFactor: false)
 
 let benchmarks: @Sendable () -> Void = {
   BenchmarkData.ensure()
@@ -32,6 +35,7 @@ let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(
     metrics: [
       .wallClock, .cpuTotal, .throughput, .peakMemoryResident, .mallocCountTotal, pairsPerSecond,
+      parseRate,
     ],
     maxDuration: .seconds(10), maxIterations: 20,
     thresholds: tolerances)
@@ -42,8 +46,13 @@ let benchmarks: @Sendable () -> Void = {
     benchmark.measurement(pairsPerSecond, Int(Double(pairs * passes) / seconds))
   }
 
+  let trafficBytes = block.bytes.count
   Benchmark("TrafficParse") { benchmark in
+    let start = ContinuousClock.now
     blackHole(Pipeline.parse(block, index: index, workers: threads).count)
+    let d = (ContinuousClock.now - start).components
+    let seconds = Double(d.seconds) + Double(d.attoseconds) * 1e-18
+    benchmark.measurement(parseRate, Int(Double(trafficBytes) / seconds / Double(threads) / 1e6))
   }
 
   Benchmark("EvaluateDecisionsOnly") { benchmark in
