@@ -3,7 +3,9 @@ import FanoutModel
 
 /// Turns traffic lines into a `MessageBatch`, rejecting what the contract rejects.
 ///
-/// `parse` checks each line and keeps the names it carries; `finish` looks
+/// `parse` reads each line — in one pass when it has the common, plain
+/// shape (`PlainLine`), with the general parser (`readFields`) otherwise,
+/// which alone decides rejections — and keeps the names it carries; `finish` looks
 /// all the batch's channel and user names up at once (`StringTable.find(batch:)`:
 /// the cache misses of a thousand lines overlap instead of following one
 /// another) and returns the batch, unknown channels rejected in line order.
