@@ -53,12 +53,6 @@ public struct BytePool: Sendable {
     offsets.withArray { $0.append(end) }
   }
 
-  /// Makes room for `strings` more strings of `bytes` bytes in all.
-  public mutating func reserveCapacity(strings: Int, bytes byteCount: Int) {
-    bytes.withArray { $0.reserveCapacity($0.count + byteCount) }
-    offsets.withArray { $0.reserveCapacity($0.count + strings) }
-  }
-
   /// Removes every string, keeping the storage.
   public mutating func removeAll() {
     bytes.withArray { $0.removeAll(keepingCapacity: true) }

@@ -85,7 +85,7 @@ private func copyInReadTransaction(_ original: Connection, to path: String) -> B
 
 /// A private copy of a snapshot with a what-if scenario's SQL applied, in a
 /// temporary folder that is removed with the value. The source is opened
-/// read-only and copied page by page, so it is never modified.
+/// read-only and copied (`copySnapshotPages`), so it is never modified.
 public final class ScenarioCopy: Sendable {
   public let path: String
   private let folder: String

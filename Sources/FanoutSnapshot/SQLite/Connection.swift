@@ -32,30 +32,35 @@ package final class Connection {
     try Statement(connection: self, sql: sql)
   }
 
-  /// The first 100 bytes of the main database file (SQLite's header), read
-  /// through SQLite's own file handle: opening and closing the file here
-  /// would drop every lock this process holds on it (POSIX locks are per
-  /// process and file, and go with any close).
-  package func fileHeader() -> [UInt8]? {
+  /// SQLite's own open file for the main database, and its methods: the
+  /// way to read the file's bytes here, as opening and closing the file
+  /// ourselves would drop every lock this process holds on it (POSIX locks
+  /// are per process and file, and go with any close).
+  private func mainFile() -> (UnsafeMutablePointer<sqlite3_file>, sqlite3_io_methods)? {
     var file: UnsafeMutablePointer<sqlite3_file>?
     guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
-      let file, let read = file.pointee.pMethods?.pointee.xRead
+      let file, let methods = file.pointee.pMethods?.pointee
     else { return nil }
+    return (file, methods)
+  }
+
+  /// The first 100 bytes of the main database file (SQLite's header), read
+  /// through SQLite's own file handle (`mainFile`).
+  package func fileHeader() -> [UInt8]? {
+    guard let (file, methods) = mainFile(), let read = methods.xRead else { return nil }
     var bytes = [UInt8](repeating: 0, count: 100)
     let code = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, 100, 0) }
     return code == SQLITE_OK ? bytes : nil
   }
 
   /// Copies the main database file's bytes to a new file at `path`, read
-  /// through SQLite's own file handle (see `fileHeader`); false, with
-  /// nothing left at `path`, when any read or write fails. Only a copy made
-  /// while this connection holds a read transaction in rollback-journal
-  /// mode is one committed state.
+  /// through SQLite's own file handle (`mainFile`); false, with nothing
+  /// left at `path`, when any read or write fails. Only a copy made while
+  /// this connection holds a read transaction in rollback-journal mode is
+  /// one committed state.
   package func copyMainFile(to path: String) -> Bool {
-    var file: UnsafeMutablePointer<sqlite3_file>?
-    guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
-      let file, let methods = file.pointee.pMethods?.pointee,
-      let read = methods.xRead, let fileSize = methods.xFileSize
+    guard let (file, methods) = mainFile(), let read = methods.xRead,
+      let fileSize = methods.xFileSize
     else { return false }
     var size: sqlite3_int64 = 0
     guard fileSize(file, &size) == SQLITE_OK else { return false }
