@@ -83,48 +83,96 @@ private func copyInReadTransaction(_ original: Connection, to path: String) -> B
   return original.copyMainFile(to: path)
 }
 
-/// A private copy of a snapshot with a what-if scenario's SQL applied, in a
-/// temporary folder that is removed with the value. The source is opened
-/// read-only and copied (`copySnapshotPages`), so it is never modified.
+/// A private snapshot made of another with a what-if scenario's SQL
+/// applied, in a temporary folder that is removed with the value. The
+/// source is opened read-only, so it is never modified.
+///
+/// Most scenarios change a table or two: their B is an overlay (`base` is
+/// the source), a new file holding a copy of each table the SQL writes,
+/// made just before the statement that first writes it, read together with
+/// the source's other tables (`SnapshotLoader.load(path:base:)`). SQL the
+/// overlay could not answer exactly as a whole copy would — schema changes,
+/// names qualified with `main.`, a source with views, triggers or
+/// AUTOINCREMENT, any error — runs again from the start on a whole copy
+/// (`copySnapshotPages`), whose answer is the scenario's.
+///
+/// An overlay reads the source at several moments (each table's copy, each
+/// statement, the load of B): its caller must watch for commits to the
+/// source meanwhile (`CommitWatch`), as `fanout whatif` does.
 public final class ScenarioCopy: Sendable {
   public let path: String
+  /// The snapshot an overlay lies over; nil for a whole copy.
+  public let base: String?
   private let folder: String
 
   public init(of source: String, applying sql: String) throws(ScenarioError) {
-    let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-    var template = Array((base + "/fanout-whatif-XXXXXX").utf8CString)
+    let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+    var template = Array((temporary + "/fanout-whatif-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else {
-      throw .copy("mkdtemp in '\(base)': \(String(cString: strerror(errno)))")
+      throw .copy("mkdtemp in '\(temporary)': \(String(cString: strerror(errno)))")
     }
     folder = String(cString: made)
     path = folder + "/scenario.sqlite"
     do {
-      try copySnapshotPages(from: source, to: path)
+      base = try Self.make(applying: sql, to: source, at: path) ? source : nil
     } catch {
-      removeFiles()
-      throw .copy(error.message)
-    }
-    do throws(ScenarioError) {
-      let copy: Connection
-      do throws(SQLiteError) {
-        copy = try Connection(path: path, writable: true)
-        // The copy is thrown away after the run: no journal, no fsync.
-        try copy.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-      } catch {
-        throw .sql(error)
-      }
-      try Self.apply(sql, to: copy)
-    } catch {
-      removeFiles()
+      Self.removeFiles(path, folder)
       throw error
     }
   }
 
-  deinit { removeFiles() }
+  deinit { Self.removeFiles(path, folder) }
 
-  private func removeFiles() {
+  private static func removeFiles(_ path: String, _ folder: String?) {
     for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
-    rmdir(folder)
+    if let folder { rmdir(folder) }
+  }
+
+  /// Makes the scenario's snapshot at `path`: an overlay of `source` (true)
+  /// if it can, else a whole copy.
+  private static func make(applying sql: String, to source: String, at path: String)
+    throws(ScenarioError) -> Bool
+  {
+    if try applyOnOverlay(sql, over: source, at: path) { return true }
+    removeFiles(path, nil)
+    do { try copySnapshotPages(from: source, to: path) } catch { throw .copy(error.message) }
+    let copy: Connection
+    do throws(SQLiteError) {
+      copy = try Connection(path: path, writable: true)
+      // The copy is thrown away after the run: no journal, no fsync.
+      try copy.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+    } catch {
+      throw .sql(error)
+    }
+    try apply(sql, to: copy)
+    return false
+  }
+
+  /// Applies `sql` to a new overlay of `source` at `path`; false when the
+  /// scenario needs a whole copy instead (the overlay is then garbage). A
+  /// refusal is final: the whole copy would refuse the same statement.
+  private static func applyOnOverlay(_ sql: String, over source: String, at path: String)
+    throws(ScenarioError) -> Bool
+  {
+    let tables: OverlayTables
+    do throws(SQLiteError) {
+      let overlay = try Connection(path: path, writable: true, base: source)
+      try overlay.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+      guard try OverlayTables.canOverlay(overlay) else { return false }
+      tables = OverlayTables(overlay)
+    } catch {
+      return false
+    }
+    do {
+      try apply(sql, to: tables.connection, overlay: tables)
+    } catch {
+      if tables.needsWholeCopy || tables.hasTablesToCopy { return false }
+      switch error {
+      case .refused: throw error
+      case .sql, .copy: return false
+      }
+    }
+    return true
   }
 
   static let confinement =
@@ -136,19 +184,27 @@ public final class ScenarioCopy: Sendable {
   /// files, A among them, or change how the copy is stored), VACUUM (`VACUUM
   /// INTO` writes a file anywhere) is refused by its statement, extension
   /// loading stays off; and SQL that leaves a transaction open is refused
-  /// rather than silently rolled back.
-  static func apply(_ sql: String, to copy: Connection) throws(ScenarioError) {
-    let deny:
+  /// rather than silently rolled back. On an `overlay`, a statement that
+  /// would write a table of the base is prepared again once the table is
+  /// copied into the overlay.
+  static func apply(_ sql: String, to copy: Connection, overlay: OverlayTables? = nil)
+    throws(ScenarioError)
+  {
+    let authorize:
       @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?, UnsafePointer<CChar>?
-      ) -> Int32 = { _, action, _, _, _, _ in
+      ) -> Int32 = { context, action, table, _, database, _ in
         switch action {
-        case SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA: SQLITE_DENY
-        default: SQLITE_OK
+        case SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA: return SQLITE_DENY
+        default: break
         }
+        guard let context else { return SQLITE_OK }
+        return Unmanaged<OverlayTables>.fromOpaque(context).takeUnretainedValue()
+          .authorize(action, table: table, database: database)
       }
-    sqlite3_set_authorizer(copy.handle, deny, nil)
+    let context = overlay.map { Unmanaged.passUnretained($0).toOpaque() }
+    sqlite3_set_authorizer(copy.handle, authorize, context)
     defer { sqlite3_set_authorizer(copy.handle, nil, nil) }
     var failure: ScenarioError?
     sql.withCString { text in
@@ -156,6 +212,18 @@ public final class ScenarioCopy: Sendable {
       while let start = next, start.pointee != 0 {
         var statement: OpaquePointer?
         var code = sqlite3_prepare_v2(copy.handle, start, -1, &statement, &next)
+        if code == SQLITE_AUTH, let overlay, overlay.hasTablesToCopy {
+          // Outside the authorizer: copying reads the base's schema with PRAGMAs.
+          sqlite3_set_authorizer(copy.handle, nil, nil)
+          let copied = overlay.copyPendingTables()
+          sqlite3_set_authorizer(copy.handle, authorize, context)
+          guard copied else {
+            failure = .copy("the overlay could not copy a table")
+            return
+          }
+          next = start
+          continue
+        }
         guard code == SQLITE_OK else {
           failure = Self.failure(copy, code)
           return

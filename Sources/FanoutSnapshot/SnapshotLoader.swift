@@ -45,26 +45,29 @@ public enum SnapshotLoader {
   /// Loads the snapshot at `path`: a SQLite snapshot, or a file that
   /// `fanout snapshot compile --out` wrote. With a `cache`, a snapshot
   /// loaded before in the same state is read from it, and one loaded now
-  /// is added to it.
+  /// is added to it. With a `base`, `path` is a what-if scenario's overlay
+  /// (`ScenarioCopy`): the tables it lacks are read from `base`, and no
+  /// cache is used.
   public static func load(
-    path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
+    path: String, base: String? = nil, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds, cache: IndexCache? = nil
   ) throws(SnapshotError) -> Snapshot {
     try loadNoting(
-      path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
-      cache: cache
+      path: path, base: base, timeZones: timeZones,
+      busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: base == nil ? cache : nil
     ).snapshot
   }
 
   /// `load`, also giving the state the snapshot was read in when it can
   /// be cached (nil without a cache, or while the file is being written).
   static func loadNoting(
-    path: String, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int, cache: IndexCache?
+    path: String, base: String? = nil, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int,
+    cache: IndexCache?
   ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?) {
     try SnapshotError.checkFile(path)
     let read = try readOnce(
-      path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
-      cache: cache)
+      path: path, base: base, timeZones: timeZones,
+      busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: cache)
     // Written once the read transaction is over, so that no writer waits for it.
     if let cache, let state = read.state, !read.fromCache {
       cache.store(read.snapshot, fingerprint: state)
@@ -75,12 +78,14 @@ public enum SnapshotLoader {
   /// Reads the snapshot in one read transaction: from `cache` when it holds
   /// the state found there, else from SQLite.
   private static func readOnce(
-    path: String, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int, cache: IndexCache?
+    path: String, base: String?, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int,
+    cache: IndexCache?
   ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?, fromCache: Bool) {
     let readers: ConsistentReads
     do {
       readers = try ConsistentReads(
-        path: path, connections: connections, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        path: path, base: base, connections: connections,
+        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch {
       // Looked at only once SQLite has found no database there (a file
       // opened and closed here would drop this process's locks on it).
@@ -377,8 +382,13 @@ struct Load {
   mutating func checkSchema() throws(SnapshotError) {
     var names: [String: String] = [:]  // lower-cased -> as declared
     do {
+      // An overlay's tables, and its base's (`load(path:base:)`).
+      let tables = "SELECT name FROM %@sqlite_master WHERE type IN ('table', 'view')"
       let list = try connection.prepare(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        connection.hasBase
+          ? tables.replacing("%@", with: "main.") + " UNION ALL "
+            + tables.replacing("%@", with: Connection.baseSchema + ".")
+          : tables.replacing("%@", with: ""))
       while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
     } catch {
       throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)

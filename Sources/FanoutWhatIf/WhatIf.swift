@@ -102,7 +102,8 @@ public enum WhatIf {
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
 
     // A scenario's copy of A is made while A loads: both only read A, in
-    // read transactions of their own; the watch tells whether a commit
+    // read transactions of their own, and B, when it is an overlay, reads A
+    // again; the watch, looked at once B is loaded, tells whether a commit
     // landed meanwhile, so that B is never made from another state than A.
     var watch: CommitWatch? = nil
     if case .sql = options.scenario {
@@ -136,7 +137,7 @@ public enum WhatIf {
         .snapshot(
           SnapshotError(
             busy: options.snapshot,
-            reason: "a writer committed to A while it was loaded and copied for --sql, "
+            reason: "a writer committed to A while A and B were read for --sql, "
               + "so A and B would come from two states of the file; try again")))
     }
     try checkComparable(a, b)
@@ -208,7 +209,7 @@ public enum WhatIf {
     let loaded: Snapshot
     do {
       loaded = try SnapshotLoader.load(
-        path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        path: path, base: copy?.base, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
         cache: copy == nil ? options.indexCache : nil)
     } catch {
       throw .refusedB(error, fromSQL: copy != nil)

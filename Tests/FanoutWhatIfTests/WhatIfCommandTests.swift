@@ -250,7 +250,7 @@ struct WhatIfCommandTests {
         ])
       statuses.append(result.status)
       if result.status == 75 {
-        #expect(result.stderr.contains("while it was loaded and copied"), "\(result.stderr)")
+        #expect(result.stderr.contains("while A and B were read"), "\(result.stderr)")
       }
     }
     stop.store(true, ordering: .relaxed)

@@ -10,17 +10,55 @@ import CSQLite
 package final class Connection {
   let handle: OpaquePointer
 
-  /// Opens an existing file read-only, or (with `create`) read-write, creating it.
-  package init(path: String, writable: Bool = false) throws(SQLiteError) {
+  /// Whether a base snapshot is attached (`init(path:writable:base:)`).
+  package let hasBase: Bool
+
+  /// Opens an existing file read-only, or (with `writable`) read-write,
+  /// creating it. With a `base`, that file is attached read-only as
+  /// `Connection.baseSchema`: a table this file lacks is read from it (SQLite
+  /// looks up an unqualified name in the main file first, then in attached
+  /// ones), which is how a what-if scenario's overlay is read
+  /// (`ScenarioCopy`).
+  package init(path: String, writable: Bool = false, base: String? = nil) throws(SQLiteError) {
     var db: OpaquePointer?
     let flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
-    let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+    // URI names only with a base, to attach it read-only (a plain path is kept plain).
+    let uri = base == nil ? 0 : SQLITE_OPEN_URI
+    let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | uri, nil)
     guard code == SQLITE_OK, let db else {
       let error = SQLiteError.from(db, code: code, sql: nil)
       sqlite3_close_v2(db)
       throw error
     }
     handle = db
+    hasBase = base != nil
+    if let base {
+      let attach = try prepare("ATTACH ? AS \(Self.baseSchema)")
+      attach.bind(1, Self.readOnlyURI(base))
+      try attach.insert()
+    }
+  }
+
+  /// The schema name a base snapshot is attached under: one no scenario's
+  /// SQL would name by chance.
+  package static let baseSchema = "fanout_scenario_base"
+
+  /// A `file:` URI opening `path` read-only, whatever bytes the path holds.
+  static func readOnlyURI(_ path: String) -> String {
+    var uri = "file:"
+    for byte in path.utf8 {
+      switch byte {
+      case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "."),
+        UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+        uri.unicodeScalars.append(Unicode.Scalar(byte))
+      default:
+        uri +=
+          "%" + String(byte >> 4, radix: 16, uppercase: true)
+          + String(byte & 15, radix: 16, uppercase: true)
+      }
+    }
+    return uri + "?mode=ro"
   }
 
   deinit { sqlite3_close_v2(handle) }

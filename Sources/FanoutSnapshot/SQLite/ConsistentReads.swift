@@ -31,13 +31,15 @@ package final class ConsistentReads: @unchecked Sendable {
   /// each is used by one thread at a time once taken.
   private let spares: Mutex<[Connection]>
 
-  package init(path: String, connections count: Int, busyTimeoutMilliseconds: Int)
-    throws(SnapshotError)
-  {
+  /// With a `base`, each connection attaches it (`Connection.init(path:writable:base:)`)
+  /// and the transactions pin its state too.
+  package init(
+    path: String, base: String? = nil, connections count: Int, busyTimeoutMilliseconds: Int
+  ) throws(SnapshotError) {
     let deadline = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
     func open() throws(SnapshotError) -> Connection {
       do {
-        return try Connection(path: path)
+        return try Connection(path: path, base: base)
       } catch {
         throw SnapshotError.opening(path, error)
       }
@@ -91,19 +93,27 @@ extension Connection {
     sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
   }
 
-  /// Starts a read transaction and pins it to the current committed state.
+  /// Starts a read transaction and pins it to the current committed state
+  /// (of the attached base too).
   func beginRead() throws(SQLiteError) {
     try execute("BEGIN")
-    let first = try prepare("SELECT count(*) FROM sqlite_master")
-    _ = try first.step()
+    for schema in schemas {
+      let first = try prepare("SELECT count(*) FROM \(schema).sqlite_master")
+      _ = try first.step()
+    }
   }
 
-  /// `PRAGMA data_version`: changes when another connection commits.
-  func dataVersion() throws(SQLiteError) -> Int64 {
-    let statement = try prepare("PRAGMA data_version")
-    guard try statement.step() else { return 0 }
-    return statement.int64(0)
+  /// `PRAGMA data_version` (of the main file, then of the attached base):
+  /// changes when another connection commits.
+  func dataVersion() throws(SQLiteError) -> [Int64] {
+    try schemas.map { schema throws(SQLiteError) in
+      let statement = try prepare("PRAGMA \(schema).data_version")
+      return try statement.step() ? statement.int64(0) : 0
+    }
   }
+
+  /// The schemas a read covers: the main file, and the attached base if any.
+  private var schemas: [String] { hasBase ? ["main", Connection.baseSchema] : ["main"] }
 }
 
 extension SQLiteError {
@@ -118,7 +128,7 @@ extension SQLiteError {
 public final class CommitWatch: @unchecked Sendable {
   /// `@unchecked Sendable`: the connection is used under the lock only.
   private let connection: Connection
-  private let first: Int64
+  private let first: [Int64]
   private let lock = Mutex(())
 
   public init(path: String) throws(SnapshotError) {

@@ -1,0 +1,113 @@
+import CSQLite
+
+/// The tables of a what-if scenario's overlay (`ScenarioCopy`): which of
+/// the base's tables a statement would write, copied into the overlay
+/// before it runs, and whether the scenario needs a whole copy instead.
+///
+/// Decided by SQLite's authorizer, called for every table a statement
+/// would touch while it is prepared: a write to a table of the base is
+/// denied and noted, the table copied, and the statement prepared again,
+/// now naming the overlay's table (SQLite looks up a name in the main file
+/// before attached ones).
+final class OverlayTables {
+  let connection: Connection
+  /// Base tables a statement was denied for, to copy before preparing it again.
+  private var pending: [String] = []
+  /// Set by anything an overlay would not answer as a whole copy does.
+  private(set) var needsWholeCopy = false
+
+  init(_ connection: Connection) { self.connection = connection }
+
+  var hasTablesToCopy: Bool { !pending.isEmpty }
+
+  private static let base = Connection.baseSchema
+
+  /// Whether the base (attached to `overlay`) can be overlaid: no views or
+  /// triggers (a view or trigger of the base would keep using the base's
+  /// table, not the overlay's copy), no AUTOINCREMENT (its counters live in
+  /// `sqlite_sequence`), and foreign keys off (no cascade writes a table
+  /// the authorizer was not asked about).
+  static func canOverlay(_ overlay: Connection) throws(SQLiteError) -> Bool {
+    let objects = try overlay.prepare(
+      "SELECT count(*) FROM \(base).sqlite_master "
+        + "WHERE type IN ('view', 'trigger') OR name = 'sqlite_sequence'")
+    let foreignKeys = try overlay.prepare("PRAGMA foreign_keys")
+    guard try objects.step(), objects.int64(0) == 0 else { return false }
+    return try foreignKeys.step() && foreignKeys.int64(0) == 0
+  }
+
+  /// The authorizer's answer for anything but ATTACH, DETACH and PRAGMA.
+  func authorize(_ action: Int32, table: UnsafePointer<CChar>?, database: UnsafePointer<CChar>?)
+    -> Int32
+  {
+    let name = table.map { String(cString: $0) } ?? ""
+    let isSchema = name.lowercased().hasPrefix("sqlite_")  // the schema, statistics
+    switch action {
+    case SQLITE_SELECT, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION, SQLITE_SAVEPOINT:
+      return SQLITE_OK
+    case SQLITE_READ:
+      if !isSchema { return SQLITE_OK }
+    case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
+      if isSchema { break }
+      guard database.map({ String(cString: $0) }) == Self.base else { return SQLITE_OK }
+      if !pending.contains(name) { pending.append(name) }
+      return SQLITE_DENY
+    default:
+      break
+    }
+    // Schema changes, reads of the schema: the overlay would answer otherwise.
+    needsWholeCopy = true
+    return SQLITE_DENY
+  }
+
+  /// Copies each pending table into the overlay — its schema, rows with
+  /// their rowids, and indexes — so that it reads and conflicts as the
+  /// base's; false (and `needsWholeCopy`) for a table it cannot copy
+  /// exactly, generated columns or a column named like the rowid.
+  func copyPendingTables() -> Bool {
+    defer { pending.removeAll() }
+    do throws(SQLiteError) {
+      for table in pending where try !copy(table) {
+        needsWholeCopy = true
+        return false
+      }
+      return true
+    } catch {
+      needsWholeCopy = true
+      return false
+    }
+  }
+
+  private func copy(_ table: String) throws(SQLiteError) -> Bool {
+    let quoted = "\"" + table.replacing("\"", with: "\"\"") + "\""
+    let create = try connection.prepare(
+      "SELECT sql FROM \(Self.base).sqlite_master WHERE type = 'table' AND name = ?")
+    create.bind(1, table)
+    guard try create.step() else { return false }
+    let createSQL = create.text(0)
+    var columns: [String] = []
+    let info = try connection.prepare("SELECT name, hidden FROM pragma_table_xinfo(?, ?)")
+    info.bind(1, table)
+    info.bind(2, Self.base)
+    while try info.step() {
+      let column = info.text(0)
+      guard info.int64(1) == 0, !["rowid", "oid", "_rowid_"].contains(column.lowercased())
+      else { return false }
+      columns.append("\"" + column.replacing("\"", with: "\"\"") + "\"")
+    }
+    // A WITHOUT ROWID table has none to keep.
+    let hasRowid = (try? connection.prepare("SELECT rowid FROM \(Self.base).\(quoted)")) != nil
+    let list = ((hasRowid ? ["rowid"] : []) + columns).joined(separator: ", ")
+    var indexes: [String] = []
+    let indexList = try connection.prepare(
+      "SELECT sql FROM \(Self.base).sqlite_master "
+        + "WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
+    indexList.bind(1, table)
+    while try indexList.step() { indexes.append(indexList.text(0)) }
+    try connection.execute(createSQL)
+    try connection.execute(
+      "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
+    for index in indexes { try connection.execute(index) }
+    return true
+  }
+}

@@ -1,0 +1,121 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+@testable import FanoutSnapshot
+
+/// `fanout whatif --sql` makes B as an overlay of A when it can: a file
+/// holding only the tables the SQL writes. Loaded, it must be the very
+/// index a whole copy of A with the SQL applied gives.
+@Suite("Scenario overlays")
+struct ScenarioOverlayTests {
+  private let source = SQLiteFixture.make(RandomWorld(seed: 11).sql)
+
+  /// The compiled bytes of an index: equal bytes, equal indexes.
+  private func compiled(_ snapshot: Snapshot) throws -> Data {
+    let path = makeTemporaryDirectory("fanout-overlay") + "/index.fanout-index"
+    try CompiledSnapshot.write(snapshot, key: [1], to: path)
+    return try #require(FileManager.default.contents(atPath: path))
+  }
+
+  /// Applies `sql` both ways and compares the loaded indexes; returns the
+  /// scenario's snapshot for more checks.
+  @discardableResult
+  private func agrees(_ sql: String, source: String? = nil) throws -> ScenarioCopy {
+    let source = source ?? self.source
+    let scenario = try ScenarioCopy(of: source, applying: sql)
+    let overlaid = try SnapshotLoader.load(path: scenario.path, base: scenario.base)
+    let whole = try SnapshotLoader.load(path: SQLiteFixture.copy(source, applying: sql))
+    #expect(try compiled(overlaid) == compiled(whole), "\(sql)")
+    return scenario
+  }
+
+  /// The tables in the scenario's own file.
+  private func tables(_ scenario: ScenarioCopy) -> String? {
+    SQLiteSession(scenario.path).value(
+      "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
+        + "WHERE type = 'table' ORDER BY name)")
+  }
+
+  @Test(
+    "an overlay holds only the tables written, and loads as a whole copy would",
+    arguments: [
+      ("UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL", "users"),
+      (
+        """
+        DELETE FROM devices WHERE device_id % 3 = 0;
+        UPDATE users SET chat_level = 'mentions'
+          WHERE user_id IN (SELECT user_id FROM members GROUP BY user_id HAVING count(*) > 2)
+        """, "devices,users"
+      ),
+      (
+        """
+        BEGIN;
+        INSERT OR REPLACE INTO channel_prefs (user_id, channel_id, chat_level)
+          SELECT user_id, channel_id, 'none' FROM members WHERE rowid % 4 = 0;
+        UPDATE channel_prefs SET show_preview = 0 WHERE chat_level = 'none';
+        COMMIT
+        """, "channel_prefs"
+      ),
+      (
+        "INSERT INTO devices (user_id, gateway, token) SELECT user_id, 'fcm', 'new-' || user_id FROM users",
+        "devices"
+      ),
+    ])
+  func overlay(_ sql: String, _ written: String) throws {
+    let scenario = try agrees(sql)
+    #expect(scenario.base == source)
+    #expect(tables(scenario) == written)
+  }
+
+  @Test(
+    "SQL an overlay cannot answer as a whole copy would runs on a whole copy",
+    arguments: [
+      """
+      CREATE TABLE quiet AS SELECT user_id FROM users ORDER BY user_id LIMIT 3;
+      UPDATE users SET dnd_start = 0, dnd_end = 60 WHERE user_id IN (SELECT user_id FROM quiet);
+      DROP TABLE quiet
+      """,
+      "UPDATE main.users SET show_preview = 0",
+      "UPDATE users SET show_preview = (SELECT count(*) FROM sqlite_master) % 2",
+      "CREATE INDEX users_zone ON users(timezone); UPDATE users SET show_preview = 0",
+    ])
+  func wholeCopy(_ sql: String) throws {
+    let scenario = try agrees(sql)
+    #expect(scenario.base == nil)
+    #expect(tables(scenario)?.contains("members") == true)
+  }
+
+  @Test("a source with a trigger is copied whole, and the trigger fires")
+  func trigger() throws {
+    let source = SQLiteFixture.copy(
+      self.source,
+      applying: """
+        CREATE TRIGGER silence AFTER UPDATE OF chat_level ON users
+        BEGIN DELETE FROM devices WHERE user_id = new.user_id; END
+        """)
+    let sql = "UPDATE users SET chat_level = 'none' WHERE rowid % 2 = 0"
+    let scenario = try agrees(sql, source: source)
+    #expect(scenario.base == nil)
+    let devices = SQLiteSession(scenario.path).value("SELECT count(*) FROM devices")
+    #expect(devices != SQLiteSession(source).value("SELECT count(*) FROM devices"))
+  }
+
+  @Test("a refusal on an overlay is the scenario's refusal")
+  func refused() {
+    #expect {
+      try ScenarioCopy(
+        of: source, applying: "UPDATE users SET show_preview = 0; PRAGMA user_version = 3")
+    } throws: { error in
+      guard case .refused = error as? ScenarioError else { return false }
+      return true
+    }
+  }
+
+  @Test("the source is never written")
+  func sourceUntouched() throws {
+    let before = FileManager.default.contents(atPath: source)
+    try agrees("UPDATE users SET chat_level = 'all'; DELETE FROM members WHERE rowid % 2 = 1")
+    #expect(FileManager.default.contents(atPath: source) == before)
+  }
+}
