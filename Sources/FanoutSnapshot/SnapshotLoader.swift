@@ -47,40 +47,59 @@ public enum SnapshotLoader {
   /// loaded before in the same state is read from it, and one loaded now
   /// is added to it. With a `base`, `path` is a what-if scenario's overlay
   /// (`ScenarioCopy`): the tables it lacks are read from `base`, and no
-  /// cache is used.
+  /// cache is used; given the base's `rows` too (`loadKeepingRows`), only the
+  /// overlay's tables are read.
   public static func load(
-    path: String, base: String? = nil, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
+    path: String, base: String? = nil, over rows: SnapshotRows? = nil,
+    timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds, cache: IndexCache? = nil
   ) throws(SnapshotError) -> Snapshot {
     try loadNoting(
-      path: path, base: base, timeZones: timeZones,
+      path: path, base: base, over: base == nil ? nil : rows, timeZones: timeZones,
       busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: base == nil ? cache : nil
     ).snapshot
+  }
+
+  /// `load`, keeping the rows the index was built from when it was loaded
+  /// from SQLite (nil when it came from a cache), for loading an overlay
+  /// of it. They are memory the index alone does not hold.
+  public static func loadKeepingRows(
+    path: String, timeZones: TimeZoneDatabase = TimeZoneDatabase(),
+    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds, cache: IndexCache? = nil
+  ) throws(SnapshotError) -> (snapshot: Snapshot, rows: SnapshotRows?) {
+    let loaded = try loadNoting(
+      path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+      cache: cache, keepRows: true)
+    return (loaded.snapshot, loaded.rows)
   }
 
   /// `load`, also giving the state the snapshot was read in when it can
   /// be cached (nil without a cache, or while the file is being written).
   static func loadNoting(
-    path: String, base: String? = nil, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int,
-    cache: IndexCache?
-  ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?) {
+    path: String, base: String? = nil, over rows: SnapshotRows? = nil,
+    timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int, cache: IndexCache?,
+    keepRows: Bool = false
+  ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?, rows: SnapshotRows?)
+  {
     try SnapshotError.checkFile(path)
     let read = try readOnce(
-      path: path, base: base, timeZones: timeZones,
-      busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: cache)
+      path: path, base: base, over: rows, timeZones: timeZones,
+      busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: cache, keepRows: keepRows)
     // Written once the read transaction is over, so that no writer waits for it.
     if let cache, let state = read.state, !read.fromCache {
       cache.store(read.snapshot, fingerprint: state)
     }
-    return (read.snapshot, read.state)
+    return (read.snapshot, read.state, read.rows)
   }
 
   /// Reads the snapshot in one read transaction: from `cache` when it holds
   /// the state found there, else from SQLite.
   private static func readOnce(
-    path: String, base: String?, timeZones: TimeZoneDatabase, busyTimeoutMilliseconds: Int,
-    cache: IndexCache?
-  ) throws(SnapshotError) -> (snapshot: Snapshot, state: SnapshotFingerprint?, fromCache: Bool) {
+    path: String, base: String?, over rows: SnapshotRows?, timeZones: TimeZoneDatabase,
+    busyTimeoutMilliseconds: Int, cache: IndexCache?, keepRows: Bool
+  ) throws(SnapshotError) -> (
+    snapshot: Snapshot, state: SnapshotFingerprint?, fromCache: Bool, rows: SnapshotRows?
+  ) {
     let readers: ConsistentReads
     do {
       readers = try ConsistentReads(
@@ -90,7 +109,7 @@ public enum SnapshotLoader {
       // Looked at only once SQLite has found no database there (a file
       // opened and closed here would drop this process's locks on it).
       if (error.sqlite?.code ?? 0) & 0xFF == SQLITE_NOTADB, CompiledSnapshot.isCompiled(path) {
-        return (try loadCompiled(path, timeZones: timeZones), nil, false)
+        return (try loadCompiled(path, timeZones: timeZones), nil, false, nil)
       }
       throw error
     }
@@ -98,14 +117,22 @@ public enum SnapshotLoader {
     let state =
       cache == nil ? nil : SnapshotFingerprint(path: path, header: readers.main.fileHeader())
     if let cache, let state, let snapshot = cache.snapshot(for: state, timeZones: timeZones) {
-      return (snapshot, state, true)
+      return (snapshot, state, true, nil)
+    }
+    if let rows {
+      var load = rows.load
+      (load.readers, load.connection, load.path) = (readers, readers.main, path)
+      if let snapshot = try load.rerun(changed: load.overlayTables()) {
+        return (snapshot, nil, false, nil)
+      }
     }
     var load = Load(readers: readers, path: path, tzdb: timeZones)
     let snapshot = try load.run()
     // Cacheable only if nothing changed meanwhile (a commit to the WAL would).
     let unchanged =
       state != nil && SnapshotFingerprint(path: path, header: readers.main.fileHeader()) == state
-    return (snapshot, unchanged ? state : nil, false)
+    if keepRows { readers.endReads() }  // the rows outlive the read: no lock kept on the file
+    return (snapshot, unchanged ? state : nil, false, keepRows ? SnapshotRows(load: load) : nil)
   }
 
   /// Compiles the snapshot at `path` to `output` (`fanout snapshot compile
@@ -117,9 +144,10 @@ public enum SnapshotLoader {
   ) throws(CompileError) -> String {
     func loaded(into cache: IndexCache?) throws(CompileError) -> (Snapshot, SnapshotFingerprint?) {
       do {
-        return try loadNoting(
+        let read = try loadNoting(
           path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
           cache: cache)
+        return (read.snapshot, read.state)
       } catch { throw .snapshot(error) }
     }
     if let output {
@@ -176,10 +204,10 @@ public enum SnapshotLoader {
 /// takes the results in schema order, so the refusal reported is the first
 /// a serial load in schema order would meet.
 struct Load {
-  let connection: Connection
+  var connection: Connection
   /// Where aside reads get their connections.
-  let readers: ConsistentReads
-  let path: String
+  var readers: ConsistentReads
+  var path: String
   let tzdb: TimeZoneDatabase
   var info = SnapshotInfo()
   var present: Set<String> = []
@@ -213,6 +241,8 @@ struct Load {
 
   /// Gateways in order of first sight; renumbered by name at the end.
   var gatewaysSeen = StringTable()
+  /// The gateways of devices alone (gateway_prefs adds its own to `gatewaysSeen`).
+  var deviceGateways = StringTable()
   var devices: [(id: Int64, user: Int32, gateway: Int32)] = []
   var tokens = BytePool()
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
@@ -302,7 +332,13 @@ struct Load {
 
   // MARK: Taking each table's rows
 
-  mutating func count(_ table: String, _ rows: Int) { info.rowCounts.append((table, rows)) }
+  mutating func count(_ table: String, _ rows: Int) {
+    if let i = info.rowCounts.firstIndex(where: { $0.table == table }) {
+      info.rowCounts[i].rows = rows  // read again for an overlay (`Load+Overlay`)
+    } else {
+      info.rowCounts.append((table, rows))
+    }
+  }
 
   mutating func take(_ rows: UserRows) {
     users = rows.users
@@ -349,6 +385,7 @@ struct Load {
     devices = rows.devices
     tokens = rows.tokens
     gatewaysSeen = rows.gateways
+    deviceGateways = rows.gateways
     count("devices", devices.count)
   }
 

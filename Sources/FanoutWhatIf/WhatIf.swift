@@ -121,17 +121,27 @@ public enum WhatIf {
         }
       }
     let a: Index
+    // A's rows, when A comes from SQLite, let an overlay B read only its own tables.
+    var rowsOfA: SnapshotRows? = nil
     do {
-      a = try SnapshotLoader.load(
-        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
-        cache: options.indexCache
-      ).index
+      if scenarioCopy != nil {
+        let loaded = try SnapshotLoader.loadKeepingRows(
+          path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+          cache: options.indexCache)
+        (a, rowsOfA) = (loaded.snapshot.index, loaded.rows)
+      } else {
+        a = try SnapshotLoader.load(
+          path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+          cache: options.indexCache
+        ).index
+      }
     } catch {
       _ = scenarioCopy?.wait()  // so that the copy is removed before exiting
       throw .run(.snapshot(error))
     }
     lap("load A")
-    let b = try loadB(options, copy: scenarioCopy, lap: lap)
+    let b = try loadB(options, copy: scenarioCopy, over: rowsOfA, lap: lap)
+    rowsOfA = nil
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(
@@ -193,7 +203,7 @@ public enum WhatIf {
   /// Loads B: the `--against` file, or the scenario's copy of A once it is made.
   private static func loadB(
     _ options: WhatIfOptions, copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
-    lap: (String) -> Void
+    over rowsOfA: SnapshotRows?, lap: (String) -> Void
   ) throws(WhatIfError) -> Index {
     var copy: ScenarioCopy? = nil
     if let scenarioCopy {
@@ -209,7 +219,8 @@ public enum WhatIf {
     let loaded: Snapshot
     do {
       loaded = try SnapshotLoader.load(
-        path: path, base: copy?.base, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        path: path, base: copy?.base, over: rowsOfA,
+        busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
         cache: copy == nil ? options.indexCache : nil)
     } catch {
       throw .refusedB(error, fromSQL: copy != nil)

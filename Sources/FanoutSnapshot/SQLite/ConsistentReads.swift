@@ -69,6 +69,16 @@ package final class ConsistentReads: @unchecked Sendable {
     spares = Mutex(Array(connections.dropFirst()))
   }
 
+  /// Ends the read transactions still held here, releasing the file to
+  /// writers while these connections stay referenced (those handed out
+  /// end theirs when the reads they were taken for let them go).
+  package func endReads() {
+    try? main.execute("ROLLBACK")
+    spares.withLock { connections in
+      for connection in connections { try? connection.execute("ROLLBACK") }
+    }
+  }
+
   /// A connection of its own for a table read on another thread.
   package func take() -> HandedConnection {
     guard let connection = spares.withLock({ $0.popLast() }) else {

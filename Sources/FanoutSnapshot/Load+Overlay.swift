@@ -1,0 +1,89 @@
+import FanoutIndex
+
+/// The rows a snapshot loaded from SQLite was built from, kept so that a
+/// what-if scenario's overlay of it (`ScenarioCopy`) can be loaded by
+/// reading only the tables the overlay holds
+/// (`SnapshotLoader.load(path:base:over:)`).
+public struct SnapshotRows {
+  let load: Load
+}
+
+extension Load {
+  /// The tables an overlay holds, lower-cased.
+  func overlayTables() throws(SnapshotError) -> Set<String> {
+    var names: Set<String> = []
+    do {
+      let list = try connection.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table'")
+      while try list.step() { names.insert(list.text(0).lowercased()) }
+    } catch {
+      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
+    }
+    return names
+  }
+
+  /// Loads an overlay from the base's rows (this load's), reading again
+  /// only the tables in `changed`, in `run()`'s order, so that a refusal is
+  /// the one a whole load would report first. Nil when a whole load is
+  /// needed: settings changed (every level depends on them), or users,
+  /// channels or categories other than the base's, by which every other
+  /// table's rows were numbered.
+  mutating func rerun(changed: Set<String>) throws(SnapshotError) -> Snapshot? {
+    let schemaTables = Set(SnapshotSchema.tables.map(\.name))
+    let changed = changed.intersection(schemaTables).intersection(present)
+    guard !changed.contains("settings") else { return nil }
+    let main = connection
+    if changed.contains("users") {
+      let rows = try UserRows.read(main, settings: settings, tzdb: tzdb)
+      guard rows.users.pool.sameStrings(as: users.pool) else { return nil }
+      take(rows)
+    }
+    if changed.contains("dnd_weekly") {
+      weekly = try WeeklyTable.read(main, users: users)
+      count("dnd_weekly", weekly.count)
+    }
+    if changed.contains("channels") {
+      let rows = try ChannelRows.read(main)
+      guard rows.names.sameStrings(as: channelNames) else { return nil }
+      channelScope = rows.scopes
+      channelMemberCount = rows.memberCounts
+      count("channels", channelScope.count)
+    }
+    if changed.contains("members") { try readMembers() }
+    if changed.contains("channels") || changed.contains("members") {
+      try ChannelRows(names: channelNames, scopes: channelScope, memberCounts: channelMemberCount)
+        .checkMemberCounts(rowsPerChannel: memberRowsPerChannel())
+    }
+    if changed.contains("scope_prefs") { take(try ScopePrefRows.read(main, users: users)) }
+    if changed.contains("channel_prefs") {
+      take(
+        try ChannelPrefRows.read(
+          main, users: users, channels: channels, channelNames: channelNames))
+    }
+    if changed.contains("devices") { take(try DeviceRows.read(main, users: users)) }
+    if changed.contains("categories") {
+      let rows = try CategoryRows.read(main)
+      guard rows.categories.pool.sameStrings(as: categories.pool) else { return nil }
+      take(rows)
+    }
+    // Gateways are numbered by devices first, then by these tables.
+    if !changed.isDisjoint(
+      with: ["devices", "categories", "category_gateways", "category_prefs", "gateway_prefs"])
+    {
+      take(
+        try GatewayPrefRows.read(
+          main, present: present, users: users, categories: categories, gateways: deviceGateways))
+    }
+    if changed.contains("user_mutes") {
+      mutes = try UserMutesTable.read(main, users: users)
+      count("user_mutes", mutes.count)
+    }
+    if changed.contains("thread_prefs") {
+      take(try ThreadPrefRows.read(main, users: users, channels: channels))
+    }
+    if changed.contains("presence") {
+      presence = try PresenceTable.read(main, users: users)
+      count("presence", presence.count)
+    }
+    return build()
+  }
+}
