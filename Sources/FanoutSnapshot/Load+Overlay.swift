@@ -73,17 +73,7 @@ extension Load {
         try GatewayPrefRows.read(
           main, present: present, users: users, categories: categories, gateways: deviceGateways))
     }
-    if changed.contains("user_mutes") {
-      mutes = try UserMutesTable.read(main, users: users)
-      count("user_mutes", mutes.count)
-    }
-    if changed.contains("thread_prefs") {
-      take(try ThreadPrefRows.read(main, users: users, channels: channels))
-    }
-    if changed.contains("presence") {
-      presence = try PresenceTable.read(main, users: users)
-      count("presence", presence.count)
-    }
+    try readLastTables { changed.contains($0) }
     return build()
   }
 }

@@ -298,18 +298,24 @@ struct Load {
     take(
       try GatewayPrefRows.read(
         main, present: present, users: users, categories: categories, gateways: gatewaysSeen))
-    if present.contains("user_mutes") {
-      mutes = try UserMutesTable.read(main, users: users)
+    try readLastTables { [present] in present.contains($0) }
+    return build()
+  }
+
+  /// Reads the tables that come last in the schema and that nothing else
+  /// depends on, those `reading` names: user_mutes, thread_prefs, presence.
+  mutating func readLastTables(_ reading: (String) -> Bool) throws(SnapshotError) {
+    if reading("user_mutes") {
+      mutes = try UserMutesTable.read(connection, users: users)
       count("user_mutes", mutes.count)
     }
-    if present.contains("thread_prefs") {
-      take(try ThreadPrefRows.read(main, users: users, channels: channels))
+    if reading("thread_prefs") {
+      take(try ThreadPrefRows.read(connection, users: users, channels: channels))
     }
-    if present.contains("presence") {
-      presence = try PresenceTable.read(main, users: users)
+    if reading("presence") {
+      presence = try PresenceTable.read(connection, users: users)
       count("presence", presence.count)
     }
-    return build()
   }
 
   /// Starts `read` on another core, on a connection of its own.
