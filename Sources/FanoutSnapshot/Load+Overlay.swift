@@ -3,9 +3,18 @@ import FanoutIndex
 /// The rows a snapshot loaded from SQLite was built from, kept so that a
 /// what-if scenario's overlay of it (`ScenarioCopy`) can be loaded by
 /// reading only the tables the overlay holds
-/// (`SnapshotLoader.load(path:base:over:)`).
-public struct SnapshotRows {
-  let load: Load
+/// (`SnapshotLoader.load(path:base:over:)`), which takes them: their
+/// memory goes as soon as that load no longer needs it.
+public final class SnapshotRows {
+  private var load: Load?
+
+  init(_ load: Load) { self.load = load }
+
+  /// The rows, given up by this value.
+  func take() -> Load? {
+    defer { load = nil }
+    return load
+  }
 }
 
 extension Load {

@@ -48,13 +48,14 @@ public enum SnapshotLoader {
   /// is added to it. With a `base`, `path` is a what-if scenario's overlay
   /// (`ScenarioCopy`): the tables it lacks are read from `base`, and no
   /// cache is used; given the base's `rows` too (`loadKeepingRows`), only the
-  /// overlay's tables are read.
+  /// overlay's tables are read. The rows are taken either way.
   public static func load(
     path: String, base: String? = nil, over rows: SnapshotRows? = nil,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds, cache: IndexCache? = nil
   ) throws(SnapshotError) -> Snapshot {
-    try loadNoting(
+    if base == nil { _ = rows?.take() }  // not an overlay: of no use, and their memory goes now
+    return try loadNoting(
       path: path, base: base, over: base == nil ? nil : rows, timeZones: timeZones,
       busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: base == nil ? cache : nil
     ).snapshot
@@ -119,8 +120,8 @@ public enum SnapshotLoader {
     if let cache, let state, let snapshot = cache.snapshot(for: state, timeZones: timeZones) {
       return (snapshot, state, true, nil)
     }
-    if let rows {
-      var load = rows.load
+    // Taken, so that a whole load below does not hold them too.
+    if var load = rows?.take() {
       (load.readers, load.connection, load.path) = (readers, readers.main, path)
       if let snapshot = try load.rerun(changed: load.overlayTables()) {
         return (snapshot, nil, false, nil)
@@ -132,7 +133,7 @@ public enum SnapshotLoader {
     let unchanged =
       state != nil && SnapshotFingerprint(path: path, header: readers.main.fileHeader()) == state
     if keepRows { readers.endReads() }  // the rows outlive the read: no lock kept on the file
-    return (snapshot, unchanged ? state : nil, false, keepRows ? SnapshotRows(load: load) : nil)
+    return (snapshot, unchanged ? state : nil, false, keepRows ? SnapshotRows(load) : nil)
   }
 
   /// Compiles the snapshot at `path` to `output` (`fanout snapshot compile

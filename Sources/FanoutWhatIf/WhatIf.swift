@@ -141,7 +141,6 @@ public enum WhatIf {
     }
     lap("load A")
     let b = try loadB(options, copy: scenarioCopy, over: rowsOfA, lap: lap)
-    rowsOfA = nil
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(

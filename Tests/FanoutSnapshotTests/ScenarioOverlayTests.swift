@@ -10,13 +10,6 @@ import Testing
 @Suite("Scenario overlays")
 struct ScenarioOverlayTests {
   private let source = RandomWorld(seed: 11, users: 60, v2: true).makeSnapshot()
-  /// The rows the source's index was built from, for loading overlays by their tables alone.
-  private let rows: SnapshotRows
-
-  init() throws {
-    rows = try #require(SnapshotLoader.loadKeepingRows(path: source).rows)
-  }
-
   /// The compiled bytes of an index (equal bytes, equal indexes), or the refusal.
   private func outcome(_ load: () throws(SnapshotError) -> Snapshot) throws -> String {
     let snapshot: Snapshot
@@ -41,6 +34,8 @@ struct ScenarioOverlayTests {
     }
     #expect(overlaid == whole, "\(sql)")
     if source == self.source {
+      // Taken by the load: kept anew for each.
+      let rows = try #require(SnapshotLoader.loadKeepingRows(path: source).rows)
       let byTables = try outcome { () throws(SnapshotError) in
         try SnapshotLoader.load(path: scenario.path, base: scenario.base, over: rows)
       }
