@@ -50,9 +50,8 @@ package func copySnapshotPages(from source: String, to path: String) throws(SQLi
   let original = try Connection(path: source)
   original.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
   if copyInReadTransaction(original, to: path) { return }
-  let copy = try Connection(path: path, writable: true)
   // A scratch copy: no fsync of its 1.8 GB (at 1M users) before it is used.
-  try copy.execute("PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF")
+  let copy = try Connection(scratch: path)
   guard let backup = sqlite3_backup_init(copy.handle, "main", original.handle, "main") else {
     throw SQLiteError.from(copy.handle, code: sqlite3_errcode(copy.handle), sql: nil)
   }
@@ -81,6 +80,15 @@ private func copyInReadTransaction(_ original: Connection, to path: String) -> B
     String(decoding: mode.textBytes(0), as: UTF8.self).lowercased() != "wal"
   else { return false }
   return original.copyMainFile(to: path)
+}
+
+extension Connection {
+  /// Opens (creating) a scenario's private file, thrown away after the run:
+  /// no journal, no fsync.
+  convenience init(scratch path: String, base: String? = nil) throws(SQLiteError) {
+    try self.init(path: path, writable: true, base: base)
+    try execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+  }
 }
 
 /// A private snapshot made of another with a what-if scenario's SQL
@@ -137,13 +145,7 @@ public final class ScenarioCopy: Sendable {
     removeFiles(path, nil)
     do { try copySnapshotPages(from: source, to: path) } catch { throw .copy(error.message) }
     let copy: Connection
-    do throws(SQLiteError) {
-      copy = try Connection(path: path, writable: true)
-      // The copy is thrown away after the run: no journal, no fsync.
-      try copy.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-    } catch {
-      throw .sql(error)
-    }
+    do { copy = try Connection(scratch: path) } catch { throw .sql(error) }
     try apply(sql, to: copy)
     return false
   }
@@ -156,8 +158,7 @@ public final class ScenarioCopy: Sendable {
   {
     let tables: OverlayTables
     do throws(SQLiteError) {
-      let overlay = try Connection(path: path, writable: true, base: source)
-      try overlay.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+      let overlay = try Connection(scratch: path, base: source)
       guard try OverlayTables.canOverlay(overlay) else { return false }
       tables = OverlayTables(overlay)
     } catch {

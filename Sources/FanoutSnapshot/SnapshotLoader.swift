@@ -56,7 +56,7 @@ public enum SnapshotLoader {
   ) throws(SnapshotError) -> Snapshot {
     if base == nil { _ = rows?.take() }  // not an overlay: of no use, and their memory goes now
     return try loadNoting(
-      path: path, base: base, over: base == nil ? nil : rows, timeZones: timeZones,
+      path: path, base: base, over: rows, timeZones: timeZones,
       busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: base == nil ? cache : nil
     ).snapshot
   }
@@ -427,12 +427,10 @@ struct Load {
     var names: [String: String] = [:]  // lower-cased -> as declared
     do {
       // An overlay's tables, and its base's (`load(path:base:)`).
-      let tables = "SELECT name FROM %@sqlite_master WHERE type IN ('table', 'view')"
       let list = try connection.prepare(
-        connection.hasBase
-          ? tables.replacing("%@", with: "main.") + " UNION ALL "
-            + tables.replacing("%@", with: Connection.baseSchema + ".")
-          : tables.replacing("%@", with: ""))
+        connection.schemas.map {
+          "SELECT name FROM \($0).sqlite_master WHERE type IN ('table', 'view')"
+        }.joined(separator: " UNION ALL "))
       while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
     } catch {
       throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)

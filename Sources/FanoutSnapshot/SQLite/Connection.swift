@@ -43,6 +43,10 @@ package final class Connection {
   /// SQL would name by chance.
   package static let baseSchema = "fanout_scenario_base"
 
+  /// The schemas a read of the snapshot covers: the main file, and the
+  /// attached base if any.
+  package var schemas: [String] { hasBase ? ["main", Self.baseSchema] : ["main"] }
+
   /// A `file:` URI opening `path` read-only, whatever bytes the path holds.
   static func readOnlyURI(_ path: String) -> String {
     var uri = "file:"

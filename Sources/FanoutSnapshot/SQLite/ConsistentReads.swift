@@ -121,9 +121,6 @@ extension Connection {
       return try statement.step() ? statement.int64(0) : 0
     }
   }
-
-  /// The schemas a read covers: the main file, and the attached base if any.
-  private var schemas: [String] { hasBase ? ["main", Connection.baseSchema] : ["main"] }
 }
 
 extension SQLiteError {
