@@ -13,8 +13,9 @@ extension Fanout {
       commandName: "whatif",
       abstract: "Replay traffic against two snapshots and report what changes.",
       discussion: """
-        B is either another snapshot (--against) or A with SQL applied to a private copy \
-        (--sql / --sql-file; A itself is never modified): exactly one of the two is required. \
+        B is either another snapshot (--against) or A with SQL (--sql / --sql-file) applied \
+        to a private copy in $TMPDIR, of only the tables the SQL writes when it can (A itself \
+        is never modified): exactly one of the two is required. \
         The SQL may change only the copy's rows and tables: ATTACH, DETACH, VACUUM, PRAGMA, \
         extensions and a transaction left open are refused (exit 64). Writes report.json, \
         report.html, changes.ndjson.lz4 and rejected.ndjson to the output folder.
