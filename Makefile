@@ -105,7 +105,11 @@ lint:
 test: deps lint spark-env
 	swift build --build-tests --explicit-target-dependency-import-check error
 	@# A hung test (or a child holding its output open) fails the run in 25 minutes, not at the CI limit.
-	timeout --kill-after=30 1500 swift test --skip-build
+	@# Everything the tests write to a temporary folder goes under one, removed after the run, pass or
+	@# fail; open to all like /tmp itself, for the tests that run fanout as another user.
+	tmp=$$(mktemp -d -t fanout-test.XXXXXX) && chmod 1777 "$$tmp" && \
+	  TMPDIR=$$tmp timeout --kill-after=30 1500 swift test --skip-build; \
+	  status=$$?; rm -rf "$$tmp"; exit $$status
 
 clean:
 	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)

@@ -53,6 +53,14 @@ public struct BytePool: Sendable {
     offsets.withArray { $0.append(end) }
   }
 
+  /// Makes room for `strings` more strings of `bytes` bytes in all: a pool
+  /// whose size is known ahead is allocated, and its pages touched, once
+  /// (each doubling of a large array faults in and fills fresh pages).
+  public mutating func reserveCapacity(strings: Int, bytes: Int) {
+    self.bytes.withArray { $0.reserveCapacity($0.count + bytes) }
+    offsets.withArray { $0.reserveCapacity($0.count + strings) }
+  }
+
   /// Removes every string, keeping the storage.
   public mutating func removeAll() {
     bytes.withArray { $0.removeAll(keepingCapacity: true) }
@@ -176,6 +184,10 @@ public struct StringTable: Sendable {
   /// probes a visit to the pool (a cache miss each at millions of ids).
   private var slots = Column([UInt64](repeating: StringTable.empty, count: 16))
   private static let empty = UInt64.max
+  /// The length of every key, when they all have one (ids like `u0046394`,
+  /// or UUIDs): key `id` then starts at `id * length`, and a lookup reads no
+  /// offset — one dependent cache miss fewer.
+  private var sharedLength: Int?
 
   public init() {}
 
@@ -201,12 +213,14 @@ public struct StringTable: Sendable {
     guard consistent else { return nil }
     self.pool = pool
     self.slots = rawSlots
+    sharedLength = Self.sharedLength(of: pool)
   }
 
   /// A table over `pool`'s strings, ids in pool order; the strings must be distinct.
   public init(indexing pool: BytePool) {
     self.init(capacity: pool.count)
     self.pool = pool
+    sharedLength = Self.sharedLength(of: pool)
     // In batches: each batch's first slots are asked for before any is
     // written, so that their cache misses overlap.
     let batch = 256
@@ -254,6 +268,7 @@ public struct StringTable: Sendable {
   @discardableResult
   public mutating func append(_ key: UnsafeRawBufferPointer) -> Int32 {
     if (count + 1) * 2 > slots.count { grow() }
+    sharedLength = count == 0 || sharedLength == key.count ? key.count : nil
     let id = Int32(count)
     pool.append(key)
     place(id, hash: Self.hash(key))
@@ -284,8 +299,8 @@ public struct StringTable: Sendable {
               i = (i + 1) & mask
               continue
             }
-            let lo = offsets[Int(id)]
-            if offsets[Int(id) + 1] - lo == key.count
+            let lo = sharedLength.map { Int(id) &* $0 } ?? offsets[Int(id)]
+            if (sharedLength ?? offsets[Int(id) + 1] - lo) == key.count
               && (key.isEmpty || sameBytes(bytes.baseAddress! + lo, key.baseAddress!, key.count))
             {
               return id
@@ -327,12 +342,18 @@ public struct StringTable: Sendable {
           candidates[k] = slots[i]
         }
       }
-      pool.offsets.withUnsafeBufferPointer { offsets in
-        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-          cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
-        }
-        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-          starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
+      if let length = sharedLength {
+        for k in 0..<n { starts[k] = Int(UInt32(truncatingIfNeeded: candidates[k])) &* length }
+      } else {
+        pool.offsets.withUnsafeBufferPointer { offsets in
+          for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32
+          {
+            cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
+          }
+          for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32
+          {
+            starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
+          }
         }
       }
       pool.bytes.withUnsafeBufferPointer { bytes in
@@ -344,7 +365,7 @@ public struct StringTable: Sendable {
           let slot = candidates[k]
           if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
             let id = Int(UInt32(truncatingIfNeeded: slot))
-            if pool.offsets[id + 1] - starts[k] == key.count
+            if (sharedLength ?? pool.offsets[id + 1] - starts[k]) == key.count
               && (key.isEmpty
                 || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
             {
@@ -355,6 +376,16 @@ public struct StringTable: Sendable {
           ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // tags alike, keys not: probe on
         }
       }
+    }
+  }
+
+  /// The length all of `pool`'s strings have, if they have one.
+  private static func sharedLength(of pool: BytePool) -> Int? {
+    pool.offsets.withUnsafeBufferPointer { offsets in
+      guard offsets.count > 1 else { return nil }
+      let length = offsets[1] &- offsets[0]
+      for i in 1..<offsets.count where offsets[i] &- offsets[i &- 1] != length { return nil }
+      return length
     }
   }
 

@@ -631,9 +631,8 @@ public final class Evaluator {
   }
 
   /// `,"kind":"…","recipients":[` per `MessageKind`.
-  private static let kindAndRecipients: [[UInt8]] = MessageKind.allCases.map {
-    Array(#","kind":"\#($0.name)","recipients":["#.utf8)
-  }
+  private static let kindAndRecipients = FixedStrings(
+    MessageKind.allCases.map { #","kind":"\#($0.name)","recipients":["# })
 
   /// Rule 1: ts lies in a window of the snooze group (a slot's windows at
   /// the user, scope and channel level), if any.
@@ -695,26 +694,15 @@ public final class Evaluator {
   }
 
   /// `,"trigger":"…","preview":…` per trigger and preview, then `}`
-  /// (delivered at ts) or `,"deliver_at":` (deferred), as raw bytes
-  /// (a delivery copies one without touching a reference count), in an
-  /// allocation made once and never freed, so the view is always valid.
-  /// (`nonisolated(unsafe)`: immutable after its one initialization.)
-  private nonisolated(unsafe) static let recipientSuffixes: IndexColumns.PoolView = {
-    var pool = BytePool()
-    for trigger in Trigger.allCases {
-      for preview in [false, true] {
-        for end in ["}", #","deliver_at":"#] {
-          pool.append(Array(#","trigger":"\#(trigger.name)","preview":\#(preview)\#(end)"#.utf8))
+  /// (delivered at ts) or `,"deliver_at":` (deferred).
+  private static let recipientSuffixes = FixedStrings(
+    Trigger.allCases.flatMap { trigger in
+      [false, true].flatMap { preview in
+        ["}", #","deliver_at":"#].map { end in
+          #","trigger":"\#(trigger.name)","preview":\#(preview)\#(end)"#
         }
       }
-    }
-    let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: pool.bytes.count)
-    _ = bytes.initialize(from: pool.bytes)
-    let offsets = UnsafeMutableBufferPointer<Int>.allocate(capacity: pool.offsets.count)
-    _ = offsets.initialize(from: pool.offsets)
-    return IndexColumns.PoolView(
-      bytes: UnsafeBufferPointer(bytes), offsets: UnsafeBufferPointer(offsets))
-  }()
+    })
 
   @inline(__always)
   private func appendDelivery(
@@ -741,9 +729,10 @@ public final class Evaluator {
     result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
-  private static let decisionSuffix: (delivered: [[UInt8]], suppressed: [[UInt8]]) = (
-    Trigger.allCases.map { Array(#","deliver":true,"trigger":"\#($0.name)""#.utf8) },
-    Reason.allCases.map { Array(#","deliver":false,"reason":"\#($0.name)"}\#n"#.utf8) }
+  private static let decisionSuffix = (
+    delivered: FixedStrings(Trigger.allCases.map { #","deliver":true,"trigger":"\#($0.name)""# }),
+    suppressed: FixedStrings(
+      Reason.allCases.map { #","deliver":false,"reason":"\#($0.name)"}\#n"# })
   )
 
   /// The pair's decision line; a deferred pair's carries `deliver_at`.

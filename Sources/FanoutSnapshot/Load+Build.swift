@@ -4,6 +4,10 @@ import FanoutTime
 
 extension Load {
   /// Turns the validated rows into the index. Nothing here can fail.
+  /// A device fragment's bytes besides its user's and token's JSON: the
+  /// keys, and at most 20 digits and a sign for its id.
+  static let deviceFragmentConstantBytes = #"{"user":,"device":,"token":"#.utf8.count + 20
+
   mutating func build() -> Snapshot {
     let userCount = users.count
     // Each channel's default chat level; its size matters only to the large-channel rule.
@@ -35,6 +39,7 @@ extension Load {
     }
 
     var userJSON = BytePool()
+    userJSON.reserveCapacity(strings: userCount, bytes: users.pool.bytes.count + 2 * userCount)
     for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
 
     // Devices: grouped by user, by device_id within a user. They were read
@@ -52,6 +57,12 @@ extension Load {
     var deviceGateway: [UInt16] = []
     var deviceRestricted: [Bool] = []
     var deviceJSON = BytePool()
+    deviceJSON.reserveCapacity(
+      strings: devices.count,
+      bytes: devices.reduce(tokens.bytes.count) {
+        $0 + userJSON.offsets[Int($1.user) + 1] - userJSON.offsets[Int($1.user)]
+          + Self.deviceFragmentConstantBytes
+      })
     var fragment: [UInt8] = []
     var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
     for d in deviceOrder {
@@ -69,7 +80,7 @@ extension Load {
       JSONText.appendDecimal(device.id, to: &fragment)
       fragment += #","token":"#.utf8
       fragment += tokens[d]
-      deviceJSON.append(fragment)
+      fragment.withUnsafeBytes { deviceJSON.append($0) }
     }
     info.devicesPerGateway = (0..<gateways.count).compactMap {
       devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil

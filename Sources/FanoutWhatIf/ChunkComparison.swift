@@ -41,7 +41,7 @@ struct ChunkComparer: ChunkWork {
     indexes.map { Evaluator(index: $0, output: .outcomes) }
   }
 
-  private static let outcomeJSON: [[UInt8]] = Outcome.allCases.map { Array("\"\($0.name)\"".utf8) }
+  private static let outcomeJSON = FixedStrings(Outcome.allCases.map { "\"\($0.name)\"" })
 
   func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],

@@ -82,4 +82,44 @@ struct StringTableTests {
       #expect(found == [Int32(n)])
     }
   }
+
+  /// Lookups in a table whose keys share one length skip the offsets; they
+  /// must still find exactly the keys present, however the table was made,
+  /// and keep doing so once a key of another length joins.
+  @Test("keys of one length: found by id times length, and again once lengths differ")
+  func sharedLength() {
+    let keys = (0..<3_000).map { i in
+      let digits = String(i * 7_919 % 1_000_000)
+      return "u" + String(repeating: "0", count: 7 - digits.count) + digits
+    }
+    let absent = ["u000000", "u00000000", "", "v0000000", "u9999999"]
+    func expectLookups(_ table: StringTable, _ present: [String], _ label: String) {
+      for (id, key) in present.enumerated() {
+        #expect(table.find(key) == Int32(id), "\(label) \(key)")
+      }
+      for key in absent { #expect(table.find(key) == nil, "\(label) \(key)") }
+      var batch = BytePool()
+      for key in present + absent { batch.append(Array(key.utf8)) }
+      var ids: [Int32] = []
+      table.find(batch: batch, into: &ids)
+      #expect(ids == Array(0..<Int32(present.count)) + absent.map { _ in -1 }, "\(label)")
+    }
+
+    var inserted = StringTable()
+    for key in keys { _ = inserted.insert(key) }
+    expectLookups(inserted, keys, "inserted")
+    let indexed = StringTable(indexing: inserted.pool)
+    expectLookups(indexed, keys, "indexed")
+    let stored = StringTable(pool: inserted.pool, rawSlots: inserted.rawSlots)
+    #expect(stored != nil)
+    if let stored { expectLookups(stored, keys, "stored") }
+
+    let mixed = keys + ["x", "u00000001"]
+    for key in mixed.suffix(2) { _ = inserted.insert(key) }
+    expectLookups(inserted, mixed, "mixed")
+    expectLookups(StringTable(indexing: inserted.pool), mixed, "mixed, indexed")
+    var firstDiffers = BytePool()
+    for key in ["x"] + keys { firstDiffers.append(Array(key.utf8)) }
+    expectLookups(StringTable(indexing: firstDiffers), ["x"] + keys, "first differs, indexed")
+  }
 }
