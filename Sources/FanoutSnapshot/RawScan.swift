@@ -33,10 +33,11 @@ public enum RawScan {
         let statement = try connection.prepare("SELECT \(columns) FROM \"\(table.name)\"\(order)")
         while try statement.step() {
           for c in 0..<Int32(table.columns.count) {
-            if statement.type(c) == SQLITE_TEXT {
-              bytes &+= statement.textBytes(c).count
+            let value = statement.value(c)  // as the loader reads each value: one lookup
+            if value.type == SQLITE_TEXT {
+              bytes &+= value.textBytes.count
             } else {
-              bytes &+= Int(statement.int64(c))
+              bytes &+= Int(value.int64)
             }
             values += 1
           }

@@ -423,6 +423,27 @@ struct Load {
 
   // MARK: Schema
 
+  /// Refuses a database that stores its text as UTF-16. The loader reads
+  /// ids in SQLite's BINARY order and relies on it being the byte order of
+  /// their UTF-8 (ids are numbered in that order); in a UTF-16 database
+  /// BINARY compares UTF-16 code units, which order some ids differently.
+  /// (An overlay's file is made by Fanout, in UTF-8, and SQLite attaches
+  /// only databases of its main file's encoding.)
+  func checkEncoding() throws(SnapshotError) {
+    let encoding: String
+    do {
+      let pragma = try connection.prepare("PRAGMA encoding")
+      encoding = try pragma.step() ? pragma.text(0) : "UTF-8"
+    } catch {
+      throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
+    }
+    guard encoding == "UTF-8" else {
+      throw SnapshotError(
+        reason: "text encoding \(encoding): Fanout reads UTF-8 snapshots "
+          + "(`sqlite3 SNAPSHOT .dump | sqlite3 NEW` makes a UTF-8 copy)")
+    }
+  }
+
   mutating func checkSchema() throws(SnapshotError) {
     var names: [String: String] = [:]  // lower-cased -> as declared
     do {
@@ -435,6 +456,7 @@ struct Load {
     } catch {
       throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
     }
+    try checkEncoding()
     for table in SnapshotSchema.tables {
       guard let declared = names[table.name] else {
         if table.required { throw SnapshotError(table: table.name, reason: "missing table") }

@@ -71,14 +71,16 @@ struct TableReader {
 
   /// Whether column `c` holds the text 'default' (channel_prefs.chat_level).
   func isDefault(_ c: Int32) -> Bool {
-    statement.type(c) == SQLITE_TEXT && statement.textBytes(c).elementsEqual("default".utf8)
+    let value = statement.value(c)
+    return value.type == SQLITE_TEXT && value.textBytes.elementsEqual("default".utf8)
   }
 
   /// A NOT NULL text column's bytes, valid until the next row. Text must
   /// be UTF-8: it is copied into JSON output and ordered by its bytes.
   func textBytes(_ c: Int32) throws(SnapshotError) -> UnsafeRawBufferPointer {
-    try expect(c, SQLITE_TEXT, "TEXT")
-    let bytes = statement.textBytes(c)
+    let value = statement.value(c)
+    guard value.type == SQLITE_TEXT else { throw typeError(c, expected: "TEXT") }
+    let bytes = value.textBytes
     guard UTF8Check.isValid(bytes) else { throw invalidUTF8(c) }
     return bytes
   }
@@ -86,8 +88,9 @@ struct TableReader {
   /// Column `c`'s text, or nil when it holds anything else: for values no
   /// rule reads, which are never refused.
   func textIfAny(_ c: Int32) -> String? {
-    guard statement.type(c) == SQLITE_TEXT else { return nil }
-    let bytes = statement.textBytes(c)
+    let value = statement.value(c)
+    guard value.type == SQLITE_TEXT else { return nil }
+    let bytes = value.textBytes
     return UTF8Check.isValid(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
   }
 
@@ -100,12 +103,17 @@ struct TableReader {
   }
 
   func int(_ c: Int32) throws(SnapshotError) -> Int64 {
-    try expect(c, SQLITE_INTEGER, "INTEGER")
-    return statement.int64(c)
+    guard let v = try optionalInt(c) else { throw nullError(c) }
+    return v
   }
 
   func optionalInt(_ c: Int32) throws(SnapshotError) -> Int64? {
-    isNull(c) ? nil : try int(c)
+    let value = statement.value(c)
+    switch value.type {
+    case SQLITE_INTEGER: return value.int64
+    case SQLITE_NULL: return nil
+    default: throw typeError(c, expected: "INTEGER")
+    }
   }
 
   /// A 0/1 column.
@@ -142,11 +150,12 @@ struct TableReader {
 
   // MARK: Errors
 
-  private func expect(_ c: Int32, _ type: Int32, _ typeName: String) throws(SnapshotError) {
+  /// Column `c` holds a value of another type than `expected`.
+  @inline(never)
+  private func typeError(_ c: Int32, expected: String) -> SnapshotError {
     let actual = statement.type(c)
-    if actual == type { return }
-    if actual == SQLITE_NULL { throw nullError(c) }
-    throw fail(c, "expected \(typeName), found \(Self.typeName(actual)) \(render(c))")
+    if actual == SQLITE_NULL { return nullError(c) }
+    return fail(c, "expected \(expected), found \(Self.typeName(actual)) \(render(c))")
   }
 
   @inline(never)

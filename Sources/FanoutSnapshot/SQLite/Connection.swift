@@ -142,6 +142,22 @@ package final class Connection {
 @available(*, unavailable)
 extension Connection: Sendable {}
 
+/// One column of the current row (`Statement.value`).
+struct SQLiteValue {
+  let handle: OpaquePointer?
+
+  @inline(__always) var type: Int32 { sqlite3_value_type(handle) }
+  @inline(__always) var int64: Int64 { sqlite3_value_int64(handle) }
+
+  /// The text as bytes (converted to UTF-8 if the database holds UTF-16).
+  @inline(__always) var textBytes: UnsafeRawBufferPointer {
+    guard let p = sqlite3_value_text(handle) else {
+      return UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+    return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_value_bytes(handle)))
+  }
+}
+
 /// A prepared statement, finalized when the last reference goes.
 package final class Statement {
   let connection: Connection
@@ -186,6 +202,15 @@ package final class Statement {
   }
 
   func text(_ column: Int32) -> String { String(decoding: textBytes(column), as: UTF8.self) }
+
+  /// The column's value, valid until the next step: its type and contents
+  /// read with one lookup of the column, where each `sqlite3_column_*` call
+  /// looks it up and checks for errors again. (SQLite tells protected values
+  /// from unprotected ones by a mutex; these connections have none —
+  /// `SQLITE_OPEN_NOMUTEX` — so `sqlite3_value_*` may read them.)
+  @inline(__always) func value(_ column: Int32) -> SQLiteValue {
+    SQLiteValue(handle: sqlite3_column_value(handle, column))
+  }
 
   // MARK: Writing
 
