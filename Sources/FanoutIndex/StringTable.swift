@@ -70,7 +70,9 @@ public struct BytePool: Sendable {
     }
   }
 
-  /// Whether string `i` is `key`, byte for byte.
+  /// Whether string `i` is `key`, byte for byte. (Inlinable: the loader
+  /// asks once per member row whether it names the channel of the row before.)
+  @inlinable
   public func equals(_ i: Int, _ key: UnsafeRawBufferPointer) -> Bool {
     let start = offsets[i]
     guard offsets[i + 1] - start == key.count else { return false }

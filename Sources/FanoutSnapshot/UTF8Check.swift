@@ -4,6 +4,7 @@
 enum UTF8Check {
   /// - Complexity: O(n); ASCII is checked eight bytes at a time. No allocation.
   static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    if isASCII(bytes) { return true }
     let n = bytes.count
     var i = 0
     while i + 8 <= n {
@@ -35,5 +36,31 @@ enum UTF8Check {
       i += length
     }
     return true
+  }
+
+  /// Whether every byte is below 0x80, read in words: ids are ASCII nearly
+  /// always, and mostly a few bytes long, so the last word overlaps the one
+  /// before rather than ending in a loop over single bytes.
+  @inline(__always)
+  static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let n = bytes.count
+    if n >= 8 {
+      var seen = bytes.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+      var i = 0
+      while i + 8 <= n {
+        seen |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        i += 8
+      }
+      return seen & 0x8080_8080_8080_8080 == 0
+    }
+    if n >= 4 {
+      let seen =
+        bytes.loadUnaligned(as: UInt32.self)
+        | bytes.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+      return seen & 0x8080_8080 == 0
+    }
+    var seen: UInt8 = 0
+    for byte in bytes { seen |= byte }
+    return seen & 0x80 == 0
   }
 }
