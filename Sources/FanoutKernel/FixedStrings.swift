@@ -1,32 +1,23 @@
+import FanoutIndex
+
 /// Strings fixed for the life of the process (JSON fragments the loops
-/// copy into output), as raw bytes in one allocation that is never freed.
-///
-/// A `static let` of `[[UInt8]]` costs a retain and a release of the
-/// shared element per copy, and with two workers copying the same
-/// fragments those reference counts bounce between the cores' caches.
-/// These views touch no reference count.
+/// copy into output), as a `PoolView` over copies that are never freed, so
+/// the view is always valid. Copying one touches no reference count, where
+/// an element of a static `[[UInt8]]` is retained and released per copy.
 public struct FixedStrings: @unchecked Sendable {
-  private let bytes: UnsafeBufferPointer<UInt8>
-  private let offsets: UnsafeBufferPointer<Int>
+  private let view: IndexColumns.PoolView
 
-  public init(_ strings: [[UInt8]]) {
-    let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, strings.joined().count))
-    let offsets = UnsafeMutableBufferPointer<Int>.allocate(capacity: strings.count + 1)
-    var end = 0
-    offsets[0] = 0
-    for (i, string) in strings.enumerated() {
-      _ = UnsafeMutableBufferPointer(rebasing: bytes[end...]).initialize(from: string)
-      end += string.count
-      offsets[i + 1] = end
-    }
-    self.bytes = UnsafeBufferPointer(bytes)
-    self.offsets = UnsafeBufferPointer(offsets)
+  public init(_ strings: [String]) {
+    var pool = BytePool()
+    for string in strings { pool.append(Array(string.utf8)) }
+    let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, pool.bytes.count))
+    _ = bytes.initialize(from: pool.bytes)
+    let offsets = UnsafeMutableBufferPointer<Int>.allocate(capacity: pool.offsets.count)
+    _ = offsets.initialize(from: pool.offsets)
+    view = IndexColumns.PoolView(
+      bytes: UnsafeBufferPointer(bytes), offsets: UnsafeBufferPointer(offsets))
   }
-
-  public init<S: Sequence<String>>(_ strings: S) { self.init(strings.map { Array($0.utf8) }) }
 
   @inline(__always)
-  public subscript(i: Int) -> UnsafeBufferPointer<UInt8> {
-    UnsafeBufferPointer(rebasing: bytes[offsets[i]..<offsets[i &+ 1]])
-  }
+  public subscript(i: Int) -> UnsafeBufferPointer<UInt8> { view[i] }
 }

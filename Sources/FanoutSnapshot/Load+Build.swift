@@ -3,11 +3,11 @@ import FanoutModel
 import FanoutTime
 
 extension Load {
-  /// Turns the validated rows into the index. Nothing here can fail.
   /// A device fragment's bytes besides its user's and token's JSON: the
   /// keys, and at most 20 digits and a sign for its id.
   static let deviceFragmentConstantBytes = #"{"user":,"device":,"token":"#.utf8.count + 20
 
+  /// Turns the validated rows into the index. Nothing here can fail.
   mutating func build() -> Snapshot {
     let userCount = users.count
     // Each channel's default chat level; its size matters only to the large-channel rule.

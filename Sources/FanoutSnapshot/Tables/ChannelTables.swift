@@ -28,8 +28,9 @@ struct ChannelRows: Sendable {
       if let last = rows.names.count > 0 ? rows.names.count - 1 : nil {
         if rows.names.equals(last, id) { throw r.fail(0, "duplicate key") }
         guard rows.names.precedes(last, id) else {
-          throw r.fail(
-            0, "channel ids are not in byte order; the database must use UTF-8 text encoding")
+          // In rowid order this sends the read to id order (`readInIDOrder`),
+          // where it cannot happen: the text is UTF-8 (`checkEncoding`).
+          throw r.fail(0, "channel ids are not in byte order")
         }
       }
       rows.names.append(id)

@@ -40,8 +40,9 @@ struct UserRows: Sendable {
       if let last = rows.users.count > 0 ? rows.users.count - 1 : nil {
         if rows.users.pool.equals(last, id) { throw r.fail(0, "duplicate key") }
         guard rows.users.pool.precedes(last, id) else {
-          throw r.fail(
-            0, "user ids are not in byte order; the database must use UTF-8 text encoding")
+          // In rowid order this sends the read to id order (`readInIDOrder`),
+          // where it cannot happen: the text is UTF-8 (`checkEncoding`).
+          throw r.fail(0, "user ids are not in byte order")
         }
       }
       rows.users.append(id)  // strictly after its predecessor, so new
