@@ -122,19 +122,27 @@ extension BytePool {
   /// string (the traffic parser appends several per line), and hands them
   /// over as a pool.
   public struct Builder {
-    private var bytes: [UInt8] = []
-    private var offsets: [Int] = [0]
+    @usableFromInline var bytes: [UInt8] = []
+    @usableFromInline var offsets: [Int] = [0]
 
     public init() {}
 
     public var count: Int { offsets.count - 1 }
 
+    /// Room for `strings` more strings of `bytes` bytes in all.
+    public mutating func reserveCapacity(strings: Int, bytes: Int) {
+      self.bytes.reserveCapacity(self.bytes.count + bytes)
+      offsets.reserveCapacity(offsets.count + strings)
+    }
+
+    @inlinable
     public mutating func append(_ s: UnsafeRawBufferPointer) {
       bytes.append(contentsOf: s)
       offsets.append(bytes.count)
     }
 
     /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
+    @inlinable
     public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
       JSONText.appendQuoted(s, to: &bytes)
       offsets.append(bytes.count)

@@ -236,6 +236,9 @@ public enum Pipeline {
       let lines = (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count)
       var oversized = block.oversized.drop { $0 < lines.lowerBound }.makeIterator()
       var nextOversized = oversized.next()
+      parser.reserveCapacity(
+        lines: lines.count, bytes: block.ends[lines.upperBound - 1] - block.starts[lines.lowerBound]
+      )
       block.bytes.withUnsafeBytes { raw in
         for k in lines {
           if k == nextOversized {

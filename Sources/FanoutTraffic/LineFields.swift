@@ -10,33 +10,38 @@ enum Field: Int, CaseIterable {
   /// `allCases` builds a new array on every call; this one is built once.
   static let all = Field.allCases
 
-  /// Each field's name as bytes.
-  static let names = all.map { Array($0.name.utf8) }
-
   /// The field a key names, matched on its bytes (no `String` per key):
-  /// one candidate by length and first byte, then compared whole.
+  /// the key packed little-endian into two words, compared with each
+  /// name's (the words in hexadecimal spell the name backwards).
   init?(key: UnsafeRawBufferPointer) {
-    let candidate: Field? =
-      switch (key.count, key.first ?? 0) {
-      case (2, UInt8(ascii: "i")): .id
-      case (2, UInt8(ascii: "t")): .ts
-      case (4, _): .kind
-      case (5, _): .force
-      case (6, UInt8(ascii: "t")): .thread
-      case (6, _): key[1] == UInt8(ascii: "e") ? .sender : .silent
-      case (7, _): .channel
-      case (8, UInt8(ascii: "m")): .mentions
-      case (8, UInt8(ascii: "r")): .replyTo
-      case (8, _): .category
-      case (11, _): .mentionAll
-      default: nil
-      }
-    guard let candidate,
-      Self.names[candidate.rawValue].withUnsafeBytes({
-        $0.count == key.count && sameBytes($0.baseAddress!, key.baseAddress!, key.count)
-      })
-    else { return nil }
-    self = candidate
+    guard key.count <= 16 else { return nil }
+    var low: UInt64 = 0
+    var high: UInt64 = 0
+    var i = 0
+    if key.count >= 8 {
+      low = UInt64(littleEndian: key.loadUnaligned(as: UInt64.self))
+      i = 8
+    }
+    while i < key.count {
+      let byte = UInt64(key[i]) << (8 * UInt64(i & 7))
+      if i < 8 { low |= byte } else { high |= byte }
+      i += 1
+    }
+    switch (key.count, low, high) {
+    case (2, 0x6469, 0): self = .id
+    case (7, 0x6c_656e_6e61_6863, 0): self = .channel
+    case (6, 0x7265_646e_6573, 0): self = .sender
+    case (2, 0x7374, 0): self = .ts
+    case (4, 0x646e_696b, 0): self = .kind
+    case (8, 0x736e_6f69_746e_656d, 0): self = .mentions
+    case (11, 0x5f6e_6f69_746e_656d, 0x6c_6c61): self = .mentionAll
+    case (8, 0x6f74_5f79_6c70_6572, 0): self = .replyTo
+    case (8, 0x7972_6f67_6574_6163, 0): self = .category
+    case (5, 0x65_6372_6f66, 0): self = .force
+    case (6, 0x746e_656c_6973, 0): self = .silent
+    case (6, 0x6461_6572_6874, 0): self = .thread
+    default: return nil
+    }
   }
 
   var name: String {

@@ -2,12 +2,12 @@ import FanoutModel
 
 /// Reads a traffic line of the shape nearly every producer writes — one
 /// object of known fields, strings of printable ASCII without escapes, an
-/// integer `ts` — in one pass, finding each string's end eight bytes at a
+/// integer or RFC 3339 `ts` — in one pass, finding each string's end eight bytes at a
 /// time, and without copying: `LineFields` point into the line.
 ///
 /// It takes only what it can read exactly as the general parser reads it.
-/// Anything else — an escape or a non-ASCII byte in a string, an RFC 3339
-/// `ts`, a value of another type, a repeated or missing field, an unknown
+/// Anything else — an escape or a non-ASCII byte in a string, a `ts` that
+/// is not a date-time, a value of another type, a repeated or missing field, an unknown
 /// kind, a syntax error — makes `read` return false, and the general
 /// parser reads the line and words any rejection. (Unknown fields are
 /// skipped here with the general scanner's own syntax check.) The
@@ -73,6 +73,14 @@ struct PlainLine {
       }
       return true
     case .ts:
+      if take(Self.quote) {
+        // An RFC 3339 string: without escapes, its bytes are its text.
+        guard let text = plainString(),
+          let ts = RFC3339.parse(UnsafeRawBufferPointer(rebasing: bytes[text]))
+        else { return false }
+        fields.ts = ts
+        return true
+      }
       guard let ts = integer() else { return false }
       fields.ts = ts
       return true

@@ -5,9 +5,11 @@ import FanoutTime
 /// millisecond are truncated. Leap seconds (`:60`) are refused: Unix time
 /// cannot name them.
 public enum RFC3339 {
-  /// Unix milliseconds, or nil when `s` is not an RFC 3339 date-time.
-  public static func parse<C: Collection<UInt8>>(_ s: C) -> Int64? where C.Index == Int {
-    let b = Array(s)
+  /// Unix milliseconds, or nil when `bytes` are not an RFC 3339 date-time.
+  public static func parse(_ bytes: [UInt8]) -> Int64? { bytes.withUnsafeBytes { parse($0) } }
+
+  /// Unix milliseconds, or nil when `b` is not an RFC 3339 date-time.
+  public static func parse(_ b: UnsafeRawBufferPointer) -> Int64? {
     var i = 0
     func digits(_ n: Int) -> Int64? {
       guard i + n <= b.count else { return nil }
@@ -20,14 +22,14 @@ public enum RFC3339 {
       i += n
       return v
     }
-    func take(_ c: UInt8...) -> Bool {
-      guard i < b.count, c.contains(b[i]) else { return false }
+    func take(_ c: UInt8, or other: UInt8? = nil) -> Bool {
+      guard i < b.count, b[i] == c || b[i] == other else { return false }
       i += 1
       return true
     }
     guard let year = digits(4), take(UInt8(ascii: "-")), let month = digits(2),
       take(UInt8(ascii: "-")),
-      let day = digits(2), take(UInt8(ascii: "T"), UInt8(ascii: "t")), let hour = digits(2),
+      let day = digits(2), take(UInt8(ascii: "T"), or: UInt8(ascii: "t")), let hour = digits(2),
       take(UInt8(ascii: ":")), let minute = digits(2), take(UInt8(ascii: ":")),
       let second = digits(2)
     else { return nil }
@@ -47,7 +49,7 @@ public enum RFC3339 {
       guard i > start else { return nil }
     }
     var offsetMinutes: Int64 = 0
-    if take(UInt8(ascii: "Z"), UInt8(ascii: "z")) {
+    if take(UInt8(ascii: "Z"), or: UInt8(ascii: "z")) {
       offsetMinutes = 0
     } else if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
       let sign: Int64 = b[i] == UInt8(ascii: "-") ? -1 : 1

@@ -44,6 +44,16 @@ public struct TrafficParser {
 
   private struct Rejected: Error { let reason: String }
 
+  /// Room for `lines` more messages of `bytes` bytes of text in all, so
+  /// that the batch's columns grow once rather than doubling their way up.
+  public mutating func reserveCapacity(lines: Int, bytes: Int) {
+    batch.reserveCapacity(batch.count + lines)
+    channelNames.reserveCapacity(strings: lines, bytes: bytes / 8)
+    userNames.reserveCapacity(strings: lines, bytes: bytes / 8)
+    idJSON.reserveCapacity(strings: lines, bytes: bytes / 8)
+    threads.reserveCapacity(strings: lines, bytes: 0)
+  }
+
   /// Parses one line (without its line end) as line number `line`. Blank
   /// lines are skipped; anything else becomes a message or a rejection.
   public mutating func parse(_ bytes: UnsafeRawBufferPointer, line: Int) {

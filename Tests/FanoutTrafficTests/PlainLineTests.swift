@@ -63,6 +63,9 @@ struct PlainLineTests {
     #"{"id":"x","channel":"c","ts":5,"mentions":null,"category":null,"force":null,"thread":null}"#,
     #" { "id" : "b" , "channel" : "c" ,\#t"ts" : 7 , "mentions" : [ "u2" , "u1" ] } "#,
     #"{"extra":{"deep":[1,{"x":[]}]},"id":"a","channel":"c","ts":5,"more":"x\u00e9"}"#,
+    #"{"id":"r1","channel":"c","sender":"u1","ts":"2026-03-08T00:00:03.165Z"}"#,
+    #"{"id":"r2","channel":"c","ts":"2024-02-29t23:59:59.9999+05:45","sender":"u2"}"#,
+    #"{"ts":"1970-01-01T00:00:00-00:30","id":"r3","channel":"c"}"#,
   ]
 
   @Test("plain lines take the fast path, with the general parser's results")
@@ -134,5 +137,28 @@ struct PlainLineTests {
     #expect(plainLines < lines.count - 1_000)
     #expect(general.rejections.count > 1_000)
     expectSame(fast, general, "damaged lines")
+  }
+
+  @Test("a key names a field only when it is the field's name, byte for byte")
+  func fieldKeys() {
+    func field(_ key: [UInt8]) -> Field? { key.withUnsafeBytes { Field(key: $0) } }
+    for expected in Field.all {
+      let name = Array(expected.name.utf8)
+      #expect(field(name) == expected, "\(expected.name)")
+      // Every one-byte change, a byte more or less, a NUL more, and the other case.
+      for i in name.indices {
+        var changed = name
+        changed[i] ^= 0x01
+        #expect(field(changed) == nil, "\(changed)")
+      }
+      #expect(field(Array(name.dropLast())) == nil)
+      #expect(field(Array(name.dropFirst())) == nil)
+      #expect(field(name + [0]) == nil)
+      #expect(field([0] + name) == nil)
+      #expect(field(name + name) == nil)
+      #expect(field(Array(expected.name.uppercased().utf8)) == nil)
+    }
+    #expect(field([]) == nil)
+    #expect(field(Array("mention_all_and_more".utf8)) == nil)
   }
 }
