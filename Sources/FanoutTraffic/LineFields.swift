@@ -27,7 +27,14 @@ enum Field: Int, CaseIterable {
       if i < 8 { low |= byte } else { high |= byte }
       i += 1
     }
-    switch (key.count, low, high) {
+    self.init(count: key.count, low: low, high: high)
+  }
+
+  /// The field named by the `count` bytes packed little-endian into `low`
+  /// (the first eight, zero above) and `high` (the rest).
+  @inline(__always)
+  init?(count: Int, low: UInt64, high: UInt64) {
+    switch (count, low, high) {
     case (2, 0x6469, 0): self = .id
     case (7, 0x6c_656e_6e61_6863, 0): self = .channel
     case (6, 0x7265_646e_6573, 0): self = .sender

@@ -48,22 +48,6 @@ public struct MessageBatch: Sendable {
 
   public var count: Int { ts.count }
 
-  /// Room for `messages` messages in every column.
-  mutating func reserveCapacity(_ messages: Int) {
-    lines.reserveCapacity(messages)
-    channel.reserveCapacity(messages)
-    sender.reserveCapacity(messages)
-    ts.reserveCapacity(messages)
-    kind.reserveCapacity(messages)
-    mentionAll.reserveCapacity(messages)
-    force.reserveCapacity(messages)
-    silent.reserveCapacity(messages)
-    hasThread.reserveCapacity(messages)
-    replyTo.reserveCapacity(messages)
-    category.reserveCapacity(messages)
-    mentionOffsets.reserveCapacity(messages + 1)
-  }
-
   /// Appends message `m` of `other`.
   mutating func append(_ m: Int, of other: MessageBatch) {
     lines.append(other.lines[m])

@@ -35,7 +35,7 @@ struct PlainLine {
       skipWhitespace()
       guard take(UInt8(ascii: ":")) else { return false }
       skipWhitespace()
-      if let field = Field(key: UnsafeRawBufferPointer(rebasing: bytes[key])) {
+      if let field = field(named: key) {
         let bit: UInt16 = 1 << field.rawValue
         guard seen & bit == 0, value(of: field, into: &fields) else { return false }
         seen |= bit
@@ -49,9 +49,24 @@ struct PlainLine {
     return i == bytes.count && seen & Self.required == Self.required
   }
 
+  /// The field the key at `key` names. A key of up to eight bytes is read
+  /// as one word when the line goes on for eight bytes from it (it does,
+  /// but on the shortest lines), its bytes past the key masked off.
+  @inline(__always)
+  private func field(named key: Range<Int>) -> Field? {
+    guard key.count <= 8, key.lowerBound + 8 <= bytes.count else {
+      return Field(key: UnsafeRawBufferPointer(rebasing: bytes[key]))
+    }
+    let word = UInt64(
+      littleEndian: bytes.baseAddress!.loadUnaligned(
+        fromByteOffset: key.lowerBound, as: UInt64.self))
+    let mask: UInt64 = key.count == 8 ? ~0 : (1 << (8 * UInt64(key.count))) &- 1
+    return Field(count: key.count, low: word & mask, high: 0)
+  }
+
   /// Reads field `field`'s value; false when it is not of the plain shape.
   private mutating func value(of field: Field, into fields: inout LineFields) -> Bool {
-    if takeLiteral("null") {
+    if i < bytes.count, bytes[i] == UInt8(ascii: "n"), takeLiteral("null") {
       // Absent, as in the general parser; a null id, channel or ts is the
       // general parser's to reject.
       return !(field == .id || field == .channel || field == .ts)
@@ -135,6 +150,7 @@ struct PlainLine {
     return closeString(from: start)
   }
 
+  @inline(__always)
   private mutating func closeString(from start: Int) -> Range<Int>? {
     guard i < bytes.count, bytes[i] == Self.quote else { return nil }
     i += 1
@@ -192,12 +208,14 @@ struct PlainLine {
     return true
   }
 
+  @inline(__always)
   private mutating func skipWhitespace() {
     while i < bytes.count,
       bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
     { i += 1 }
   }
 
+  @inline(__always)
   private mutating func take(_ c: UInt8) -> Bool {
     guard i < bytes.count, bytes[i] == c else { return false }
     i += 1

@@ -11,16 +11,36 @@ import FanoutModel
 /// another) and returns the batch, unknown channels rejected in line order.
 public struct TrafficParser {
   let index: Index
-  private var batch = MessageBatch()
-  /// One channel name per parsed message; `batch.channel` is filled by `finish`.
+  /// The fixed-size fields of one kept message: one append a line, spread
+  /// into the batch's columns by `finish` (a dozen appends a line cost more
+  /// than reading the line).
+  private struct Kept {
+    var line: Int
+    var ts: Int64
+    /// Positions in `userNames`, or -1.
+    var sender: Int32
+    var replyTo: Int32
+    /// The category row, -1 (none) or -2 (unknown: see `unknownCategories`).
+    var category: Int32
+    /// Where the message's mentions end in `mentions`.
+    var mentionsEnd: Int32
+    var kind: MessageKind
+    var mentionAll: Bool
+    var force: Bool
+    var silent: Bool
+    var hasThread: Bool
+  }
+  private var kept: [Kept] = []
+  private var rejections: [Rejection] = []
+  /// One channel name per kept message; looked up by `finish`.
   private var channelNames = BytePool.Builder()
-  /// Senders, reply_tos and mentions; until `finish`, `batch.sender`,
-  /// `batch.replyTo` and `batch.mentions` hold positions in this pool (or -1).
+  /// Senders, reply_tos and mentions, looked up by `finish`.
   private var userNames = BytePool.Builder()
-  /// `batch.idJSON` and `batch.thread`, until `finish`.
+  /// Mentioned users, as positions in `userNames`.
+  private var mentions: [Int32] = []
   private var idJSON = BytePool.Builder()
   private var threads = BytePool.Builder()
-  /// Messages whose category is unknown (`batch.category` -2), with its name.
+  /// Messages whose category is unknown, with its name.
   private var unknownCategories: [Int: String] = [:]
   // Scratch space reused from line to line, so parsing allocates only to
   // grow the batch.
@@ -47,7 +67,7 @@ public struct TrafficParser {
   /// Room for `lines` more messages of `bytes` bytes of text in all, so
   /// that the batch's columns grow once rather than doubling their way up.
   public mutating func reserveCapacity(lines: Int, bytes: Int) {
-    batch.reserveCapacity(batch.count + lines)
+    kept.reserveCapacity(kept.count + lines)
     channelNames.reserveCapacity(strings: lines, bytes: bytes / 8)
     userNames.reserveCapacity(strings: lines, bytes: bytes / 8)
     idJSON.reserveCapacity(strings: lines, bytes: bytes / 8)
@@ -67,7 +87,7 @@ public struct TrafficParser {
     do {
       try readFields(bytes)
     } catch {
-      batch.rejections.append(Rejection(line: line, reason: error.reason))
+      rejections.append(Rejection(line: line, reason: error.reason))
       return
     }
     decoded.withUnsafeBytes { keep($0, line: line) }
@@ -75,14 +95,14 @@ public struct TrafficParser {
 
   /// Rejects line number `line` without reading it (a line over the length limit).
   public mutating func reject(line: Int, reason: String) {
-    batch.rejections.append(Rejection(line: line, reason: reason))
+    rejections.append(Rejection(line: line, reason: reason))
   }
 
   /// The messages parsed since the last `finish`, their names looked up;
   /// the parser starts a new batch.
   public mutating func finish() -> MessageBatch {
     var parsed = MessageBatch()
-    swap(&parsed, &batch)
+    parsed.rejections = rejections
     parsed.idJSON = idJSON.take()
     parsed.thread = threads.take()
     let channelNames = channelNames.take()
@@ -90,33 +110,44 @@ public struct TrafficParser {
     index.channels.find(batch: channelNames, into: &parsed.channel)
     index.users.find(batch: userNames.take(), into: &users)
     let unknownCategories = unknownCategories
+    let kept = kept
+    let mentions = mentions
+    rejections.removeAll()
     self.unknownCategories.removeAll()
+    self.kept.removeAll()
+    self.mentions.removeAll()
 
-    // Positions in the user pool become rows (-1: unknown), in place.
-    for m in 0..<parsed.count {
-      if parsed.sender[m] >= 0 { parsed.sender[m] = users[Int(parsed.sender[m])] }
-      if parsed.replyTo[m] >= 0 { parsed.replyTo[m] = users[Int(parsed.replyTo[m])] }
-    }
+    parsed.lines = kept.map { $0.line }
+    parsed.ts = kept.map { $0.ts }
+    parsed.kind = kept.map { $0.kind }
+    parsed.mentionAll = kept.map { $0.mentionAll }
+    parsed.force = kept.map { $0.force }
+    parsed.silent = kept.map { $0.silent }
+    parsed.hasThread = kept.map { $0.hasThread }
+    parsed.category = kept.map { $0.category }
+    // Positions in the user pool become rows (-1: unknown).
+    parsed.sender = kept.map { $0.sender >= 0 ? users[Int($0.sender)] : -1 }
+    parsed.replyTo = kept.map { $0.replyTo >= 0 ? users[Int($0.replyTo)] : -1 }
     // Mentioned rows sorted, each user once; unknown users dropped.
-    if !parsed.mentions.isEmpty {
-      var kept = 0
+    parsed.mentionOffsets.reserveCapacity(kept.count + 1)
+    if mentions.isEmpty {
+      parsed.mentionOffsets.append(contentsOf: repeatElement(0, count: kept.count))
+    } else {
       var rows: [Int32] = []
       var first = 0
-      for m in 0..<parsed.count {
-        let end = Int(parsed.mentionOffsets[m + 1])
+      for message in kept {
+        let end = Int(message.mentionsEnd)
         rows.removeAll(keepingCapacity: true)
-        for k in first..<end where users[Int(parsed.mentions[k])] >= 0 {
-          rows.append(users[Int(parsed.mentions[k])])
+        for k in first..<end where users[Int(mentions[k])] >= 0 {
+          rows.append(users[Int(mentions[k])])
         }
         rows.sort()
         for (i, row) in rows.enumerated() where i == 0 || row != rows[i - 1] {
-          parsed.mentions[kept] = row
-          kept += 1
+          parsed.mentions.append(row)
         }
         first = end
-        parsed.mentionOffsets[m + 1] = Int32(kept)
+        parsed.mentionOffsets.append(Int32(parsed.mentions.count))
       }
-      parsed.mentions.removeLast(parsed.mentions.count - kept)
     }
 
     // Messages in unknown channels or of unknown categories are rejected.
@@ -199,35 +230,32 @@ public struct TrafficParser {
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
       UnsafeRawBufferPointer(rebasing: text[range])
     }
-    let m = batch.count
     var category: Int32 = -1
     if let name = fields.category {
       category = index.categories.find(bytes(name)) ?? -2
-      if category == -2 { unknownCategories[m] = String(decoding: bytes(name), as: UTF8.self) }
+      if category == -2 {
+        unknownCategories[kept.count] = String(decoding: bytes(name), as: UTF8.self)
+      }
     }
     channelNames.append(bytes(fields.channel))
-    batch.lines.append(line)
     idJSON.appendQuoted(bytes(fields.id))
-    batch.sender.append(fields.sender.map { keepUser(bytes($0)) } ?? -1)
-    batch.ts.append(fields.ts)
-    batch.kind.append(fields.kind)
-    batch.mentionAll.append(fields.mentionAll)
-    batch.force.append(fields.force)
-    batch.silent.append(fields.silent)
     threads.append(fields.thread.map(bytes) ?? UnsafeRawBufferPointer(start: nil, count: 0))
-    batch.hasThread.append(fields.thread != nil)
-    batch.replyTo.append(fields.replyTo.map { keepUser(bytes($0)) } ?? -1)
-    batch.category.append(category)
+    let sender = fields.sender.map { keepUser(bytes($0)) } ?? -1
+    let replyTo = fields.replyTo.map { keepUser(bytes($0)) } ?? -1
     for name in fields.mentions {
-      batch.mentions.append(keepUser(bytes(name)))
+      mentions.append(keepUser(bytes(name)))
     }
-    batch.mentionOffsets.append(Int32(batch.mentions.count))
+    kept.append(
+      Kept(
+        line: line, ts: fields.ts, sender: sender, replyTo: replyTo, category: category,
+        mentionsEnd: Int32(mentions.count), kind: fields.kind, mentionAll: fields.mentionAll,
+        force: fields.force, silent: fields.silent, hasThread: fields.thread != nil))
   }
 
   /// Keeps a user name for `finish`; returns its position.
   private mutating func keepUser(_ name: UnsafeRawBufferPointer) -> Int32 {
-    defer { userNames.append(name) }
-    return Int32(userNames.count)
+    userNames.append(name)
+    return Int32(userNames.count - 1)
   }
 
   /// Typed access to the captured field values.
