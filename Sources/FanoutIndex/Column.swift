@@ -70,6 +70,12 @@ extension Column: RandomAccessCollection {
     return buffer[i]
   }
 
+  /// Lets copies of a column, and of its slices (a pool's strings), go
+  /// through memory moves rather than element by element.
+  @inlinable public func withContiguousStorageIfAvailable<R>(
+    _ body: (UnsafeBufferPointer<Element>) throws -> R
+  ) rethrows -> R? { try body(buffer) }
+
   @inlinable public func withUnsafeBufferPointer<R>(
     _ body: (UnsafeBufferPointer<Element>) throws -> R
   )
