@@ -34,8 +34,16 @@ public struct DNDPattern: Hashable, Sendable {
     }
   }
 
+  /// Sets the minutes `[from, to)`, a word's run of them at a time.
   private mutating func insert(_ from: Int, _ to: Int) {
-    for minute in from..<to { words[minute >> 6] |= 1 << UInt64(minute & 63) }
+    var minute = from
+    while minute < to {
+      let bit = minute & 63
+      let count = min(64 - bit, to - minute)
+      let run: UInt64 = count == 64 ? ~0 : ((1 << UInt64(count)) - 1) << UInt64(bit)
+      words[minute >> 6] |= run
+      minute += count
+    }
   }
 
   public func contains(minuteOfWeek m: Int) -> Bool { words[m >> 6] & (1 << UInt64(m & 63)) != 0 }

@@ -1,0 +1,62 @@
+import FanoutIndex
+import Testing
+
+/// SplitMix64: the same windows on every run.
+private struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+@Suite("DND patterns")
+struct DNDPatternTests {
+  @Test("windows set exactly their minutes of the week, daily ones on every day")
+  func windows() {
+    var random = SplitMix(state: 11)
+    for _ in 0..<400 {
+      var pattern = DNDPattern()
+      var minutes = Set<Int>()
+      for _ in 0..<Int.random(in: 1...4, using: &random) {
+        // Ends of 1439 run to midnight; starts and ends on word edges are common.
+        let edges = [0, 63, 64, 65, 127, 128, 1_380, 1_438, 1_439]
+        let start =
+          Bool.random(using: &random)
+          ? edges.randomElement(using: &random)! : Int.random(in: 0..<1_440, using: &random)
+        var end =
+          Bool.random(using: &random)
+          ? edges.randomElement(using: &random)! : Int.random(in: 0..<1_440, using: &random)
+        let end1440 = end == 1_439 ? 1_440 : end
+        if Bool.random(using: &random) {
+          if end <= start { end = min(1_439, start + 1) }
+          let weekday = Int.random(in: 1...7, using: &random)
+          pattern.addWeekly(weekday: weekday, start: start, end: end)
+          let base = (weekday - 1) * 1_440
+          minutes.formUnion((base + start)..<(base + (end == 1_439 ? 1_440 : end)))
+        } else {
+          pattern.addDaily(start: start, end: end)
+          for day in 0..<7 {
+            let base = day * 1_440
+            if start == end {
+              minutes.formUnion(base..<(base + 1_440))
+            } else if start < end {
+              minutes.formUnion((base + start)..<(base + end1440))
+            } else {
+              minutes.formUnion((base + start)..<(base + 1_440))
+              minutes.formUnion(base..<(base + end1440))
+            }
+          }
+        }
+      }
+      for m in 0..<(7 * 1_440) where pattern.contains(minuteOfWeek: m) != minutes.contains(m) {
+        Issue.record(
+          "minute \(m): \(pattern.contains(minuteOfWeek: m)), expected \(minutes.contains(m))")
+        return
+      }
+    }
+  }
+}
