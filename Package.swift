@@ -86,7 +86,7 @@ let package = Package(
       name: "FanoutTestSupport", dependencies: ["CSQLite", "CLZ4", "FanoutPipeline"],
       path: "Tests/FanoutTestSupport"),
     .testTarget(name: "FanoutTimeTests", dependencies: ["FanoutTime"]),
-    .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex"]),
+    .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutSnapshotTests",
       dependencies: ["FanoutIndex", "FanoutSnapshot", "FanoutTestSupport"]),

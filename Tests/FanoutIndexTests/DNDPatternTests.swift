@@ -1,23 +1,12 @@
 import FanoutIndex
+import FanoutTestSupport
 import Testing
-
-/// SplitMix64: the same windows on every run.
-private struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
 
 @Suite("DND patterns")
 struct DNDPatternTests {
   @Test("windows set exactly their minutes of the week, daily ones on every day")
   func windows() {
-    var random = SplitMix(state: 11)
+    var random = SeededRandom(seed: 11)
     for _ in 0..<400 {
       var pattern = DNDPattern()
       var minutes = Set<Int>()
