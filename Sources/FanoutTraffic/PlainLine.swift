@@ -2,14 +2,14 @@ import FanoutModel
 
 /// Reads a traffic line of the shape nearly every producer writes — one
 /// object of known fields, strings of printable ASCII without escapes, an
-/// integer or RFC 3339 `ts` — in one pass, finding each string's end eight bytes at a
-/// time, and without copying: `LineFields` point into the line.
+/// integer or RFC 3339 `ts` — in one pass, finding each string's end eight
+/// bytes at a time, and without copying: `LineFields` point into the line.
 ///
 /// It takes only what it can read exactly as the general parser reads it.
 /// Anything else — an escape or a non-ASCII byte in a string, a `ts` that
-/// is not a date-time, a value of another type, a repeated or missing field, an unknown
-/// kind, a syntax error — makes `read` return false, and the general
-/// parser reads the line and words any rejection. (Unknown fields are
+/// is not a date-time, a value of another type, a repeated or missing
+/// field, an unknown kind, a syntax error — makes `read` return false, and
+/// the general parser reads the line and words any rejection. (Unknown fields are
 /// skipped here with the general scanner's own syntax check.) The
 /// differential tests hold the two to the same results.
 struct PlainLine {
@@ -50,8 +50,8 @@ struct PlainLine {
   }
 
   /// The field the key at `key` names. A key of up to eight bytes is read
-  /// as one word when the line goes on for eight bytes from it (it does,
-  /// but on the shortest lines), its bytes past the key masked off.
+  /// as one word, its bytes past the key masked off, when the line holds
+  /// eight bytes from the key's start (all but the shortest lines do).
   @inline(__always)
   private func field(named key: Range<Int>) -> Field? {
     guard key.count <= 8, key.lowerBound + 8 <= bytes.count else {
