@@ -86,9 +86,10 @@ public enum SnapshotLoader {
     let read = try readOnce(
       path: path, base: base, over: rows, timeZones: timeZones,
       busyTimeoutMilliseconds: busyTimeoutMilliseconds, cache: cache, keepRows: keepRows)
-    // Written once the read transaction is over, so that no writer waits for it.
+    // Written once the read transaction is over, so that no writer waits
+    // for it, and aside, so that the run does not.
     if let cache, let state = read.state, !read.fromCache {
-      cache.store(read.snapshot, fingerprint: state)
+      cache.storeAside(read.snapshot, fingerprint: state)
     }
     return (read.snapshot, read.state, read.rows)
   }
@@ -170,7 +171,9 @@ public enum SnapshotLoader {
           reason: "it is being written (a -wal or -journal file beside it, or a change in the "
             + "last \(SnapshotFingerprint.settleSeconds) s); not cached"))
     }
-    // The load read it from the cache or has just stored it there.
+    // The load read it from the cache or has just stored it there (aside:
+    // waited for).
+    IndexCache.waitForWritesAside()
     let file = cache.directory + "/" + fingerprint.fileName
     guard access(file, R_OK) == 0 else {
       throw .cannotWrite("the index cache folder '\(cache.directory)' (or too little space there)")

@@ -189,6 +189,25 @@ struct IndexCacheTests {
     #expect(listDirectory(cache).isEmpty)
   }
 
+  @Test("a short command leaves its cache file: the write aside is waited for at exit")
+  func writtenBeforeExit() throws {
+    // Large enough (a 40 MB index) that its file is still being written
+    // when `snapshot check` has printed.
+    let generated = makeTemporaryDirectory("fanout-gen")
+    let gen = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "50000", "--messages", "10", "--seed", "3", "--out", generated])
+    try #require(gen.status == 0, "\(gen.stderr)")
+    waitUntilSettled()
+    let cache = makeTemporaryDirectory("fanout-cache")
+    let check = runProcess(
+      fanoutExecutable,
+      ["snapshot", "check", generated + "/snapshot.sqlite", "--index-cache", cache])
+    #expect(check.status == 0, "\(check.stderr)")
+    #expect(cachedFiles(cache).count == 1)
+    #expect(listDirectory(cache).allSatisfy { !$0.hasSuffix(".partial") })
+  }
+
   @Test("snapshot compile fills the cache that later commands read")
   func compileIntoCache() throws {
     let snapshot = v2Snapshot()

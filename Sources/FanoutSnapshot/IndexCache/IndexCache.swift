@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutIndex
 import FanoutModel
 import FanoutTime
@@ -64,6 +65,31 @@ public struct IndexCache: Sendable {
       return nil
     }
   }
+
+  /// Cache files being written aside (`storeAside`). The process waits
+  /// for them as it exits (`atexit`), so that even a short command leaves
+  /// its file; one killed meanwhile leaves a `.partial` file, which `trim`
+  /// removes an hour later.
+  private static let writesAside = DispatchGroup()
+  private static let waitForWritesAtExit: Void = {
+    atexit { IndexCache.writesAside.wait() }
+  }()
+  private static let writer = DispatchQueue(label: "fanout.index-cache")
+
+  /// `store`, on a thread of its own, so that the run goes on meanwhile
+  /// (writing 740 MB for a 1M-user snapshot takes seconds, mostly waiting
+  /// for the disk: the page cache throttles a writer of that much).
+  func storeAside(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
+    _ = Self.waitForWritesAtExit
+    Self.writesAside.enter()
+    Self.writer.async {
+      store(snapshot, fingerprint: fingerprint)
+      Self.writesAside.leave()
+    }
+  }
+
+  /// Waits for the cache files being written aside.
+  package static func waitForWritesAside() { writesAside.wait() }
 
   /// Caches `snapshot`, loaded from state `fingerprint`, then trims the folder.
   func store(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
