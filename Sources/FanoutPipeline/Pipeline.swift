@@ -104,7 +104,7 @@ struct DeliveryWork: ChunkWork {
   var indexes: [Index] { [index] }
 
   func makeWorker() -> Worker {
-    var evaluator = Evaluator(index: index, output: output)
+    let evaluator = Evaluator(index: index, output: output)
     evaluator.writesLineNumbers = writesLineNumbers
     return Worker(evaluator: evaluator, result: ChunkResult(gateways: index.gateways.count))
   }

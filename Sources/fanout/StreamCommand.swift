@@ -250,7 +250,7 @@ extension Fanout.StreamCommand {
   static var defaultConsumer: String {
     var name = [CChar](repeating: 0, count: 256)
     gethostname(&name, name.count - 1)
-    return String(cString: name)
+    return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 }
 
