@@ -91,8 +91,9 @@ public struct IndexCache: Sendable {
   /// Waits for the cache files being written aside.
   package static func waitForWritesAside() { writesAside.wait() }
 
-  /// Caches `snapshot`, loaded from state `fingerprint`, then trims the folder.
-  func store(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
+  /// Caches `snapshot`, loaded from state `fingerprint`, then trims the
+  /// folder (only ever aside: `storeAside`).
+  private func store(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
     guard makeDirectory(), freeBytes() > 1 << 30 else { return }
     do throws(SystemCallError) {
       try CompiledSnapshot.write(
