@@ -107,9 +107,13 @@ test: deps lint spark-env
 	@# A hung test (or a child holding its output open) fails the run in 25 minutes, not at the CI limit.
 	@# Everything the tests write to a temporary folder goes under one, removed after the run, pass or
 	@# fail; open to all like /tmp itself, for the tests that run fanout as another user.
-	tmp=$$(mktemp -d -t fanout-test.XXXXXX) && chmod 1777 "$$tmp" && \
-	  TMPDIR=$$tmp timeout --kill-after=30 1500 swift test --skip-build; \
-	  status=$$?; rm -rf "$$tmp"; exit $$status
+	@# A failed run ends with .ci/test-failures' summary of its log (what failed, what a crash stopped).
+	@# (The run writes to a file that `tail` shows: a child left holding a pipe would hang the make.)
+	tmp=$$(mktemp -d -t fanout-test.XXXXXX) && chmod 1777 "$$tmp" && log=$$(mktemp -t fanout-test-log.XXXXXX) && \
+	  { TMPDIR=$$tmp timeout --kill-after=30 1500 swift test --skip-build > "$$log" 2>&1 & } && \
+	  pid=$$! && tail -n +1 -f --pid=$$pid "$$log"; \
+	  wait $$pid; status=$$?; [ $$status -eq 0 ] || .ci/test-failures "$$log"; \
+	  rm -rf "$$tmp" "$$log"; exit $$status
 
 clean:
 	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)

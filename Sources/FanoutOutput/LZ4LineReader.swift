@@ -31,7 +31,7 @@ public final class LZ4LineReader {
     }
     guard clz4_is_error(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0
     else {
-      close(fd)
+      // (`deinit` closes `fd`: it runs when an initializer throws this late.)
       throw OutputError(path: path, reason: "cannot create an LZ4 decompression context")
     }
   }

@@ -184,20 +184,24 @@ public final class LineReader {
 
   public init(path: String) throws(TrafficInputError) {
     self.path = path
-    if path == "-" {
+    guard path != "-" else {
       fd = STDIN_FILENO
-    } else {
-      fd = open(path, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else {
-        throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
-      }
-      var st = stat()
-      if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
-        close(fd)
-        throw TrafficInputError(path: path, reason: "is a directory")
-      }
-      if (st.st_mode & S_IFMT) == S_IFREG { size = Int(st.st_size) }
+      return
     }
+    // Checked before `self.fd` is set: a throw after that would run
+    // `deinit`, which would close the descriptor a second time (by then
+    // perhaps another thread's file).
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      throw TrafficInputError(path: path, reason: String(cString: strerror(errno)))
+    }
+    var st = stat()
+    if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
+      close(fd)
+      throw TrafficInputError(path: path, reason: "is a directory")
+    }
+    if (st.st_mode & S_IFMT) == S_IFREG { size = Int(st.st_size) }
+    self.fd = fd
   }
 
   deinit { if fd != STDIN_FILENO { close(fd) } }

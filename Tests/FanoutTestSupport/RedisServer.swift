@@ -32,14 +32,18 @@ public final class RedisServer: @unchecked Sendable {
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
-    try! process.run()
+    do { try process.run() } catch {
+      Issue.record("cannot start redis-server: \(error)")
+      return
+    }
     self.process = process
-    let deadline = Date().addingTimeInterval(10)
+    let deadline = Date().addingTimeInterval(30)
     while Date() < deadline {
       if cli(["PING"]).text == "PONG\n" { return }
       usleep(20_000)
     }
-    fatalError("redis-server did not start: \(readText(directory + "/redis.log"))")
+    // A failed test, not a crashed run (which would take every other test with it).
+    Issue.record("redis-server did not start in 30 s: \(readText(directory + "/redis.log"))")
   }
 
   /// Kills the server with `signal` (SIGKILL: a crash) and waits for it.
@@ -67,7 +71,7 @@ public final class RedisServer: @unchecked Sendable {
       bulk(Array(line.utf8))
     }
     let r = cli(["--pipe"], input: resp)
-    precondition(r.status == 0, r.stderr)
+    if r.status != 0 { Issue.record("redis-cli --pipe: \(r.stderr)") }
   }
 
   /// A stream's entries as field → value maps with their `id`, in order

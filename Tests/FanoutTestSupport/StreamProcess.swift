@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 
 /// A running `fanout stream`, driven as a pipeline would drive it: lines
 /// written to its standard input, signals sent, its standard output and
@@ -11,6 +12,8 @@ public final class StreamProcess: @unchecked Sendable {
   private let process = Process()
   private let input = Pipe()
   private let inputState = Mutex(true)  // whether the input is open
+  /// False when the stage could not be started (the test has failed then).
+  private var launched = false
 
   /// Starts `fanout stream` with `arguments` (and `environment` added to
   /// this process's); with `openFileLimit`, under that `ulimit -n` (through
@@ -36,7 +39,12 @@ public final class StreamProcess: @unchecked Sendable {
     process.standardInput = input
     process.standardOutput = FileHandle(forWritingAtPath: directory + "/stdout")
     process.standardError = FileHandle(forWritingAtPath: directory + "/stderr")
-    try! process.run()
+    do {
+      try process.run()
+      launched = true
+    } catch {
+      Issue.record("cannot start fanout stream: \(error)")
+    }
   }
 
   public var pid: Int32 { process.processIdentifier }
@@ -78,9 +86,14 @@ public final class StreamProcess: @unchecked Sendable {
     }
   }
 
-  public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+  public func send(_ signal: Int32) {
+    // (Not started, its pid is 0, which `kill` takes for this process's group.)
+    if launched { kill(process.processIdentifier, signal) }
+  }
 
-  public var stdout: [UInt8] { Array(FileManager.default.contents(atPath: directory + "/stdout")!) }
+  public var stdout: [UInt8] {
+    Array(FileManager.default.contents(atPath: directory + "/stdout") ?? Data())
+  }
   public var stderr: String { readText(directory + "/stderr") }
 
   /// Waits until `condition` holds, polling; false after `seconds`.
@@ -97,6 +110,7 @@ public final class StreamProcess: @unchecked Sendable {
   /// Waits for the process to exit; its status.
   public func waitForExit() -> Int32 {
     closeInput()
+    guard launched else { return -1 }
     process.waitUntilExit()
     return process.terminationStatus
   }
@@ -110,7 +124,7 @@ public final class StreamProcess: @unchecked Sendable {
   }
 
   deinit {
-    if process.isRunning {
+    if launched && process.isRunning {
       process.terminate()
       process.waitUntilExit()
     }

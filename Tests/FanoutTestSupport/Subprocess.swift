@@ -26,12 +26,15 @@ public func runProcess(
   process.standardInput = FileHandle(forReadingAtPath: paths.stdin)
   process.standardOutput = FileHandle(forWritingAtPath: paths.stdout)
   process.standardError = FileHandle(forWritingAtPath: paths.stderr)
-  try! process.run()
-  process.waitUntilExit()
   defer { try? FileManager.default.removeItem(atPath: dir) }
+  do { try process.run() } catch {
+    // What a shell says of a program it cannot start; the caller's checks fail on it.
+    return ProcessResult(status: 127, stdout: [], stderr: "cannot run \(executable): \(error)")
+  }
+  process.waitUntilExit()
   return ProcessResult(
     status: process.terminationStatus,
-    stdout: Array(FileManager.default.contents(atPath: paths.stdout)!),
+    stdout: Array(FileManager.default.contents(atPath: paths.stdout) ?? Data()),
     stderr: readText(paths.stderr))
 }
 

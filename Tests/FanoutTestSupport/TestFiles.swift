@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Where the package is, found from this file, so tests read `datasets/`
 /// in place (as swift-syntax's tests find their package directory).
@@ -12,7 +13,11 @@ public func datasetURL(_ relative: String) -> URL {
 /// A fresh folder under the system's temporary folder.
 public func makeTemporaryDirectory(_ label: String = "fanout-test") -> String {
   let path = NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString)"
-  try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  do {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  } catch {
+    Issue.record("cannot make a temporary folder: \(error)")
+  }
   return path
 }
 
