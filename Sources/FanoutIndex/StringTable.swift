@@ -148,6 +148,18 @@ extension BytePool {
       offsets.append(bytes.count)
     }
 
+    /// Removes every string, keeping the storage.
+    public mutating func removeAll() {
+      bytes.removeAll(keepingCapacity: true)
+      offsets.removeAll(keepingCapacity: true)
+      offsets.append(0)
+    }
+
+    /// String `i`, for messages.
+    public func string(_ i: Int) -> String {
+      String(decoding: bytes[offsets[i]..<offsets[i + 1]], as: UTF8.self)
+    }
+
     /// The strings appended since the last `take`, as a pool; the builder
     /// starts over.
     public mutating func take() -> BytePool {
@@ -327,64 +339,77 @@ public struct StringTable: Sendable {
   /// for the stored keys' bytes) for the whole batch, so their cache misses
   /// overlap instead of following one another.
   public func find(batch: BytePool, into ids: inout [Int32]) {
-    let n = batch.count
+    batch.bytes.withUnsafeBytes { keys in
+      batch.offsets.withUnsafeBufferPointer { find(batch: keys, offsets: $0, into: &ids) }
+    }
+  }
+
+  /// `find(batch:into:)` for strings still being gathered (`KeyBatch`).
+  public func find(batch: BytePool.Builder, into ids: inout [Int32]) {
+    batch.bytes.withUnsafeBytes { keys in
+      batch.offsets.withUnsafeBufferPointer { find(batch: keys, offsets: $0, into: &ids) }
+    }
+  }
+
+  /// Key `k` spans `keys[offsets[k]..<offsets[k + 1]]`.
+  private func find(
+    batch keys: UnsafeRawBufferPointer, offsets: UnsafeBufferPointer<Int>, into ids: inout [Int32]
+  ) {
+    let n = offsets.count - 1
     ids.removeAll(keepingCapacity: true)
     guard n > 0 else { return }
+    ids.reserveCapacity(n)
     let mask = slots.count - 1
     var hashes = [UInt64](repeating: 0, count: n)
     var candidates = [UInt64](repeating: 0, count: n)
     var starts = [Int](repeating: 0, count: n)
-    batch.bytes.withUnsafeBytes { keys in
+    func key(_ k: Int) -> UnsafeRawBufferPointer {
+      UnsafeRawBufferPointer(rebasing: keys[offsets[k]..<offsets[k + 1]])
+    }
+    for k in 0..<n { hashes[k] = Self.hash(key(k)) }
+    slots.withUnsafeBufferPointer { slots in
       for k in 0..<n {
-        hashes[k] = Self.hash(
-          UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]]))
+        cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hashes[k]) & mask)
       }
-      slots.withUnsafeBufferPointer { slots in
-        for k in 0..<n {
-          cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hashes[k]) & mask)
-        }
-        // The first slot with the key's tag, or an empty one: probing on
-        // mostly stays in the cache line already loaded.
-        for k in 0..<n {
-          let tag = hashes[k] >> 32
-          var i = Int(truncatingIfNeeded: hashes[k]) & mask
-          while slots[i] != Self.empty && slots[i] >> 32 != tag { i = (i + 1) & mask }
-          candidates[k] = slots[i]
-        }
+      // The first slot with the key's tag, or an empty one: probing on
+      // mostly stays in the cache line already loaded.
+      for k in 0..<n {
+        let tag = hashes[k] >> 32
+        var i = Int(truncatingIfNeeded: hashes[k]) & mask
+        while slots[i] != Self.empty && slots[i] >> 32 != tag { i = (i + 1) & mask }
+        candidates[k] = slots[i]
       }
-      if let length = sharedLength {
-        for k in 0..<n { starts[k] = Int(UInt32(truncatingIfNeeded: candidates[k])) &* length }
-      } else {
-        pool.offsets.withUnsafeBufferPointer { offsets in
-          for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32
-          {
-            cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
-          }
-          for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32
-          {
-            starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
-          }
-        }
-      }
-      pool.bytes.withUnsafeBufferPointer { bytes in
+    }
+    if let length = sharedLength {
+      for k in 0..<n { starts[k] = Int(UInt32(truncatingIfNeeded: candidates[k])) &* length }
+    } else {
+      pool.offsets.withUnsafeBufferPointer { offsets in
         for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-          cprefetch_read(bytes.baseAddress! + starts[k])
+          cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
         }
-        for k in 0..<n {
-          let key = UnsafeRawBufferPointer(rebasing: keys[batch.offsets[k]..<batch.offsets[k + 1]])
-          let slot = candidates[k]
-          if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
-            let id = Int(UInt32(truncatingIfNeeded: slot))
-            if (sharedLength ?? pool.offsets[id + 1] - starts[k]) == key.count
-              && (key.isEmpty
-                || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
-            {
-              ids.append(Int32(id))
-              continue
-            }
+        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
+          starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
+        }
+      }
+    }
+    pool.bytes.withUnsafeBufferPointer { bytes in
+      for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
+        cprefetch_read(bytes.baseAddress! + starts[k])
+      }
+      for k in 0..<n {
+        let key = key(k)
+        let slot = candidates[k]
+        if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
+          let id = Int(UInt32(truncatingIfNeeded: slot))
+          if (sharedLength ?? pool.offsets[id + 1] - starts[k]) == key.count
+            && (key.isEmpty
+              || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
+          {
+            ids.append(Int32(id))
+            continue
           }
-          ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // tags alike, keys not: probe on
         }
+        ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // tags alike, keys not: probe on
       }
     }
   }

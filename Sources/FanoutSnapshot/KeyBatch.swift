@@ -9,7 +9,8 @@ import FanoutIndex
 struct KeyBatch {
   static let capacity = 512
 
-  private(set) var keys = BytePool()
+  /// A builder's plain arrays: appending a key is two array appends.
+  private(set) var keys = BytePool.Builder()
   /// After `resolve(in:)`: each key's id, or -1 if absent.
   private(set) var ids: [Int32] = []
 
