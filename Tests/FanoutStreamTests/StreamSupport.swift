@@ -75,21 +75,29 @@ struct SegmentFolder {
       }
       let name = file.replacingOccurrences(of: ".lz4", with: "")
         .replacingOccurrences(of: ".ndjson", with: "")
-      let dash = name.lastIndex(of: "-")!
+      guard let dash = name.lastIndex(of: "-"), let segment = Int(name[name.index(after: dash)...]),
+        let contents = FileManager.default.contents(atPath: dir + "/" + file)
+      else {
+        Issue.record("\(file): not a segment's file, or gone")
+        continue
+      }
       let stream = String(name[..<dash])
-      segments.insert(Int(name[name.index(after: dash)...])!)
-      let data = Array(FileManager.default.contents(atPath: dir + "/" + file)!)
+      segments.insert(segment)
+      let data = Array(contents)
       // listDirectory is sorted, so segments come in order.
       switch stream {
       case "batches":
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-          records.append(try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any])
+          if let record = decodeRecord(line) { records.append(record) }
         }
       case "rejected":
         deliveries.rejected += String(decoding: data, as: UTF8.self)
       default:
-        deliveries.gateways[stream, default: ""] += String(
-          decoding: decodeLZ4Frames(data)!, as: UTF8.self)
+        guard let text = decodeLZ4Frames(data) else {
+          Issue.record("\(file): not whole LZ4 frames")
+          continue
+        }
+        deliveries.gateways[stream, default: ""] += String(decoding: text, as: UTF8.self)
       }
     }
   }
@@ -100,24 +108,31 @@ struct SegmentFolder {
 func splitStandardOutput(_ bytes: [UInt8]) -> (deliveries: Deliveries, records: [[String: Any]]) {
   var deliveries = Deliveries()
   var records: [[String: Any]] = []
-  for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+  let lines = completeLines(bytes)
+  if lines.count != bytes.count(where: { $0 == 0x0A }) || bytes.last.map({ $0 != 0x0A }) == true {
+    Issue.record("standard output holds an empty or unfinished line")
+  }
+  for line in lines {
     if line.hasPrefix(#"{"gateway":""#) {
       let afterName = line.dropFirst(#"{"gateway":""#.count)
-      let quote = afterName.firstIndex(of: "\"")!
+      guard let quote = afterName.firstIndex(of: "\"") else {
+        Issue.record("a delivery line without its gateway: \(line.prefix(300))")
+        continue
+      }
       let gateway = String(afterName[..<quote])
       deliveries.gateways[gateway, default: ""] +=
         "{" + afterName[afterName.index(quote, offsetBy: 2)...] + "\n"
     } else if line.hasPrefix(#"{"rejected":"#) {
       deliveries.rejected += line.dropFirst(#"{"rejected":"#.count).dropLast() + "\n"
     } else {
-      records.append(try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any])
+      if let record = decodeRecord(line) { records.append(record) }
     }
   }
   return (deliveries, records)
 }
 
 func sum(_ records: [[String: Any]], _ key: String) -> Int {
-  records.reduce(0) { $0 + ($1[key] as! Int) }
+  records.reduce(0) { $0 + (($1[key] as? Int) ?? 0) }
 }
 
 /// Copies `path` to `target` and renames it over it, as a producer replaces a snapshot.

@@ -85,9 +85,12 @@ public final class RedisServer: @unchecked Sendable {
       Issue.record("XRANGE \(stream): \(reply.text) \(reply.stderr)")
       return []
     }
-    return decoded.map { pair in
-      var entry = ["id": pair[0] as! String]
-      let fields = pair[1] as! [String]
+    return decoded.compactMap { pair in
+      guard pair.count == 2, let id = pair[0] as? String, let fields = pair[1] as? [String] else {
+        Issue.record("XRANGE \(stream): an entry of another shape: \(pair)")
+        return nil
+      }
+      var entry = ["id": id]
       for f in stride(from: 0, to: fields.count - 1, by: 2) { entry[fields[f]] = fields[f + 1] }
       return entry
     }

@@ -116,10 +116,12 @@ public final class StreamProcess: @unchecked Sendable {
   }
 
   /// The `{"batch":…}` lines of standard output (with `--out -`), decoded.
+  /// Read while the stage runs, the output may end inside a batch's write:
+  /// only whole lines count.
   public var batchRecords: [[String: Any]] {
-    String(decoding: stdout, as: UTF8.self).split(separator: "\n").compactMap { line in
+    completeLines(stdout).compactMap { line in
       guard line.hasPrefix(#"{"batch":"#) else { return nil }
-      return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      return decodeRecord(line)
     }
   }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The result of running a program to completion.
 public struct ProcessResult {
@@ -53,4 +54,22 @@ public let fanoutExecutable: String = {
 public func lz4CommandLineDecode(_ path: String) -> String? {
   let result = runProcess("/usr/bin/lz4", ["-dc", path])
   return result.status == 0 ? result.text : nil
+}
+
+/// The newline-terminated lines of `bytes`: a file another process is
+/// still writing may end inside a line (a reader can see part of a write).
+public func completeLines(_ bytes: [UInt8]) -> [Substring] {
+  guard let lastNewline = bytes.lastIndex(of: 0x0A) else { return [] }
+  return String(decoding: bytes[...lastNewline], as: UTF8.self).split(separator: "\n")
+}
+
+/// A JSON object line, decoded; a line that is not one fails the test
+/// (rather than trapping, which would end every test of the run).
+public func decodeRecord(_ line: Substring) -> [String: Any]? {
+  guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+  else {
+    Issue.record("not a JSON object: \(line.prefix(300))")
+    return nil
+  }
+  return object
 }
