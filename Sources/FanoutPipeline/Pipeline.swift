@@ -52,6 +52,11 @@ public struct Timings: Sendable {
   /// Waiting for the output thread (which writes while the next messages are
   /// evaluated), then syncing and renaming the output files.
   public var write = 0.0
+  /// CPU seconds the process used over the run, every thread's, in user
+  /// mode and in the kernel: against the run's seconds, how many cores
+  /// were busy on average.
+  public var cpuUser = 0.0
+  public var cpuSystem = 0.0
 }
 
 extension Duration {
@@ -137,6 +142,7 @@ public enum Pipeline {
   public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {
     let clock = ContinuousClock()
     let started = clock.now
+    let cpuAtStart = ProcessCPU.now()
     var timings = Timings()
     func lap(_ since: ContinuousClock.Instant) -> Double { (clock.now - since).seconds }
 
@@ -215,6 +221,9 @@ public enum Pipeline {
     output.submit { writer throws(OutputError) in try writer.write(rest) }
     do { try output.finish().close() } catch { throw .output(error) }
     timings.write += lap(phase)
+    let cpu = ProcessCPU.now()
+    timings.cpuUser = cpu.user - cpuAtStart.user
+    timings.cpuSystem = cpu.system - cpuAtStart.system
     let report = RunReport(
       counters: counters, rejected: rejected,
       gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },

@@ -19,7 +19,7 @@ enum Summary {
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(seconds(report.seconds)),
         "pairs_per_second": \(Int(report.pairsPerSecond.rounded())),
-        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write))}\(report.shard.map(shardJSON) ?? "")
+        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write)), "cpu_user": \(seconds(t.cpuUser)), "cpu_system": \(seconds(t.cpuSystem))}\(report.shard.map(shardJSON) ?? "")
       }
 
       """

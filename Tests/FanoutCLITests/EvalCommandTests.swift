@@ -51,6 +51,24 @@ struct EvalCommandTests {
     #expect(summaryCounts(out) == golden as! NSDictionary)
   }
 
+  @Test("summary.json times each phase and counts the CPU the run used, every thread's")
+  func timings() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    #expect(eval(["--threads", "2"], out: out).status == 0)
+    let data = try #require(FileManager.default.contents(atPath: out + "/summary.json"))
+    let summary = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    let seconds = try #require(summary["seconds"] as? Double)
+    let timings = try #require(summary["timings"] as? [String: Double])
+    #expect(
+      Set(timings.keys) == ["load", "parse", "evaluate", "write", "cpu_user", "cpu_system"])
+    #expect(timings.values.allSatisfy { $0 >= 0 })
+    let cpu = timings["cpu_user", default: 0] + timings["cpu_system", default: 0]
+    // The load alone takes CPU; no more than every core for the whole run
+    // (with a clock tick of slack).
+    #expect(cpu > 0)
+    #expect(cpu <= seconds * Double(ProcessInfo.processInfo.activeProcessorCount) + 0.02)
+  }
+
   @Test("the printed schema (v2 additions included) builds the sample, as make demo does")
   func printedSchema() throws {
     let schema = runProcess(fanoutExecutable, ["snapshot", "schema"])
