@@ -12,7 +12,7 @@ struct IndexCacheTrimTests {
     let files = FileManager.default
     func make(_ name: String, bytes: Int, ageSeconds: Double) throws {
       let path = dir + "/" + name
-      files.createFile(atPath: path, contents: Data(count: bytes))
+      #expect(files.createFile(atPath: path, contents: Data(count: bytes)))
       try files.setAttributes(
         [.modificationDate: Date(timeIntervalSinceNow: -ageSeconds)], ofItemAtPath: path)
     }

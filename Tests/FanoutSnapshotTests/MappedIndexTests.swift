@@ -23,7 +23,7 @@ struct MappedIndexTests {
 
   @Test("its columns are the file's mapped pages, and outlive the file's name")
   func mapped() throws {
-    let snapshot = try SQLiteFixture.make(RandomWorld(seed: 7).sql)
+    let snapshot = SQLiteFixture.make(RandomWorld(seed: 7).sql)
     let compiled = makeTemporaryDirectory("fanout-mapped") + "/index.fanout-index"
     _ = try SnapshotLoader.compile(path: snapshot, output: compiled, cache: nil)
     let fromSQLite = try SnapshotLoader.load(path: snapshot).index
