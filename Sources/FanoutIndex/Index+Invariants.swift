@@ -1,87 +1,147 @@
-/// The structural promises the kernel's merge walks and unchecked loads rely
-/// on. The loader checks them when built with `FANOUT_INTERNAL_CHECKS`
-/// (debug builds, so the test suite runs with them); release builds do not
-/// pay for them.
+import FanoutModel
+
+/// The structural promises the kernel's unchecked reads rely on: every
+/// offset, count and row number inside the column it points into, and the
+/// sorted orders its merge walks and binary searches assume.
+///
+/// A compiled index file is checked whole against them in every build
+/// before it is used (`Index(reading:zone:)`): a file that was changed,
+/// checksums and all, is refused rather than read out of bounds. An index
+/// the loader builds from SQLite is checked in builds with
+/// `FANOUT_INTERNAL_CHECKS` (debug builds, so the test suite runs with them).
 extension Index {
-  /// Every broken invariant, described; empty for a well-formed index.
+  /// The first few broken promises, described; empty for a well-formed index.
   ///
-  /// - Complexity: O(users + channels + members + devices + snooze bounds).
+  /// - Complexity: one pass over every column, O(users + channels + members
+  ///   + devices + rows of the smaller tables).
   package func invariantViolations() -> [String] {
     var found: [String] = []
     func check(_ holds: Bool, _ what: @autoclosure () -> String) {
       if !holds { found.append(what()) }
     }
+    /// CSR offsets: `rows + 1` of them, from 0 to `values`, never decreasing.
     func checkCSR<C: RandomAccessCollection>(_ name: String, _ offsets: C, rows: Int, values: Int)
     where C.Element: BinaryInteger {
-      check(offsets.count == rows + 1, "\(name): \(offsets.count) offsets for \(rows) rows")
+      guard offsets.count == rows + 1 else {
+        return found.append("\(name): \(offsets.count) offsets for \(rows) rows")
+      }
       check(offsets.first == 0, "\(name): does not start at 0")
-      check(
-        offsets.last.map(Int.init) == values,
-        "\(name): ends at \(String(describing: offsets.last)), not \(values)")
+      let last = offsets.last.map { Int($0) } ?? -1
+      check(last == values, "\(name): ends at \(last), not \(values)")
       check(zip(offsets, offsets.dropFirst()).allSatisfy { $0 <= $1 }, "\(name): offsets decrease")
     }
+    /// Every value a row number below `limit` (or -1 where `allowNone`).
+    func checkRows<T: BinaryInteger>(
+      _ name: String, _ values: UnsafeBufferPointer<T>, below limit: Int, allowNone: Bool = false
+    ) {
+      let low: Int = allowNone ? -1 : 0
+      for (i, value) in values.enumerated() where Int(value) < low || Int(value) >= limit {
+        return found.append("\(name) \(i): \(value) is not a row below \(limit)")
+      }
+    }
     let userCount = users.count
-    checkCSR("channelMembers", channelMembers, rows: channels.count, values: memberUser.count)
-    checkCSR("userDevices", userDevices, rows: userCount, values: deviceIDs.count)
+    let channelCount = channels.count
+    let gatewayCount = gateways.count
+    let categoryCount = categories.count
+    let deviceCount = deviceIDs.count
+
+    // Lengths and CSR offsets first: the checks below index by them.
+    checkCSR("channelMembers", channelMembers, rows: channelCount, values: memberUser.count)
+    checkCSR("userDevices", userDevices, rows: userCount, values: deviceCount)
+    checkCSR("userCategoryPrefs", userCategoryPrefs, rows: userCount, values: categoryPref.count)
+    check(snoozeBounds.count % 2 == 0, "snoozeBounds: an odd number of bounds")
     checkCSR(
-      "userCategoryPrefs", userCategoryPrefs, rows: userCount, values: categoryPref.count)
-    checkCSR(
-      "snoozeGroups", snoozeGroups, rows: snoozeGroups.count - 1, values: snoozeBounds.count / 2)
+      "snoozeGroups", snoozeGroups, rows: max(0, snoozeGroups.count - 1),
+      values: snoozeBounds.count / 2)
     checkCSR("mutedBy", mutedBy.offsets, rows: userCount, values: mutedBy.muters.count)
     checkCSR(
       "threadPrefs", threadPrefs.starts, rows: threadPrefs.keys.count,
       values: threadPrefs.users.count)
+    check(presence.bounds.count % 2 == 0, "presence: an odd number of bounds")
+    checkCSR("presence", presence.starts, rows: userCount, values: presence.bounds.count / 2)
+    check(dndWords.count % DNDPattern.wordCount == 0, "dndWords: not whole patterns")
+    let lengths: [(String, Int, Int)] = [
+      ("userJSON", userJSON.count, userCount), ("userZone", userZone.count, userCount),
+      ("userDND", userDND.count, userCount), ("userState", userState.count, userCount),
+      ("userDefers", userDefers.count, userCount),
+      ("deviceGateway", deviceGateway.count, deviceCount),
+      ("deviceRestricted", deviceRestricted.count, deviceCount),
+      ("deviceJSON", deviceJSON.count, deviceCount),
+      ("channelScope", channelScope.count, channelCount),
+      ("memberSettings", memberSettings.count, memberUser.count),
+      ("memberSnooze", memberSnooze.count, memberUser.count),
+      ("gatewayJSON", gatewayJSON.count, gatewayCount),
+      ("categoryMandatory", categoryMandatory.count, categoryCount),
+      ("categoryDefault", categoryDefault.count, categoryCount),
+      ("categoryGatewayMandatory", categoryGatewayMandatory.count, categoryCount * gatewayCount),
+      ("categoryPrefCategory", categoryPrefCategory.count, categoryPref.count),
+      ("categoryPrefGateway", categoryPrefGateway.count, categoryPref.count),
+      ("threadPrefs levels", threadPrefs.levels.count, threadPrefs.users.count),
+    ]
+    for (name, count, expected) in lengths where count != expected {
+      found.append("\(name): \(count) values, not \(expected)")
+    }
     check(
-      declaredMemberCount.isEmpty || declaredMemberCount.count == channels.count,
+      declaredMemberCount.isEmpty || declaredMemberCount.count == channelCount,
       "declaredMemberCount: wrong length")
     guard found.isEmpty else { return found }
 
-    check(memberSettings.count == memberUser.count, "memberSettings: wrong length")
-    check(memberSnooze.count == memberUser.count, "memberSnooze: wrong length")
-    check(userState.count == userCount, "userState: wrong length")
-    for c in 0..<channels.count {
-      let slots = channelMembers[c]..<channelMembers[c + 1]
-      // Members in strictly increasing user row order: the merge walks
-      // with mentions and the slot searches rely on it.
-      for s in slots where s > slots.lowerBound && memberUser[s - 1] >= memberUser[s] {
-        found.append("channel \(c): members not in strictly increasing user order at slot \(s)")
+    // Row numbers inside what they point into.
+    checkRows("memberUser", memberUser.buffer, below: userCount)
+    checkRows("userZone", userZone.buffer, below: zones.count)
+    checkRows(
+      "userDND", userDND.buffer, below: dndWords.count / DNDPattern.wordCount, allowNone: true)
+    checkRows("deviceGateway", deviceGateway.buffer, below: gatewayCount)
+    checkRows("categoryPrefCategory", categoryPrefCategory.buffer, below: categoryCount)
+    checkRows(
+      "categoryPrefGateway", categoryPrefGateway.buffer, below: gatewayCount, allowNone: true)
+    checkRows("mutedBy", mutedBy.muters.buffer, below: userCount)
+    checkRows("threadPrefs users", threadPrefs.users.buffer, below: userCount)
+    let groupCount = snoozeGroups.count - 1
+    for (slot, (settings, group)) in zip(memberSettings.buffer, memberSnooze.buffer).enumerated() {
+      // The chat level is two bits with three values; a slot flagged for
+      // snooze has a group, and only such a slot has one.
+      guard settings.raw & 3 <= Level.none.rawValue else {
+        found.append("slot \(slot): chat level bits \(settings.raw & 3)")
+        break
+      }
+      guard settings.hasSnooze == (group >= 0), Int(group) < groupCount else {
+        found.append("slot \(slot): snooze group \(group) out of range or not flagged")
         break
       }
     }
-    check(
-      memberUser.allSatisfy { $0 >= 0 && Int($0) < userCount }, "memberUser: a row out of range")
-    for (s, group) in memberSnooze.enumerated() where group >= 0 {
-      if Int(group) >= snoozeGroups.count - 1 || memberSettings[s].hasSnooze == false {
-        found.append("slot \(s): snooze group \(group) out of range or not flagged")
-        break
-      }
-    }
-    for u in 0..<userCount where !(userDevices[u]..<userDevices[u + 1]).isEmpty {
-      let ids = deviceIDs[Int(userDevices[u])..<Int(userDevices[u + 1])]
-      if !zip(ids, ids.dropFirst()).allSatisfy({ $0 < $1 }) {
-        found.append("user \(u): devices not in device_id order")
-        break
-      }
-    }
-    // The lists `SingledOut` walks alongside members ascend strictly too.
-    func ascending(_ name: String, _ values: Column<Int32>, _ runs: Column<Int32>) {
-      for r in 0..<(runs.count - 1) {
-        let run = values[Int(runs[r])..<Int(runs[r + 1])]
-        if !zip(run, run.dropFirst()).allSatisfy({ $0 < $1 }) {
-          found.append("\(name) \(r): not in strictly increasing user order")
-          return
+    guard found.isEmpty else { return found }
+
+    // Sorted orders: members by user row (the merge walks with mentions and
+    // the slot searches rely on it), devices by id, the lists `SingledOut`
+    // walks alongside members, thread keys, presence windows.
+    func ascending<T: Comparable>(_ name: String, _ values: UnsafeBufferPointer<T>, runs: [Int]) {
+      for r in 0..<max(0, runs.count - 1) where runs[r + 1] - runs[r] > 1 {
+        for i in (runs[r] + 1)..<runs[r + 1] where values[i - 1] >= values[i] {
+          return found.append("\(name) \(r): not in strictly increasing order at \(i)")
         }
       }
     }
-    ascending("mutedBy", mutedBy.muters, mutedBy.offsets)
-    ascending("threadPrefs", threadPrefs.users, threadPrefs.starts)
-    check(
-      zip(threadPrefs.keys, threadPrefs.keys.dropFirst()).allSatisfy { $0 < $1 },
-      "threadPrefs: keys not strictly increasing")
+    ascending("channel members", memberUser.buffer, runs: Array(channelMembers))
+    ascending("user devices", deviceIDs.buffer, runs: userDevices.map(Int.init))
+    ascending("mutedBy", mutedBy.muters.buffer, runs: mutedBy.offsets.map(Int.init))
+    ascending("threadPrefs", threadPrefs.users.buffer, runs: threadPrefs.starts.map(Int.init))
+    ascending("threadPrefs keys", threadPrefs.keys.buffer, runs: [0, threadPrefs.keys.count])
+    // Each user's windows: starts ascending, each window non-empty.
+    let bounds = presence.bounds.buffer
+    for u in 0..<userCount {
+      var previousUntil = Int64.min
+      for w in Int(presence.starts[u])..<Int(presence.starts[u + 1]) {
+        guard bounds[2 * w] > previousUntil || w == Int(presence.starts[u]),
+          bounds[2 * w] < bounds[2 * w + 1]
+        else { return found + ["presence: user \(u)'s windows are not sorted and apart"] }
+        previousUntil = bounds[2 * w + 1]
+      }
+    }
     return found
   }
 
-  /// Whether this build checks the invariants of every index loaded.
+  /// Whether this build checks the invariants of every index it builds from SQLite.
   #if FANOUT_INTERNAL_CHECKS
     package static let internalChecks = true
   #else
@@ -89,7 +149,7 @@ extension Index {
   #endif
 
   /// Stops on a broken invariant, in builds with internal checks (the
-  /// loader calls it on every index it builds).
+  /// loader calls it on every index it builds from SQLite).
   @inline(__always)
   package func checkInvariants() {
     #if FANOUT_INTERNAL_CHECKS

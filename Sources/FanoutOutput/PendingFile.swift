@@ -52,6 +52,8 @@ public final class PendingFile {
   /// When the file is written past the page cache: its bytes until they fill
   /// an aligned write.
   private var direct: DirectWrites?
+  /// Removes the partial file if a signal ends the run (`CleanupOnSignal`).
+  private var cleanup: Int?
 
   private enum State {
     /// Being written through this descriptor.
@@ -76,6 +78,8 @@ public final class PendingFile {
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
     let partialPath = partialPath
+    let cleanupKey = CleanupOnSignal.register { unlink(partialPath) }
+    cleanup = cleanupKey
     let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
     if pastPageCache && directFlag != 0 {
       let fd = open(partialPath, flags | directFlag, 0o644)
@@ -89,6 +93,7 @@ public final class PendingFile {
     do {
       state = .open(try systemCall("open") { open(partialPath, flags, 0o644) })
     } catch {
+      CleanupOnSignal.withdraw(cleanupKey)
       throw OutputError(path: partialPath, error)
     }
   }
@@ -183,7 +188,10 @@ public final class PendingFile {
   public static func commit(together files: [PendingFile]) throws(OutputError) {
     do {
       for file in files { try file.sync() }
-      for file in files { try file.publish() }
+      // A signal waits for the renames: the run is then complete.
+      try CleanupOnSignal.commit { () throws(OutputError) in
+        for file in files { try file.publish() }
+      }
     } catch {
       for file in files { file.withdraw() }
       throw error
@@ -197,6 +205,12 @@ public final class PendingFile {
       throw OutputError(path: path, error)
     }
     state = .published
+    withdrawCleanup()
+  }
+
+  private func withdrawCleanup() {
+    if let cleanup { CleanupOnSignal.withdraw(cleanup) }
+    cleanup = nil
   }
 
   /// Removes the file under whichever name it has.
@@ -211,6 +225,7 @@ public final class PendingFile {
   /// Removes the partial file; nothing appears under the final name.
   public func discard() {
     direct = nil
+    defer { withdrawCleanup() }
     switch state {
     case .open(let fd):
       close(fd)

@@ -1,4 +1,5 @@
 import FanoutModel
+import FanoutOutput
 
 #if canImport(Glibc)
   import Glibc
@@ -33,6 +34,9 @@ package final class OutputFolder {
   package let path: String
   private var lock: Int32
   private let created: Bool
+  /// Removes the lock file (and the folder if this claim created it) if a
+  /// signal ends the run (`CleanupOnSignal`).
+  private var cleanup: Int?
 
   package init(claiming path: String, mode: Mode) throws(PipelineError) {
     guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
@@ -55,6 +59,11 @@ package final class OutputFolder {
     }
     lock = -1
     lock = try Self.lock(path + "/" + Self.lockName, folder: path)
+    let created = created
+    cleanup = CleanupOnSignal.register {
+      unlink(path + "/" + Self.lockName)
+      if created { rmdir(path) }
+    }
     do {
       if case .fresh(let overwrite, let outputs) = mode {
         try prepare(overwrite: overwrite, outputs: outputs)
@@ -72,6 +81,7 @@ package final class OutputFolder {
   /// it is empty.
   package func release() {
     guard lock >= 0 else { return }
+    if let cleanup { CleanupOnSignal.withdraw(cleanup) }
     unlink(path + "/" + Self.lockName)
     close(lock)
     lock = -1
@@ -99,9 +109,13 @@ package final class OutputFolder {
     let names = try entries()
     if !overwrite {
       guard names.isEmpty else {
+        let left = names.filter { $0.hasPrefix(".") && $0.hasSuffix(".partial") }
+        let shown = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", …" : "")
         throw .usage(
-          "output folder '\(path)' is not empty (use --overwrite to replace a previous run's files)"
-        )
+          "output folder '\(path)' is not empty: it holds \(shown)"
+            + (left.isEmpty
+              ? " (use --overwrite to replace a previous run's files)"
+              : " (partial files of a run that was killed; --overwrite removes them)"))
       }
       return
     }
@@ -128,10 +142,20 @@ package final class OutputFolder {
   private static func lock(_ lockPath: String, folder: String) throws(PipelineError) -> Int32 {
     for _ in 0..<100 {
       let fd: Int32
+      // Never through a link: the lock file is ours, created or reused as a plain file.
       do {
-        fd = try systemCall("open") { open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
+        fd = try systemCall("open") {
+          open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        }
+      } catch  where error.code == ELOOP {
+        throw .output(OutputError(path: lockPath, reason: Self.notPlain))
       } catch {
         throw .usage("cannot create the lock file in output folder '\(folder)': \(error.reason)")
+      }
+      var opened = stat()
+      guard fstat(fd, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
+        close(fd)
+        throw .output(OutputError(path: lockPath, reason: Self.notPlain))
       }
       if flock(fd, LOCK_EX | LOCK_NB) != 0 {
         let code = errno
@@ -158,6 +182,9 @@ package final class OutputFolder {
     }
     throw .usage("cannot lock output folder '\(folder)': its lock file keeps changing")
   }
+
+  private static let notPlain =
+    "the lock file is a symbolic link or not a plain file; remove it (Fanout never follows one)"
 
   private static func readPID(_ fd: Int32) -> Int? {
     var buffer = [UInt8](repeating: 0, count: 32)

@@ -15,6 +15,9 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
   /// The snapshot could not be read now (a writer holds it locked): a
   /// temporary condition, worth trying again, not a fault of the file.
   public let busy: Bool
+  /// The path cannot be opened as a file at all (missing, a folder, a FIFO
+  /// or device, no permission): like unreadable messages, exit 66.
+  public let unreadable: Bool
   /// The SQLite failure behind the refusal, if one was: its result code and
   /// the SQL that failed.
   public let sqlite: SQLiteError?
@@ -29,6 +32,18 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     self.reason = reason
     self.sqlite = sqlite
     busy = false
+    unreadable = false
+  }
+
+  /// The path at `path` cannot be opened as a snapshot file, for `reason`.
+  public init(unreadable reason: String) {
+    table = nil
+    key = nil
+    column = nil
+    self.reason = reason
+    busy = false
+    unreadable = true
+    sqlite = nil
   }
 
   /// The snapshot is busy for `reason`: worth trying again.
@@ -38,6 +53,7 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     column = nil
     self.reason = "'\(path)': " + reason
     busy = true
+    unreadable = false
     sqlite = nil
   }
 
@@ -49,18 +65,19 @@ public struct SnapshotError: Error, CustomStringConvertible, Equatable {
     reason =
       "'\(path)' is locked by a writer; gave up after waiting \(milliseconds) ms (--busy-timeout)"
     busy = true
+    unreadable = false
     sqlite = nil
   }
 
   /// Busy is worth trying again; a refusal is not.
-  public var exitStatus: ExitStatus { busy ? .tryAgain : .dataError }
+  public var exitStatus: ExitStatus { busy ? .tryAgain : unreadable ? .noInput : .dataError }
 
   public var description: String {
     var parts: [String] = []
     if let table { parts.append("table \(table)") }
     if let key { parts.append("row \(key)") }
     if let column { parts.append("column \(column)") }
-    return (busy ? "snapshot busy: " : "snapshot refused: ")
+    return (busy ? "snapshot busy: " : unreadable ? "snapshot unreadable: " : "snapshot refused: ")
       + (parts.isEmpty ? "" : parts.joined(separator: ", ") + ": ")
       + reason + (sqlite.map { " (SQLite result code \($0.code))" } ?? "")
   }
@@ -80,22 +97,27 @@ extension SnapshotError {
 
 extension SnapshotError {
   /// What is wrong with the path itself, in plain words, before SQLite is
-  /// asked: missing, a folder, unreadable, or an empty file (which SQLite
-  /// would open as an empty database).
+  /// asked: missing, a folder, not a regular file (a FIFO would block the
+  /// open for ever, a device read as garbage), unreadable — exit 66 — or
+  /// an empty file (which SQLite would open as an empty database).
   static func checkFile(_ path: String) throws(SnapshotError) {
+    let shown = Bounded.quoted(path)
     var st = stat()
     guard stat(path, &st) == 0 else {
       let code = errno
-      throw SnapshotError(reason: "cannot open '\(path)': \(String(cString: strerror(code)))")
+      throw SnapshotError(unreadable: "cannot open \(shown): \(String(cString: strerror(code)))")
     }
     if (st.st_mode & S_IFMT) == S_IFDIR {
-      throw SnapshotError(reason: "'\(path)' is a folder, not a snapshot file")
+      throw SnapshotError(unreadable: "\(shown) is a folder, not a snapshot file")
+    }
+    guard (st.st_mode & S_IFMT) == S_IFREG else {
+      throw SnapshotError(unreadable: "\(shown) is not a regular file (a FIFO, device or socket)")
     }
     if access(path, R_OK) != 0 {
       let code = errno
-      throw SnapshotError(reason: "cannot read '\(path)': \(String(cString: strerror(code)))")
+      throw SnapshotError(unreadable: "cannot read \(shown): \(String(cString: strerror(code)))")
     }
-    if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 {
+    if st.st_size == 0 {
       throw SnapshotError(reason: "'\(path)' is an empty file, not a SQLite database")
     }
   }

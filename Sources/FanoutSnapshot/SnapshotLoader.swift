@@ -155,7 +155,11 @@ public enum SnapshotLoader {
     if let output {
       let (snapshot, _) = try loaded(into: nil)
       do {
-        try CompiledSnapshot.write(snapshot, key: SnapshotFingerprint.buildKey, to: output)
+        // Readable by group and others only where the snapshot is.
+        var st = stat()
+        let shared = stat(path, &st) == 0 ? st.st_mode & 0o044 : 0
+        try CompiledSnapshot.write(
+          snapshot, key: SnapshotFingerprint.buildKey, to: output, mode: 0o600 | shared)
       } catch { throw .cannotWrite("'\(output)': \(error)") }
       return output
     }

@@ -22,7 +22,23 @@ struct Fanout: ParsableCommand {
       Eval.self, WhatIfCommand.self, StreamCommand.self, ExplainCommand.self, PrefsCommand.self,
       SnapshotCommand.self, MergeCommand.self, Gen.self,
     ])
+
+  /// Blocks the termination signals before anything else happens (see
+  /// `TerminationSignals`), then parses and runs the command.
+  static func main() {
+    TerminationSignals.blockAtStart()
+    do {
+      var command = try parseAsRoot(nil)
+      if !(command is HandlesSignals) { TerminationSignals.endRunOnSignal() }
+      try command.run()
+    } catch {
+      exit(withError: error)
+    }
+  }
 }
+
+/// A command that takes the termination signals itself (`TerminationSignals.handle`).
+protocol HandlesSignals {}
 
 /// Prints `error` on standard error and exits with its code.
 func fail(_ error: PipelineError) -> ExitCode { fail(error, status: error.exitStatus) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import FanoutModel
 import FanoutPipeline
 import FanoutStream
 import Synchronization
@@ -9,7 +10,7 @@ import Synchronization
 #endif
 
 extension Fanout {
-  struct StreamCommand: ParsableCommand {
+  struct StreamCommand: ParsableCommand, HandlesSignals {
     static let configuration = CommandConfiguration(
       commandName: "stream",
       abstract: "Run as a pipeline stage: evaluate messages as they arrive, in micro-batches.",
@@ -190,21 +191,17 @@ extension Fanout {
       options.readyFile = readyFile
       // A consumer that goes away is an output error, not a silent death.
       signal(SIGPIPE, SIG_IGN)
-      // Signals are handled from the start: one that arrives while the first
-      // snapshot loads is kept and acted on once the stage exists.
+      // Signals are handled from the start (blocked in `main`): one that
+      // arrives while the first snapshot loads is kept and acted on once
+      // the stage exists.
       let control = StageControl()
-      let signals = [
-        (SIGTERM, { control.stop(because: "SIGTERM") }),
-        (SIGINT, { control.stop(because: "SIGINT") }),
-        (SIGHUP, { control.reload() }),
-      ].map { number, action in
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler(handler: action)
-        source.resume()
-        return source
+      TerminationSignals.handle { number in
+        if number == SIGHUP {
+          control.reload()
+        } else {
+          control.stop(because: TerminationSignals.name(number))
+        }
       }
-      defer { for source in signals { source.cancel() } }
       do {
         if let redis, let input, let group {
           var bus = RedisOptions(

@@ -24,7 +24,7 @@ struct IndexInvariantsTests {
     let broken = index.replacingMembers(Array(index.members(of: 0).reversed()))
     #expect(
       broken.invariantViolations()
-        == ["channel 0: members not in strictly increasing user order at slot 1"])
+        == ["channel members 0: not in strictly increasing order at 1"])
   }
 
   @Test("the suite runs with internal checks on (debug builds)")

@@ -15,7 +15,7 @@ struct ScenarioOverlayTests {
     let snapshot: Snapshot
     do { snapshot = try load() } catch { return "refused: \(error)" }
     let path = makeTemporaryDirectory("fanout-overlay") + "/index.fanout-index"
-    try CompiledSnapshot.write(snapshot, key: [1], to: path)
+    try CompiledSnapshot.write(snapshot, key: [1], to: path, mode: 0o600)
     return try #require(FileManager.default.contents(atPath: path)).base64EncodedString()
   }
 

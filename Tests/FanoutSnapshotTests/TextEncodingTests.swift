@@ -38,7 +38,7 @@ struct TextEncodingTests {
   private func compiled(_ path: String) throws -> Data {
     let snapshot = try SnapshotLoader.load(path: path)
     let out = makeTemporaryDirectory("fanout-encoding") + "/index.fanout-index"
-    try CompiledSnapshot.write(snapshot, key: [1], to: out)
+    try CompiledSnapshot.write(snapshot, key: [1], to: out, mode: 0o600)
     return try #require(FileManager.default.contents(atPath: out))
   }
 

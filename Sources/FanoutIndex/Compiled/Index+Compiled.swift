@@ -107,7 +107,7 @@ extension Index {
     let userDefers = try file.readFlags()
 
     // What the initializer indexes by must agree before it runs; the rest
-    // is checked below in builds with internal checks.
+    // is checked whole below, in every build.
     let userCount = users.count
     let shapes = [
       userJSON.count == userCount, userZone.count == userCount, userDND.count == userCount,
@@ -134,7 +134,10 @@ extension Index {
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
       categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence, userDefers: userDefers)
-    checkInvariants()
+    let violations = invariantViolations()
+    guard violations.isEmpty else {
+      throw IndexFileError("damaged: " + violations.prefix(3).joined(separator: "; "))
+    }
   }
 }
 

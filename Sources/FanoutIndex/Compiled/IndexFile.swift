@@ -28,7 +28,7 @@ public enum IndexFile {
 
   /// A fast 64-bit checksum (four multiply-rotate lanes over 8-byte words):
   /// catches corruption and truncation, not tampering.
-  static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+  package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
     let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
     var lanes: (UInt64, UInt64, UInt64, UInt64) = (prime1, prime2, 1, UInt64(bytes.count))

@@ -14,21 +14,27 @@ import FanoutTime
 /// are its pages.
 enum CompiledSnapshot {
   /// Writes `snapshot`, compiled from the state `key`, aside in `directory`
-  /// and renames it to `path` once complete.
-  static func write(_ snapshot: Snapshot, key: [Int64], to path: String) throws(SystemCallError) {
+  /// and renames it to `path` once complete, with permissions `mode` (the
+  /// file holds every device token: never wider than the snapshot's own).
+  static func write(_ snapshot: Snapshot, key: [Int64], to path: String, mode: mode_t)
+    throws(SystemCallError)
+  {
     let slash = path.lastIndex(of: "/")
     let directory = slash.map { String(path[..<$0]) } ?? "."
     let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
     // Unique, so that processes compiling the same snapshot never share one.
     let partial = "\(directory)/.\(name).\(getpid()).\(WallClock.nowMillis()).partial"
     let fd = try systemCall("open") {
-      open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+      open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
     }
+    let cleanup = CleanupOnSignal.register { unlink(partial) }
     var done = false
     defer {
       close(fd)
       if !done { unlink(partial) }
+      CleanupOnSignal.withdraw(cleanup)
     }
+    _ = try systemCall("fchmod") { fchmod(fd, mode) }
     var file = try IndexFileWriter(fd: fd)
     try file.write(key)
     let info = snapshot.info
@@ -55,6 +61,13 @@ enum CompiledSnapshot {
       throw IndexFileError(SystemCallError(call: "open", code: errno).description)
     }
     defer { close(fd) }
+    return try read(fd: fd, timeZones: timeZones, accepts: accepts)
+  }
+
+  /// `read(_:timeZones:accepts:)` from a file already open on `fd`.
+  static func read(
+    fd: Int32, timeZones: TimeZoneDatabase, accepts: ([Int64]) -> Bool
+  ) throws(IndexFileError) -> Snapshot {
     var file = try IndexFileReader(fd: fd)
     guard accepts(try file.read(Int64.self)) else {
       throw IndexFileError(

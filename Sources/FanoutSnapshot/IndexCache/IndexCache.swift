@@ -2,6 +2,7 @@ import Dispatch
 import FanoutIndex
 import FanoutModel
 import FanoutTime
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -13,8 +14,13 @@ import FanoutTime
 /// (`SnapshotFingerprint`), that loads fill and use: a snapshot loaded
 /// before is read back instead of being loaded from SQLite again.
 ///
-/// A file that is stale, cut short or corrupt is reported in one log line
-/// and replaced — never trusted. The folder is kept under `limitBytes` by
+/// A file that is stale, cut short, corrupt or damaged (checked whole before
+/// use) is reported in one log line and replaced — never trusted. Nor is a
+/// folder or file another user could have written: the folder must be this
+/// user's own, a real folder that no one else can write, under parents that
+/// no one else can change (as ssh treats `~/.ssh`); files are written 0600
+/// and read only when they are this user's, not through a link. Otherwise
+/// the cache is not used, with one warning line. The folder is kept under `limitBytes` by
 /// removing the least recently used files. The cache only ever saves time:
 /// when it cannot be read or written the load goes on without it.
 public struct IndexCache: Sendable {
@@ -50,12 +56,24 @@ public struct IndexCache: Sendable {
 
   /// The cached compiled snapshot of state `fingerprint`, if there is a good one.
   func snapshot(for fingerprint: SnapshotFingerprint, timeZones: TimeZoneDatabase) -> Snapshot? {
+    guard folderIsTrusted() else { return nil }
     let path = directory + "/" + fingerprint.fileName
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    guard fd >= 0 else {
+      if errno != ENOENT { warnOnce("index cache: \(path) is not used: \(lastError())") }
+      return nil
+    }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
+      st.st_mode & 0o022 == 0
+    else {
+      warnOnce("index cache: \(path) is not used: not a file of this user's that only it can write")
+      return nil
+    }
     do throws(IndexFileError) {
-      guard
-        let snapshot = try CompiledSnapshot.read(
-          path, timeZones: timeZones, accepts: { $0 == fingerprint.words })
-      else { return nil }
+      let snapshot = try CompiledSnapshot.read(
+        fd: fd, timeZones: timeZones, accepts: { $0 == fingerprint.words })
       // Marks it recently used: eviction goes by modification time.
       utimensat(AT_FDCWD, path, nil, 0)
       return snapshot
@@ -94,10 +112,10 @@ public struct IndexCache: Sendable {
   /// Caches `snapshot`, loaded from state `fingerprint`, then trims the
   /// folder (only ever aside: `storeAside`).
   private func store(_ snapshot: Snapshot, fingerprint: SnapshotFingerprint) {
-    guard makeDirectory(), freeBytes() > 1 << 30 else { return }
+    guard makeDirectory(), folderIsTrusted(), freeBytes() > 1 << 30 else { return }
     do throws(SystemCallError) {
       try CompiledSnapshot.write(
-        snapshot, key: fingerprint.words, to: directory + "/" + fingerprint.fileName)
+        snapshot, key: fingerprint.words, to: directory + "/" + fingerprint.fileName, mode: 0o600)
     } catch {
       return  // a full disk or a folder made read-only: the run goes on without it
     }
@@ -112,6 +130,50 @@ public struct IndexCache: Sendable {
     }
     return access(directory, W_OK) == 0
   }
+
+  /// Whether the folder is one only this user can have written: a real
+  /// folder (not a link) owned by the effective user and writable by no
+  /// one else, whose parents are each this user's or root's and writable
+  /// by no one else unless sticky (like /tmp: others cannot rename what is
+  /// not theirs there). Warns once when it is not.
+  func folderIsTrusted() -> Bool {
+    var st = stat()
+    guard lstat(directory, &st) == 0 else { return false }  // absent: nothing to read
+    let me = geteuid()
+    guard st.st_mode & S_IFMT == S_IFDIR, st.st_uid == me, st.st_mode & 0o022 == 0 else {
+      warnOnce(
+        "index cache: '\(directory)' is not used: it must be a folder of this user's (uid \(me)) "
+          + "that no one else can write, not a link (chmod 700 it, or pass --index-cache DIR)")
+      return false
+    }
+    var parent = directory.hasPrefix("/") ? directory : "./" + directory
+    while let slash = parent.lastIndex(of: "/"), slash != parent.startIndex {
+      parent = String(parent[..<slash])
+      guard stat(parent, &st) == 0, st.st_uid == me || st.st_uid == 0,
+        st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0
+      else {
+        warnOnce(
+          "index cache: '\(directory)' is not used: its parent '\(parent)' can be changed by "
+            + "another user")
+        return false
+      }
+    }
+    return true
+  }
+
+  private static let warned = Mutex(false)
+
+  private func warnOnce(_ line: String) {
+    guard
+      !Self.warned.withLock({ warned in
+        defer { warned = true }
+        return warned
+      })
+    else { return }
+    log(line)
+  }
+
+  private func lastError() -> String { String(cString: strerror(errno)) }
 
   private func freeBytes() -> Int64 {
     var fs = statvfs()
@@ -130,7 +192,7 @@ public struct IndexCache: Sendable {
         String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
       }
       var st = stat()
-      guard stat(directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+      guard lstat(directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
         continue
       }
       if name.hasSuffix(".partial") {
