@@ -77,8 +77,9 @@ public final class LZ4FrameFile {
   public let file: PendingFile
   private var closed = false
 
-  public init(directory: String, name: String) throws(OutputError) {
-    file = try PendingFile(directory: directory, name: name, pastPageCache: true)
+  public init(directory: String, name: String, digested: Bool = false) throws(OutputError) {
+    file = try PendingFile(
+      directory: directory, name: name, pastPageCache: true, digested: digested)
     try file.write(LZ4Frame.header)
   }
 

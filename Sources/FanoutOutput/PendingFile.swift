@@ -54,6 +54,14 @@ public final class PendingFile {
   private var direct: DirectWrites?
   /// Removes the partial file if a signal ends the run (`CleanupOnSignal`).
   private var cleanup: Int?
+  /// With `digested`: the bytes written so far, and their XXH64.
+  public private(set) var bytesWritten = 0
+  private var digest: XXH64.Stream?
+
+  /// The file's size and XXH64 digest (seed 0), when it was opened `digested`.
+  public var contents: (bytes: Int, digest: UInt64)? {
+    digest.map { (bytesWritten, $0.finish()) }
+  }
 
   private enum State {
     /// Being written through this descriptor.
@@ -66,15 +74,18 @@ public final class PendingFile {
     case discarded
   }
 
+  /// - Parameter digested: keep the XXH64 of the bytes written (`contents`),
+  ///   for outputs another process checks before it trusts them (`fanout merge`).
   /// - Parameter pastPageCache: write with `O_DIRECT`, in aligned writes of
   ///   `DirectWrites.capacity` bytes, for large outputs: the kernel then
   ///   copies nothing into the page cache (measured: 18% of an `eval`'s CPU
   ///   time went to that copy). Where the file system refuses, written as
   ///   usual.
-  public init(directory: String, name: String, pastPageCache: Bool = false)
-    throws(OutputError)
-  {
+  public init(
+    directory: String, name: String, pastPageCache: Bool = false, digested: Bool = false
+  ) throws(OutputError) {
     path = directory + "/" + name
+    digest = digested ? XXH64.Stream() : nil
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
     let partialPath = partialPath
@@ -112,6 +123,10 @@ public final class PendingFile {
   public func write(_ raw: UnsafeRawBufferPointer) throws(OutputError) {
     guard case .open(let fd) = state else {
       preconditionFailure("write to '\(partialPath)' after it was closed")
+    }
+    if digest != nil {
+      digest!.update(raw)
+      bytesWritten += raw.count
     }
     if let direct {
       var done = 0

@@ -174,7 +174,9 @@ public enum Pipeline {
 
     let writer: RunWriter
     do {
-      writer = try RunWriter(directory: options.out, index: index, decisions: options.decisions)
+      writer = try RunWriter(
+        directory: options.out, index: index, decisions: options.decisions,
+        digested: options.mergeable)
     } catch { throw .output(error) }
 
     var counters = Counters(gateways: index.gateways.count)
@@ -233,7 +235,7 @@ public enum Pipeline {
           label: $0, trafficLines: engine.linesRead, trafficDigest: engine.trafficDigest,
           decisions: options.decisions, summaryOnly: options.summaryOnly)
       })
-    do { try writer.commit(summary: Summary.json(report)) } catch { throw .output(error) }
+    do { try writer.commit { Summary.json(report, files: $0) } } catch { throw .output(error) }
     return report
   }
 

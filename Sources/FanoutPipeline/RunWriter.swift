@@ -120,14 +120,21 @@ package final class RunWriter {
   private var gatewayFiles: [LZ4FrameFile?]
   private let decisions: LZ4FrameFile?
   private let rejected: PendingFile
+  /// Whether each file's size and digest are kept, for summary.json (`--mergeable`).
+  private let digested: Bool
 
-  init(directory: String, index: Index, decisions: Bool) throws(OutputError) {
+  init(directory: String, index: Index, decisions: Bool, digested: Bool = false)
+    throws(OutputError)
+  {
     self.directory = directory
     self.index = index
+    self.digested = digested
     gatewayFiles = [LZ4FrameFile?](repeating: nil, count: index.gateways.count)
     self.decisions =
-      decisions ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4") : nil
-    rejected = try PendingFile(directory: directory, name: "rejected.ndjson")
+      decisions
+      ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4", digested: digested)
+      : nil
+    rejected = try PendingFile(directory: directory, name: "rejected.ndjson", digested: digested)
   }
 
   func write(_ compressed: CompressedBlocks) throws(OutputError) {
@@ -138,7 +145,7 @@ package final class RunWriter {
       }
       if gatewayFiles[g] == nil {
         gatewayFiles[g] = try LZ4FrameFile(
-          directory: directory, name: index.gateways[g] + ".ndjson.lz4")
+          directory: directory, name: index.gateways[g] + ".ndjson.lz4", digested: digested)
       }
       try gatewayFiles[g]!.append(blocks: blocks)
     }
@@ -157,17 +164,25 @@ package final class RunWriter {
     try rejected.sync()
   }
 
-  /// Writes summary.json and renames every file to its final name, the
-  /// summary last: its presence means the run completed. If anything fails,
-  /// no file of the run is left under its final name.
-  func commit(summary: [UInt8]) throws(OutputError) {
+  /// Writes summary.json, made by `summary` from the files written (their
+  /// names, sizes and digests when `digested`, in name order), and renames
+  /// every file to its final name, the summary last: its presence means the
+  /// run completed. If anything fails, no file of the run is left under its
+  /// final name.
+  func commit(summary: ([WrittenFile]) -> [UInt8]) throws(OutputError) {
     try close()
+    let files =
+      gatewayFiles.compactMap { $0?.file } + [decisions?.file, rejected].compactMap { $0 }
+    let written = files.compactMap { file in
+      file.contents.map {
+        WrittenFile(
+          name: String(file.path.dropFirst(directory.count + 1)), bytes: $0.bytes, digest: $0.digest
+        )
+      }
+    }.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     let summaryFile = try PendingFile(directory: directory, name: "summary.json")
-    try summaryFile.write(summary)
-    try PendingFile.commit(
-      together: gatewayFiles.compactMap { $0?.file }
-        + [decisions?.file, rejected, summaryFile]
-        .compactMap { $0 })
+    try summaryFile.write(summary(written))
+    try PendingFile.commit(together: files + [summaryFile])
   }
 }
 

@@ -1,8 +1,12 @@
 import Dispatch
 import FanoutModel
 import FanoutOutput
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `fanout merge`: the output folders of `eval --mergeable` runs on every
 /// shard of one split, merged into the files one `fanout eval` on the whole
@@ -56,57 +60,75 @@ public enum ShardMerge {
       try PendingFile.commit(together: files + [file])
     } catch { throw .output(error) }
     return Report(
-      shards: shards.count, messages: summary.int("messages"), pairs: summary.sum("pairs"),
-      delivered: summary.sum("delivered"), seconds: seconds)
+      shards: shards.count, messages: summary.messages, pairs: summary.sum(\.pairs),
+      delivered: summary.sum(\.delivered), seconds: seconds)
   }
 
   // MARK: Checking the shards
 
   struct ShardOutput {
     let folder: String
-    let summary: [String: Any]
+    let summary: ShardSummary
     let label: ShardLabel
     let identity: [String]
     let rejected: [UInt8]
   }
 
-  /// Every shard 0..<N exactly once, all from runs on the same traffic
-  /// that wrote the same files, each complete (summary.json is written last).
+  /// Every shard 0..<N exactly once, all of one split, from runs on the
+  /// same traffic that wrote the same kinds of files, each complete
+  /// (summary.json is written last) and each file exactly as its run wrote
+  /// it: the names, sizes and XXH64 digests its summary lists, no more.
   static func checkedShards(_ folders: [String]) throws(PipelineError) -> [ShardOutput] {
     guard !folders.isEmpty else { throw .usage("fanout merge needs the shards' output folders") }
     var shards: [ShardOutput] = []
     for folder in folders {
+      let shown = Bounded.quoted(folder)
       guard let data = FileManager.default.contents(atPath: folder + "/summary.json") else {
         throw .merge(
-          "'\(folder)' has no summary.json: not an output folder of a completed `fanout eval --mergeable` run"
+          "\(shown) has no summary.json: not an output folder of a completed `fanout eval --mergeable` run"
         )
       }
-      guard let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-        let shard = summary["shard"] as? [String: Any]
+      guard let summary = try? JSONDecoder().decode(ShardSummary.self, from: data),
+        let shard = summary.shard
       else {
         throw .merge(
-          "'\(folder)/summary.json' has no \"shard\": the run was not `fanout eval --mergeable`")
+          "\(shown)/summary.json is not a `fanout eval --mergeable` run's (no readable \"shard\")")
       }
-      guard let k = shard["index"] as? Int, let n = shard["count"] as? Int, k >= 0, k < n else {
-        throw .merge("'\(folder)/summary.json' has an unreadable \"shard\"")
+      guard shard.index >= 0, shard.index < shard.count else {
+        throw .merge("\(shown)/summary.json has an unreadable \"shard\"")
       }
-      let identity =
-        ["traffic_lines", "traffic_digest", "output"].map { "\(shard[$0] ?? "")" }
-        + ["messages", "rejected"].map { "\(summary[$0] ?? "")" }
+      guard let files = shard.files else {
+        throw .merge(
+          "\(shown)/summary.json lists no files (written by an older fanout): run "
+            + "`fanout eval --mergeable` on the shard again")
+      }
+      try checkFiles(files, in: folder)
+      let identity = [
+        "\(shard.trafficLines)", shard.trafficDigest, shard.output, "\(summary.messages)",
+        "\(summary.rejected)",
+      ]
       guard let rejected = FileManager.default.contents(atPath: folder + "/rejected.ndjson") else {
-        throw .merge("'\(folder)' has no rejected.ndjson: an incomplete output folder")
+        throw .merge("\(shown) has no rejected.ndjson: an incomplete output folder")
       }
       shards.append(
         ShardOutput(
-          folder: folder, summary: summary, label: ShardLabel(index: k, count: n),
+          folder: folder, summary: summary,
+          label: ShardLabel(index: shard.index, count: shard.count, split: shard.split),
           identity: identity, rejected: Array(rejected)))
     }
-    let count = shards[0].label.count
-    for shard in shards where shard.label.count != count {
+    let first = shards[0]
+    for shard in shards where shard.label.count != first.label.count {
       throw .merge(
-        "'\(shard.folder)' is shard \(shard.label) but '\(shards[0].folder)' is shard \(shards[0].label): "
+        "'\(shard.folder)' is shard \(shard.label) but '\(first.folder)' is shard \(first.label): "
           + "the shards come from splits into different numbers of shards")
     }
+    for shard in shards where shard.label.split != first.label.split {
+      throw .merge(
+        "'\(shard.folder)' and '\(first.folder)' are shards of different splits (split "
+          + "\(shard.label.split ?? "none") and \(first.label.split ?? "none")): merge only the "
+          + "shards of one `fanout snapshot split`")
+    }
+    let count = first.label.count
     var byIndex = [ShardOutput?](repeating: nil, count: count)
     for shard in shards {
       if let other = byIndex[shard.label.index] {
@@ -133,12 +155,64 @@ public enum ShardMerge {
     return ordered
   }
 
+  /// Refuses a shard folder whose output files are not exactly those its
+  /// summary lists: one missing, one more, or one whose size or digest
+  /// differs (a byte changed inside an LZ4 frame, a file from another run).
+  /// The digests are computed on all cores.
+  static func checkFiles(_ files: [ShardSummary.File], in folder: String) throws(PipelineError) {
+    let listed = Set(files.map(\.name))
+    let present = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter {
+      !$0.hasPrefix(".") && ($0.hasSuffix(".ndjson.lz4") || $0 == "rejected.ndjson")
+    }
+    if let extra = present.sorted().first(where: { !listed.contains($0) }) {
+      throw .merge(
+        "'\(folder)/\(extra)' is not among the files its run wrote (summary.json): "
+          + "a file from elsewhere; remove it or run the shard again")
+    }
+    let found = FileResults<(bytes: Int, digest: UInt64)?>(count: files.count)
+    DispatchQueue.concurrentPerform(iterations: files.count) { i in
+      found.store(digest(of: folder + "/" + files[i].name), at: i)
+    }
+    for (file, seen) in zip(files, found.values) {
+      guard let seen = seen ?? nil else {
+        throw .merge("'\(folder)/\(file.name)' is missing: its run wrote it (summary.json)")
+      }
+      guard seen.bytes == file.bytes, ShardLabel.hex(seen.digest) == file.xxh64 else {
+        throw .merge(
+          "'\(folder)/\(file.name)' is not the file its run wrote (size or XXH64 digest "
+            + "differs from summary.json): changed or damaged since; run the shard again")
+      }
+    }
+  }
+
+  /// The size and XXH64 of the file at `path`, read through; nil if it
+  /// cannot be read (or is not a regular file).
+  static func digest(of path: String) -> (bytes: Int, digest: UInt64)? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+    var stream = XXH64.Stream()
+    var total = 0
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 64)
+    defer { buffer.deallocate() }
+    while true {
+      let n = read(fd, buffer.baseAddress, buffer.count)
+      if n < 0 && errno == EINTR { continue }
+      guard n >= 0 else { return nil }
+      if n == 0 { return (total, stream.finish()) }
+      stream.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+      total += n
+    }
+  }
+
   /// The `.ndjson.lz4` files of any shard, in name order.
   static func mergedFileNames(_ shards: [ShardOutput]) -> [String] {
     var names = Set<String>()
     for shard in shards {
-      let entries = (try? FileManager.default.contentsOfDirectory(atPath: shard.folder)) ?? []
-      names.formUnion(entries.filter { $0.hasSuffix(".ndjson.lz4") && !$0.hasPrefix(".") })
+      names.formUnion(
+        (shard.summary.shard?.files ?? []).map(\.name).filter { $0.hasSuffix(".ndjson.lz4") })
     }
     return names.sorted()
   }
@@ -150,7 +224,7 @@ public enum ShardMerge {
     _ names: [String], of shards: [ShardOutput], into out: String, progress: MergeProgress? = nil
   ) throws(OutputError) -> [PendingFile] {
     let folders = shards.map(\.folder)
-    let results = FileResults(count: names.count)
+    let results = FileResults<Result<PendingFile, OutputError>>(count: names.count)
     DispatchQueue.concurrentPerform(iterations: names.count) { n in
       let name = names[n]
       let result = Result { () throws(OutputError) -> PendingFile in
@@ -200,12 +274,12 @@ public enum ShardMerge {
   }
 
   /// One result per file, each set by the one iteration that merged it.
-  final class FileResults: @unchecked Sendable {
+  final class FileResults<Value>: @unchecked Sendable {
     private let lock = Mutex(())
-    private(set) var values: [Result<PendingFile, OutputError>?]
+    private(set) var values: [Value?]
     init(count: Int) { values = Array(repeating: nil, count: count) }
-    func store(_ result: Result<PendingFile, OutputError>, at n: Int) {
-      lock.withLock { _ in values[n] = result }
+    func store(_ value: Value, at n: Int) {
+      lock.withLock { _ in values[n] = value }
     }
   }
 
@@ -494,61 +568,92 @@ enum JSONFields {
   }
 }
 
+/// A shard's summary.json, as `fanout merge` reads it.
+struct ShardSummary: Decodable {
+  struct Timings: Decodable {
+    var load = 0.0, parse = 0.0, evaluate = 0.0, write = 0.0
+  }
+  struct File: Decodable {
+    var name: String
+    var bytes: Int
+    var xxh64: String
+  }
+  struct Shard: Decodable {
+    var index: Int
+    var count: Int
+    var split: String?
+    var trafficLines: Int
+    var trafficDigest: String
+    var output: String
+    var files: [File]?
+
+    enum CodingKeys: String, CodingKey {
+      case index, count, split, output, files
+      case trafficLines = "traffic_lines"
+      case trafficDigest = "traffic_digest"
+    }
+  }
+  var messages: Int
+  var rejected: Int
+  var pairs: Int
+  var delivered: Int
+  var deferred: Int
+  var deliveries: [String: Int]
+  var suppressed: [String: Int]
+  var seconds: Double
+  var timings: Timings
+  var shard: Shard?
+}
+
 /// The merged summary.json: counts summed (messages and rejections are
 /// every shard's), keys in one-node order; times are the slowest shard's,
 /// with each shard's under "timings".
 struct MergedSummary {
-  let shards: [[String: Any]]
+  let shards: [ShardSummary]
 
-  init(_ shards: [[String: Any]]) { self.shards = shards }
+  init(_ shards: [ShardSummary]) { self.shards = shards }
 
-  func int(_ key: String) -> Int { shards[0][key] as? Int ?? 0 }
+  var messages: Int { shards[0].messages }
+  var rejected: Int { shards[0].rejected }
 
-  func sum(_ key: String) -> Int { shards.reduce(0) { $0 + ($1[key] as? Int ?? 0) } }
+  func sum(_ count: (ShardSummary) -> Int) -> Int { shards.reduce(0) { $0 + count($1) } }
 
-  /// Sums of an object's members, in the first shard's key order for
-  /// `suppressed` (rule order), in byte order of the gateway for `deliveries`.
-  func sums(_ key: String, sortedKeys: Bool) -> String {
+  /// Deliveries per gateway, summed, in byte order of the gateway name (as
+  /// one run writes them), the gateways with none left out.
+  var deliveries: String {
     var totals: [String: Int] = [:]
-    var order: [String] = []
     for shard in shards {
-      for (name, value) in shard[key] as? [String: Any] ?? [:] {
-        if totals[name] == nil { order.append(name) }
-        totals[name, default: 0] += value as? Int ?? 0
-      }
+      for (name, value) in shard.deliveries { totals[name, default: 0] += value }
     }
-    let names =
-      sortedKeys ? order.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } : order
-    return names.filter { !sortedKeys || totals[$0]! > 0 }
+    return totals.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      .filter { totals[$0]! > 0 }
       .map { "\"\($0)\": \(totals[$0]!)" }.joined(separator: ", ")
   }
 
   func json(mergeSeconds: Double) -> String {
-    let seconds = shards.map { $0["seconds"] as? Double ?? 0 }
+    let seconds = shards.map(\.seconds)
     let slowest = seconds.indices.max { seconds[$0] < seconds[$1] } ?? 0
-    let pairs = sum("pairs")
+    let pairs = sum(\.pairs)
     let slowestSeconds = seconds[slowest]
-    func timings(_ shard: [String: Any]) -> String {
-      let t = shard["timings"] as? [String: Any] ?? [:]
-      return ["load", "parse", "evaluate", "write"].map {
-        "\"\($0)\": \(Summary.seconds(t[$0] as? Double ?? 0))"
-      }.joined(separator: ", ")
+    func timings(_ shard: ShardSummary) -> String {
+      let t = shard.timings
+      return [("load", t.load), ("parse", t.parse), ("evaluate", t.evaluate), ("write", t.write)]
+        .map { "\"\($0)\": \(Summary.seconds($1))" }.joined(separator: ", ")
     }
     let perShard = shards.enumerated().map { (k, shard) in
       "{\"shard\": \(k), \"seconds\": \(Summary.seconds(seconds[k])), \(timings(shard))}"
     }
-    let suppressedOrder = Reason.allCases.map(\.name)
-    let suppressed = suppressedOrder.map { name in
-      "\"\(name)\": \(shards.reduce(0) { $0 + (($1["suppressed"] as? [String: Any])?[name] as? Int ?? 0) })"
+    let suppressed = Reason.allCases.map(\.name).map { name in
+      "\"\(name)\": \(sum { $0.suppressed[name] ?? 0 })"
     }
     return """
       {
-        "messages": \(int("messages")),
-        "rejected": \(int("rejected")),
+        "messages": \(messages),
+        "rejected": \(rejected),
         "pairs": \(pairs),
-        "delivered": \(sum("delivered")),
-        "deferred": \(sum("deferred")),
-        "deliveries": {\(sums("deliveries", sortedKeys: true))},
+        "delivered": \(sum(\.delivered)),
+        "deferred": \(sum(\.deferred)),
+        "deliveries": {\(deliveries)},
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(Summary.seconds(slowestSeconds)),
         "pairs_per_second": \(slowestSeconds > 0 ? Int((Double(pairs) / slowestSeconds).rounded()) : 0),

@@ -2,7 +2,7 @@ import FanoutModel
 
 /// summary.json: counts in a fixed key order, then the run's times.
 enum Summary {
-  static func json(_ report: RunReport) -> [UInt8] {
+  static func json(_ report: RunReport, files: [WrittenFile] = []) -> [UInt8] {
     let c = report.counters
     let deliveries = report.gatewayNames.indices.filter { c.deliveries[$0] > 0 }
       .map { "\"\(report.gatewayNames[$0])\": \(c.deliveries[$0])" }
@@ -19,20 +19,26 @@ enum Summary {
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(seconds(report.seconds)),
         "pairs_per_second": \(Int(report.pairsPerSecond.rounded())),
-        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write)), "cpu_user": \(seconds(t.cpuUser)), "cpu_system": \(seconds(t.cpuSystem))}\(report.shard.map(shardJSON) ?? "")
+        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write)), "cpu_user": \(seconds(t.cpuUser)), "cpu_system": \(seconds(t.cpuSystem))}\(report.shard.map { shardJSON($0, files: files) } ?? "")
       }
 
       """
     return Array(text.utf8)
   }
 
-  /// `,\n  "shard": {…}`: what `fanout merge` checks before merging.
-  static func shardJSON(_ run: ShardRun) -> String {
-    """
-    ,
-      "shard": {"index": \(run.label.index), "count": \(run.label.count), "traffic_lines": \(run.trafficLines), \
-    "traffic_digest": "\(run.digestHex)", "output": "\(run.output)"}
-    """
+  /// `,\n  "shard": {…}`: what `fanout merge` checks before merging: the
+  /// shard and its split, the traffic, and every file written with its
+  /// size and XXH64 digest.
+  static func shardJSON(_ run: ShardRun, files: [WrittenFile]) -> String {
+    let split = run.label.split.map { #""split": "\#($0)", "# } ?? ""
+    let listed = files.map {
+      #"{"name": \#(String(decoding: JSONText.quoted($0.name), as: UTF8.self)), "bytes": \#($0.bytes), "xxh64": "\#(ShardLabel.hex($0.digest))"}"#
+    }
+    return """
+      ,
+        "shard": {"index": \(run.label.index), "count": \(run.label.count), \(split)"traffic_lines": \(run.trafficLines), \
+      "traffic_digest": "\(run.digestHex)", "output": "\(run.output)", "files": [\(listed.joined(separator: ", "))]}
+      """
   }
 
   /// Seconds to the microsecond, never in exponent form.
@@ -68,8 +74,12 @@ public struct ShardRun: Sendable, Equatable {
       output: summaryOnly ? "counts" : decisions ? "deliveries+decisions" : "deliveries")
   }
 
-  public var digestHex: String {
-    let hex = String(trafficDigest, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
-  }
+  public var digestHex: String { ShardLabel.hex(trafficDigest) }
+}
+
+/// A file a run wrote: its name in the output folder, size and XXH64 digest.
+public struct WrittenFile: Sendable, Equatable {
+  public var name: String
+  public var bytes: Int
+  public var digest: UInt64
 }

@@ -1,6 +1,10 @@
 import CSQLite
 import FanoutModel
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Writes a snapshot's recipient shards (docs/scale-out.md) in one pass
 /// over the source, row by row: memory holds one row, plus the shards that
 /// need a copy of a muted user's `users` row.
@@ -38,6 +42,7 @@ package enum ShardSplitter {
     } catch { throw .source(error) }
     let db = reads.main
     let count = paths.count
+    let split = splitID(source, header: db.fileHeader(), shards: count)
     do throws(SQLiteError) {
       let tables = try sourceTables(db)
       let shards = try paths.map { path throws(SQLiteError) in
@@ -74,7 +79,7 @@ package enum ShardSplitter {
       for (k, shard) in shards.enumerated() {
         let label = try shard.prepare("INSERT INTO settings VALUES (?, ?)")
         label.bind(1, ShardLabel.settingsKey)
-        label.bind(2, ShardLabel(index: k, count: count).description)
+        label.bind(2, ShardLabel(index: k, count: count, split: split).settingsValue)
         try label.insert()
         for table in tables { try shard.execute(table.indexSQL) }
         try shard.execute("COMMIT")
@@ -88,6 +93,26 @@ package enum ShardSplitter {
       throw .source(
         SnapshotError(reason: "cannot split '\(source)': \(error.message)", sqlite: error))
     }
+  }
+
+  /// The split's id: a digest of the source's state as this read sees it
+  /// (the file's and its WAL's identity, size and times, SQLite's header
+  /// read inside the read transaction) and the number of shards. Two splits
+  /// of one state into N agree (their shards are the same); any commit
+  /// between them, or another N, gives another id.
+  static func splitID(_ source: String, header: [UInt8]?, shards: Int) -> String {
+    var words: [Int64] = [Int64(shards)]
+    for path in [source, source + "-wal"] {
+      var st = stat()
+      guard stat(path, &st) == 0 else { continue }
+      words += [
+        Int64(st.st_dev), Int64(st.st_ino), Int64(st.st_size), Int64(st.st_mtim.tv_sec),
+        Int64(st.st_mtim.tv_nsec), Int64(st.st_ctim.tv_sec), Int64(st.st_ctim.tv_nsec),
+      ]
+    }
+    var bytes = words.withUnsafeBytes { Array($0) } + (header ?? [])
+    let digest = bytes.withUnsafeMutableBytes { XXH64.hash(UnsafeRawBufferPointer($0), seed: 0) }
+    return ShardLabel.hex(digest)
   }
 
   /// A table of the source that the contract names, with the columns it names.

@@ -8,8 +8,10 @@ extension Fanout {
       discussion: """
         Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
         output folder (in use by another run, not empty without --overwrite), 65 snapshot \
-        refused, 66 messages unreadable, 73 output could not be written (nothing is left under \
-        a final name), 75 snapshot busy (locked by a writer past --busy-timeout: try again).
+        refused, 66 messages or snapshot file unreadable, 73 output could not be written \
+        (nothing is left under a final name), 75 snapshot busy (locked by a writer past \
+        --busy-timeout: try again), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (partial files \
+        and lock removed).
         """)
 
     @Option(help: "The preferences snapshot (SQLite).")

@@ -21,7 +21,7 @@ extension Fanout {
         report.html, changes.ndjson.lz4 and rejected.ndjson to the output folder.
 
         Exit codes: 0 success, 64 bad command line, refused SQL or output folder, \
-        65 a snapshot refused or B not comparable with A, 66 messages unreadable, \
+        65 a snapshot refused or B not comparable with A, 66 messages or snapshot file unreadable, \
         73 output could not be written, 75 a snapshot busy.
         """)
 

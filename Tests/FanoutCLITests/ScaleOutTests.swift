@@ -265,6 +265,35 @@ struct ScaleOutTests {
     #expect(notMergeable.status == 0)
     try FileManager.default.copyItem(atPath: work + "/n2s1", toPath: work + "/incomplete")
     try FileManager.default.removeItem(atPath: work + "/incomplete/summary.json")
+    // A shard folder with a file gone, one byte changed inside an LZ4 frame,
+    // or a file that its run did not write.
+    let gateway = try #require(
+      listDirectory(work + "/n2s0").first { $0.hasSuffix(".ndjson.lz4") })
+    for damaged in ["lacking", "flipped", "extra"] {
+      try FileManager.default.copyItem(atPath: work + "/n2s0", toPath: work + "/" + damaged)
+    }
+    try FileManager.default.removeItem(atPath: work + "/lacking/" + gateway)
+    var bytes = try Data(contentsOf: URL(fileURLWithPath: work + "/flipped/" + gateway))
+    bytes[bytes.count / 2] ^= 0x01
+    try bytes.write(to: URL(fileURLWithPath: work + "/flipped/" + gateway))
+    try FileManager.default.copyItem(
+      atPath: work + "/n2s0/" + gateway, toPath: work + "/extra/x" + gateway)
+    // Shard 1 of a split of another snapshot (one preference changed).
+    let changed = work + "/changed.sqlite"
+    try FileManager.default.copyItem(atPath: Self.sample, toPath: changed)
+    let edit = runProcess(
+      "/usr/bin/sqlite3", [changed, "UPDATE users SET chat_level = 'none' WHERE rowid = 1"])
+    #expect(edit.status == 0, "\(edit.stderr)")
+    let otherSplit = runProcess(
+      fanoutExecutable, ["snapshot", "split", changed, "--shards", "2", "--out", work + "/split-c"])
+    #expect(otherSplit.status == 0, "\(otherSplit.stderr)")
+    let otherShard = runProcess(
+      fanoutExecutable,
+      [
+        "eval", "--snapshot", work + "/split-c/shard-1-of-2.sqlite", "--messages", traffic,
+        "--out", work + "/other-split", "--mergeable",
+      ])
+    #expect(otherShard.status == 0, "\(otherShard.stderr)")
 
     let cases: [([String], String)] = [
       (["n2s0"], "shard 1/2 is missing"),
@@ -273,6 +302,10 @@ struct ScaleOutTests {
       (["n2s0", "foreign"], "same traffic"),
       (["n2s0", "incomplete"], "no summary.json"),
       (["n2s0", "plain"], "--mergeable"),
+      (["n2s1", "lacking"], "is missing: its run wrote it"),
+      (["n2s1", "flipped"], "is not the file its run wrote"),
+      (["n2s1", "extra"], "is not among the files its run wrote"),
+      (["n2s0", "other-split"], "different splits"),
     ]
     for (folders, message) in cases {
       let merge = runProcess(

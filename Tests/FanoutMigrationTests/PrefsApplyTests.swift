@@ -458,7 +458,7 @@ struct ConcurrentApplyTests {
       fanoutExecutable,
       ["prefs", "apply", "--snapshot", dir + "/none.sqlite", "--format", "stream", "-"],
       input: Array("{}".utf8))
-    #expect(result.status == 65)
+    #expect(result.status == 66, "\(result.stderr)")
     #expect(result.stderr.contains("No such file or directory"), "\(result.stderr)")
     #expect(listDirectory(dir).isEmpty)
   }

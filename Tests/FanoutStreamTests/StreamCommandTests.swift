@@ -85,11 +85,11 @@ struct StreamCommandTests {
         "stream", "--snapshot", dir + "/missing.sqlite", "--out", dir + "/o", "--log-format",
         "json",
       ])
-    #expect(refused.status == 65)
+    #expect(refused.status == 66)
     let failed =
       try JSONSerialization.jsonObject(with: Data(refused.stderr.utf8)) as? [String: Any] ?? [:]
     #expect(failed["event"] as? String == "failed" && failed["level"] as? String == "error")
-    #expect((failed["fields"] as? [String: Any])?["exit_status"] as? Int == 65)
+    #expect((failed["fields"] as? [String: Any])?["exit_status"] as? Int == 66)
   }
 
   @Test("refusals: exit code and message, and no output folder")
@@ -101,7 +101,7 @@ struct StreamCommandTests {
     _ = FileManager.default.createFile(atPath: notASocket, contents: Data("x".utf8))
     let cases: [(arguments: [String], code: Int32, message: String)] = [
       (["--snapshot", broken], 65, "column chat_level"),
-      (["--snapshot", dir + "/missing.sqlite"], 65, "snapshot refused"),
+      (["--snapshot", dir + "/missing.sqlite"], 66, "snapshot unreadable"),
       (["--snapshot", generated.snapshot, "--batch-messages", "0"], 64, "--batch-messages"),
       (["--snapshot", generated.snapshot, "--batch-ms", "-1"], 64, "--batch-ms"),
       (["--snapshot", generated.snapshot, "--listen", notASocket], 66, "not a socket"),

@@ -73,3 +73,68 @@ public func decodeRecord(_ line: Substring) -> [String: Any]? {
   }
   return object
 }
+
+/// A child started as a shell starts one: no signal blocked or ignored (a
+/// child of `Process` inherits the mask of the Dispatch thread that starts
+/// it, which blocks nearly every signal, and would hide what a signal does
+/// to the program itself).
+public struct PlainChild {
+  public let pid: pid_t
+  /// The write end of the child's standard input, when it was given a pipe.
+  public let input: Int32?
+
+  /// Starts `executable` with `arguments`, standard output to /dev/null,
+  /// standard error to the file `stderr`; standard input a pipe held open
+  /// by the caller (`keepInputOpen`) or /dev/null.
+  public init?(
+    _ executable: String, _ arguments: [String], stderr: String, keepInputOpen: Bool = false
+  ) {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    var pipeEnds: [Int32] = [-1, -1]
+    if keepInputOpen {
+      guard pipe(&pipeEnds) == 0 else { return nil }
+      // Neither end may stay open in the child but as its standard input.
+      for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+      posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let environment = childEnvironment([:]).map { "\($0.key)=\($0.value)" }
+    var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+    defer { for p in argv + envp { free(p) } }
+    var pid: pid_t = 0
+    let code = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
+    if keepInputOpen { close(pipeEnds[0]) }
+    guard code == 0 else {
+      if keepInputOpen { close(pipeEnds[1]) }
+      return nil
+    }
+    self.pid = pid
+    input = keepInputOpen ? pipeEnds[1] : nil
+  }
+
+  /// Waits for the child's end: its exit status, or minus the signal that ended it.
+  public func wait() -> Int32 {
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    if let input { close(input) }
+    let signal = status & 0x7F
+    return signal == 0 ? (status >> 8) & 0xFF : -signal
+  }
+}

@@ -1,0 +1,104 @@
+import FanoutTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A generated day large enough that a debug `eval` of it runs for longer
+/// than the instants the signals are sent at.
+private let day: (snapshot: String, traffic: String) = {
+  let dir = makeTemporaryDirectory("fanout-signals")
+  let gen = runProcess(
+    fanoutExecutable,
+    ["gen", "--users", "6000", "--messages", "20000", "--seed", "5", "--out", dir])
+  if gen.status != 0 { Issue.record("fanout gen: \(gen.stderr)") }
+  return (dir + "/snapshot.sqlite", dir + "/traffic.ndjson")
+}()
+
+/// Starts `fanout` with `arguments` as a shell would (`PlainChild`: no
+/// signal blocked), sends `signal` `delay` seconds after the start, and
+/// waits for the end: (exit status or -signal, stderr).
+private func interrupt(
+  _ arguments: [String], with signal: Int32, after delay: Double, keepInputOpen: Bool = false
+) -> (status: Int32, stderr: String) {
+  let errors = makeTemporaryDirectory() + "/stderr"
+  guard
+    let child = PlainChild(
+      fanoutExecutable, arguments, stderr: errors, keepInputOpen: keepInputOpen)
+  else {
+    Issue.record("cannot run fanout")
+    return (127, "")
+  }
+  Thread.sleep(forTimeInterval: delay)
+  kill(child.pid, signal)
+  let status = child.wait()
+  return (status, readText(errors))
+}
+
+/// Instants from 10 to 60 ms after the start: from the first instruction of
+/// `main` on (the dynamic loader's first milliseconds before it cannot be
+/// covered by the program itself; docs/contract.md says so).
+private func instants(_ count: Int, seed: UInt64) -> [Double] {
+  var random = SeededRandom(seed: seed)
+  return (0..<count).map { _ in 0.010 + Double(random.next() % 50_000) / 1_000_000 }
+}
+
+@Suite("signals are handled from the first instant")
+struct SignalTests {
+  @Test(
+    "eval interrupted at any instant removes its partial files, lock and new folder; exit 128+N")
+  func evalInterrupted() throws {
+    let signals: [(Int32, Int32, String)] = [
+      (SIGINT, 130, "SIGINT"), (SIGTERM, 143, "SIGTERM"), (SIGHUP, 129, "SIGHUP"),
+    ]
+    for (k, delay) in instants(15, seed: 1).enumerated() {
+      let (signal, status, name) = signals[k % 3]
+      let parent = makeTemporaryDirectory()
+      let out = parent + "/out"
+      let run = interrupt(
+        [
+          "eval", "--snapshot", day.snapshot, "--messages", day.traffic, "--out", out,
+          "--decisions", "--no-index-cache",
+        ], with: signal, after: delay)
+      if run.status == 0 { continue }  // finished first: nothing to undo
+      #expect(run.status == status, "\(name) at \(delay) s: \(run.stderr)")
+      #expect(run.stderr.contains("stopped by \(name)"), "\(run.stderr)")
+      // Either nothing, or (a signal that waited for the renames) the whole run.
+      let left = (try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []
+      #expect(
+        listDirectory(parent) == []
+          || (left.contains("summary.json") && !left.contains { $0.hasPrefix(".") }),
+        "\(name) at \(delay) s left \(left)")
+    }
+  }
+
+  @Test("in a folder that existed, an interrupted run leaves it as it found it: empty")
+  func existingFolder() throws {
+    let out = makeTemporaryDirectory()
+    let run = interrupt(
+      [
+        "eval", "--snapshot", day.snapshot, "--messages", day.traffic, "--out", out,
+        "--decisions", "--no-index-cache",
+      ], with: SIGINT, after: 0.3)
+    #expect(run.status == 130, "\(run.stderr)")
+    #expect(FileManager.default.fileExists(atPath: out))
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: out)) ?? ["?"]
+    #expect(left.isEmpty, "hidden files left: \(left)")
+  }
+
+  @Test("the stage stops cleanly on SIGTERM or SIGINT sent at any instant, even while loading")
+  func streamStops() throws {
+    for (k, delay) in instants(16, seed: 2).enumerated() {
+      let signal = k % 2 == 0 ? SIGTERM : SIGINT
+      let name = k % 2 == 0 ? "SIGTERM" : "SIGINT"
+      // Its input held open: the stage ends only by the signal.
+      let run = interrupt(
+        ["stream", "--snapshot", day.snapshot, "--out", "-", "--no-index-cache"],
+        with: signal, after: delay, keepInputOpen: true)
+      #expect(run.status == 0, "\(name) at \(delay) s: \(run.stderr)")
+      #expect(run.stderr.contains("stopped (\(name)"), "\(name) at \(delay) s: \(run.stderr)")
+    }
+  }
+}
