@@ -453,13 +453,24 @@ struct Load {
 
   mutating func checkSchema() throws(SnapshotError) {
     var names: [String: String] = [:]  // lower-cased -> as declared
+    var notPlain: [String: String] = [:]  // lower-cased -> what it is instead
     do {
       // An overlay's tables, and its base's (`load(path:base:)`).
       let list = try connection.prepare(
         connection.schemas.map {
-          "SELECT name FROM \($0).sqlite_master WHERE type IN ('table', 'view')"
+          "SELECT name, type, coalesce(sql, '') FROM \($0).sqlite_master "
+            + "WHERE type IN ('table', 'view')"
         }.joined(separator: " UNION ALL "))
-      while try list.step() { names[list.text(0).lowercased()] = list.text(0) }
+      while try list.step() {
+        let name = list.text(0).lowercased()
+        guard names[name] == nil else { continue }  // the overlay's own comes first
+        names[name] = list.text(0)
+        if list.text(1) == "view" {
+          notPlain[name] = "a view"
+        } else if list.text(2).uppercased().hasPrefix("CREATE VIRTUAL TABLE") {
+          notPlain[name] = "a virtual table"
+        }
+      }
     } catch {
       throw SnapshotError(reason: "not a readable SQLite database: \(error.message)", sqlite: error)
     }
@@ -468,6 +479,12 @@ struct Load {
       guard let declared = names[table.name] else {
         if table.required { throw SnapshotError(table: table.name, reason: "missing table") }
         continue
+      }
+      // A view's or a virtual table's rows are whatever code computes them,
+      // which may never end: the contract's tables must hold their rows.
+      if let what = notPlain[table.name] {
+        throw SnapshotError(
+          table: table.name, reason: "is \(what); a snapshot's tables must be plain tables")
       }
       present.insert(table.name)
       var columns: Set<String> = []

@@ -486,3 +486,106 @@ struct SnapshotRefusalTests {
     #expect(throws: SnapshotError.self) { try SnapshotLoader.load(path: dir + "/missing.sqlite") }
   }
 }
+
+/// The contract's schema with every PRIMARY KEY and UNIQUE constraint taken
+/// out: what a hand-made snapshot may declare. Duplicate keys must then be
+/// found by the load itself.
+private let keylessSchema: String = SQLiteFixture.v2Schema
+  .replacingOccurrences(
+    of: #",([ \t]*--[^\n]*)?\s*(PRIMARY KEY|UNIQUE) \([^)]*\)"#, with: "$1",
+    options: .regularExpression
+  )
+  .replacingOccurrences(of: " PRIMARY KEY", with: "")
+
+/// `valid`, its rows named by column (the v2 schema has more columns).
+private let validV2 = """
+  INSERT INTO settings VALUES ('schema_version', '1');
+  INSERT INTO users (user_id) VALUES ('u1'), ('u2');
+  INSERT INTO channels (channel_id, kind) VALUES ('c1', 'group');
+  INSERT INTO members VALUES ('c1', 'u1'), ('c1', 'u2');
+  INSERT INTO devices VALUES (1, 'u1', 'apns', 't1');
+  INSERT INTO categories VALUES ('news', 'opt_in', 0);
+
+  """
+
+@Suite("duplicate keys, whatever the schema declares")
+struct DuplicateKeyTests {
+  @Test(
+    "a key given twice is refused in every table, naming the table",
+    arguments: [
+      (
+        "settings",
+        "INSERT INTO settings VALUES ('default_chat_level', 'all'), ('default_chat_level', 'none');"
+      ),
+      ("users", "INSERT INTO users (user_id) VALUES ('u2');"),
+      ("channels", "INSERT INTO channels (channel_id, kind) VALUES ('c1', 'direct');"),
+      ("members", "INSERT INTO members VALUES ('c1', 'u1');"),
+      (
+        "scope_prefs",
+        "INSERT INTO scope_prefs (user_id, scope) VALUES ('u1', 'group'), ('u1', 'group');"
+      ),
+      (
+        "channel_prefs",
+        "INSERT INTO channel_prefs (user_id, channel_id) VALUES ('u1', 'c1'), ('u1', 'c1');"
+      ),
+      ("devices", "INSERT INTO devices VALUES (1, 'u2', 'fcm', 't9');"),
+      ("categories", "INSERT INTO categories VALUES ('news', 'opt_out', 0);"),
+      (
+        "category_gateways",
+        "INSERT INTO category_gateways VALUES ('news', 'apns', 1), ('news', 'apns', 0);"
+      ),
+      ("gateway_prefs", "INSERT INTO gateway_prefs VALUES ('u1', 'apns', 1), ('u1', 'apns', 0);"),
+      ("user_mutes", "INSERT INTO user_mutes VALUES ('u1', 'u2'), ('u1', 'u2');"),
+      (
+        "thread_prefs",
+        "INSERT INTO thread_prefs VALUES ('u1', 'c1', 't', 'all'), ('u1', 'c1', 't', 'none');"
+      ),
+    ])
+  func duplicate(table: String, rows: String) {
+    #expect(!keylessSchema.contains("PRIMARY KEY") && !keylessSchema.contains("UNIQUE"))
+    guard case .failure(let error) = load(validV2 + rows, schema: keylessSchema) else {
+      Issue.record("\(table): a duplicate key was accepted")
+      return
+    }
+    #expect(error.table == table, "\(error)")
+    #expect(error.reason.contains("duplicate key"), "\(error)")
+  }
+}
+
+@Suite("only plain tables are read")
+struct PlainTableTests {
+  @Test("a contract table that is a view is refused, even one whose query never ends")
+  func view() {
+    let endless = """
+      CREATE VIEW users AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+        SELECT 'u' || i AS user_id, NULL AS timezone, NULL AS chat_level, NULL AS call_level,
+        NULL AS snooze_start, NULL AS snooze_until, NULL AS dnd_start, NULL AS dnd_end,
+        NULL AS mention_notifications, NULL AS pinned_notifications, NULL AS show_preview FROM n;
+      """
+    let schema = SnapshotRefusalTests.schema(replacing: "users", with: endless)
+    let started = ContinuousClock.now
+    guard case .failure(let error) = load(SQLiteFixture.header, schema: schema) else {
+      Issue.record("a view was loaded")
+      return
+    }
+    #expect(error.table == "users")
+    #expect(error.reason.contains("is a view"), "\(error)")
+    #expect(ContinuousClock.now - started < .seconds(5))
+  }
+
+  @Test("a contract table that is a virtual table is refused")
+  func virtualTable() {
+    let schema = SnapshotRefusalTests.schema(
+      replacing: "channels", with: "CREATE VIRTUAL TABLE channels USING fts5(channel_id, kind);")
+    guard case .failure(let error) = load(SQLiteFixture.header, schema: schema) else {
+      Issue.record("a virtual table was loaded")
+      return
+    }
+    if error.reason.contains("no such module") {
+      print("skipped: this SQLite has no fts5")
+      return
+    }
+    #expect(error.table == "channels")
+    #expect(error.reason.contains("is a virtual table"), "\(error)")
+  }
+}

@@ -10,9 +10,13 @@ enum SettingsTable {
     var largeLevel: Level? = nil
     var throttleMessages: Int64? = nil
     var throttleWindow: Int64? = nil
+    // Whatever the file's schema declares: a key given twice is refused, not
+    // decided by row order.
+    var seen: Set<String> = []
     while try r.next() {
       rows += 1
       let key = try r.text(0)
+      guard seen.insert(key).inserted else { throw r.fail(nil, "duplicate key") }
       func integer(_ range: ClosedRange<Int64>) throws(SnapshotError) -> Int64 {
         let text = try r.text(1)
         guard let v = AppSettings.decimalInteger(text), range.contains(v) else {
