@@ -118,7 +118,7 @@ final class ApplyContext {
   func gateway(_ name: String) throws(EntryError) -> String {
     guard SnapshotSchema.isValidGatewayName(name) else {
       throw EntryError(
-        "'\(name)' is not a valid gateway name ([a-z0-9][a-z0-9._-]*, not decisions, summary or rejected)"
+        "'\(name)' is not a valid gateway name ([a-z0-9][a-z0-9._-]*, not decisions, summary, rejected or batches)"
       )
     }
     return name

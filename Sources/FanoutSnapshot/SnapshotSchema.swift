@@ -205,7 +205,9 @@ public enum SnapshotSchema {
     {
       return false
     }
-    let reserved = ["decisions", "summary", "rejected"]
+    // The names of the other output files, and of the stage's batch records
+    // (`batches-NNNNNN.ndjson.lz4`, the `PREFIX:batches` stream).
+    let reserved = ["decisions", "summary", "rejected", "batches"]
     return !reserved.contains { $0.utf8.elementsEqual(bytes) }
   }
 

@@ -152,8 +152,15 @@ extension Fanout {
             "--redis must be redis://[user@]host[:port][?db=N] (an IPv6 host in brackets) or unix:///path[?db=N]."
           )
         }
-        guard input != nil, group != nil else {
+        guard let input, group != nil else {
           throw ValidationError("--redis needs --input STREAM and --group GROUP.")
+        }
+        // The stage's own streams are PREFIX:<gateway>, PREFIX:rejected and
+        // PREFIX:batches: reading one would feed the stage its own output.
+        if input.hasPrefix(outPrefix + ":") {
+          throw ValidationError(
+            "--input '\(Bounded.text(input))' is one of the stage's own output streams "
+              + "(\(outPrefix):…): read the producers' stream, or give another --out-prefix")
         }
         if let claimIdleMs, claimIdleMs < 1 {
           throw ValidationError("--claim-idle-ms must be at least 1")

@@ -90,3 +90,36 @@ struct CommandLineErrorsTests {
     #expect(readText(dir + "/out/rejected.ndjson").contains("UTF-8 byte order mark"))
   }
 }
+
+@Suite("names the outputs reserve")
+struct ReservedNameTests {
+  @Test(
+    "a device gateway named after an output of the stage or a run is refused (65)",
+    arguments: ["batches", "decisions", "summary", "rejected"])
+  func gateway(_ name: String) {
+    let snapshot = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        INSERT INTO users (user_id) VALUES ('u1');
+        INSERT INTO devices VALUES (1, 'u1', '\(name)', 't1');
+        """)
+    let check = runProcess(fanoutExecutable, ["snapshot", "check", snapshot])
+    #expect(check.status == 65, "\(check.stderr)")
+    #expect(check.stderr.contains("table devices") && check.stderr.contains("column gateway"))
+    #expect(check.stderr.contains("'\(name)' is not a valid name"), "\(check.stderr)")
+  }
+
+  @Test(
+    "--input naming one of the stage's own output streams is refused (64)",
+    arguments: ["fanout:rejected", "fanout:batches", "fanout:apns", "out:batches"])
+  func ownOutput(_ input: String) {
+    let prefix = input.hasPrefix("out:") ? ["--out-prefix", "out"] : []
+    let result = runProcess(
+      fanoutExecutable,
+      [
+        "stream", "--snapshot", CommandLineErrorsTests.snapshot, "--redis", "redis://127.0.0.1:1",
+        "--input", input, "--group", "g",
+      ] + prefix)
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.contains("one of the stage's own output streams"), "\(result.stderr)")
+  }
+}

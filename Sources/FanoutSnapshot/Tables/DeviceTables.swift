@@ -51,7 +51,7 @@ struct DeviceRows: Sendable {
           throw r.fail(
             2,
             "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, at most "
-              + "\(SnapshotSchema.maxGatewayNameBytes) bytes, not decisions, summary or rejected)"
+              + "\(SnapshotSchema.maxGatewayNameBytes) bytes, not decisions, summary, rejected or batches)"
           )
         }
         let g = try r.gateway(2, in: &rows.gateways)
