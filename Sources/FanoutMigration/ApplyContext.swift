@@ -103,6 +103,23 @@ final class ApplyContext {
     return given
   }
 
+  /// In the client-side mode (`--as-user`) an entry changes only its own
+  /// user's rows: registering a token that another user holds would move
+  /// that user's device, so it is refused. The server-side mode (no
+  /// `--as-user`) moves it, as the push services' own registries do.
+  func mayTake(gateway: String, token: String, for user: String) throws(EntryError) {
+    guard asUser != nil else { return }
+    let holder: String?
+    do { holder = try editor.holder(gateway: gateway, token: token) } catch {
+      throw EntryError(error.description)
+    }
+    if let holder, holder != user {
+      throw EntryError(
+        "the \(gateway) token is registered to another user ('\(Bounded.text(holder))'): with "
+          + "--as-user an entry may not move another user's device")
+    }
+  }
+
   func channel(_ id: String) throws(EntryError) -> String {
     guard index.channels.find(id) != nil else { throw EntryError("unknown channel '\(id)'") }
     return id

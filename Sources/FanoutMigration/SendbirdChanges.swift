@@ -114,6 +114,7 @@ enum SendbirdChanges {
       case "register_push_token":
         let gateway = try gateway(try required(e.tokenType, "token_type"), context)
         let token = try required(e.token, "token")
+        try context.mayTake(gateway: gateway, token: token, for: user)
         try context.write { (editor) throws(SQLiteError) in
           try editor.registerDevice(
             user: user, gateway: gateway, token: token, unique: e.unique ?? false)

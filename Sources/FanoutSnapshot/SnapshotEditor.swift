@@ -114,6 +114,15 @@ public final class SnapshotEditor {
     }
   }
 
+  /// The user a token on a gateway is registered to, if any.
+  public func holder(gateway: String, token: String) throws(SQLiteError) -> String? {
+    let statement = try connection.prepare(
+      "SELECT user_id FROM devices WHERE gateway = ? AND token = ? LIMIT 1")
+    statement.bind(1, gateway)
+    statement.bind(2, token)
+    return try statement.step() ? statement.text(0) : nil
+  }
+
   /// Removes the user's devices matching `gateway` and `token` (nil: any);
   /// returns how many were removed.
   @discardableResult

@@ -50,6 +50,25 @@ struct StreamFormatTests {
     #expect(other.contains("entry 2: user_id 'u1' is not the --as-user 'u2'"), "\(other)")
   }
 
+  @Test("client-side: --as-user may not take another user's device token; server-side moves it")
+  func tokenTakeover() throws {
+    let takeover = #"[{"method":"register_push_token","token_type":"apns","token":"a1"}]"#
+    let refused = refusal(.sendbird, takeover, asUser: "u2")
+    #expect(
+      refused.contains("entry 1") && refused.contains("registered to another user"), "\(refused)")
+    // The user's own token, registered again, is fine.
+    _ = try applying(
+      .sendbird, #"[{"method":"register_push_token","token_type":"apns","token":"a2"}]"#,
+      asUser: "u2")
+    // Server-side, the token moves, as the push services' registries move it.
+    let moved = try applying(
+      .sendbird,
+      #"[{"method":"register_push_token","user_id":"u2","token_type":"apns","token":"a1"}]"#)
+    let holder = runProcess(
+      "/usr/bin/sqlite3", [moved, "SELECT user_id FROM devices WHERE token = 'a1'"])
+    #expect(holder.text == "u2\n", "\(holder.text)")
+  }
+
   @Test("all or nothing: a bad entry is named and nothing changes")
   func atomic() throws {
     let before = try Data(contentsOf: URL(fileURLWithPath: baseSnapshot))
