@@ -167,6 +167,7 @@ public final class ScenarioCopy: Sendable {
     do {
       try apply(sql, to: tables.connection, overlay: tables)
     } catch {
+      if let refusal = tables.refusal { throw .refused(refusal) }
       if tables.needsWholeCopy || tables.hasTablesToCopy { return false }
       switch error {
       case .refused: throw error
@@ -219,7 +220,9 @@ public final class ScenarioCopy: Sendable {
           let copied = overlay.copyPendingTables()
           sqlite3_set_authorizer(copy.handle, authorize, context)
           guard copied else {
-            failure = .copy("the overlay could not copy a table")
+            failure =
+              overlay.refusal.map(ScenarioError.refused)
+              ?? .copy("the overlay could not copy a table")
             return
           }
           next = start

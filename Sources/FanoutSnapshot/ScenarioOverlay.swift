@@ -1,4 +1,5 @@
 import CSQLite
+import FanoutModel
 
 /// The tables of a what-if scenario's overlay (`ScenarioCopy`): which of
 /// the base's tables a statement would write, copied into the overlay
@@ -70,6 +71,10 @@ final class OverlayTables {
   /// base's; false (and `needsWholeCopy`) for a table it cannot copy
   /// exactly (generated columns, a column named like the rowid, no rowid)
   /// or too large to copy faster than the whole file (`rowBudget`).
+  /// Why a table could not be copied, when the reason is final: A's stored
+  /// schema is not what SQLite itself writes.
+  private(set) var refusal: String?
+
   func copyPendingTables() -> Bool {
     defer { pending.removeAll() }
     do throws(SQLiteError) {
@@ -115,10 +120,23 @@ final class OverlayTables {
         + "WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
     indexList.bind(1, table)
     while try indexList.step() { indexes.append(indexList.text(0)) }
-    try connection.execute(createSQL)
+    // The stored SQL is A's, which anyone who could write A may have set
+    // (PRAGMA writable_schema): each must be exactly one CREATE statement of
+    // its kind, run as one prepared statement, never as a script.
+    let refused =
+      "A's stored schema for table '\(Bounded.text(table))' is not one CREATE TABLE or CREATE "
+      + "INDEX statement each (edited with PRAGMA writable_schema?); a scenario will not run it"
+    guard try connection.runStoredSchema(createSQL, kinds: ["CREATE TABLE "]) else {
+      refusal = refused
+      return false
+    }
     try connection.execute(
       "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
-    for index in indexes { try connection.execute(index) }
+    for index in indexes
+    where try !connection.runStoredSchema(index, kinds: ["CREATE INDEX ", "CREATE UNIQUE INDEX "]) {
+      refusal = refused
+      return false
+    }
     return true
   }
 }

@@ -21,6 +21,31 @@ private func contents(_ path: String) -> Data? { FileManager.default.contents(at
 
 @Suite("fanout whatif, end to end")
 struct WhatIfCommandTests {
+  @Test("A's stored schema is never run as a script: SQL set with writable_schema is refused")
+  func storedSchema() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/a.sqlite"
+    try FileManager.default.copyItem(atPath: sampleSnapshot, toPath: snapshot)
+    let escaped = dir + "/escaped.db"
+    let plant = runProcess(
+      "/usr/bin/sqlite3",
+      [
+        snapshot,
+        "CREATE INDEX i ON users(timezone); PRAGMA writable_schema = ON; "
+          + "UPDATE sqlite_master SET sql = 'CREATE INDEX i ON users(timezone); "
+          + "ATTACH ''\(escaped)'' AS e; CREATE TABLE e.t(x)' WHERE name = 'i';",
+      ])
+    #expect(plant.status == 0, "\(plant.stderr)")
+    let out = dir + "/out"
+    let result = whatif(
+      ["--sql", "UPDATE users SET timezone = 'UTC'", "--no-index-cache"], out: out,
+      snapshot: snapshot)
+    #expect(result.status != 0)
+    #expect(result.stderr.contains("stored schema for table 'users'"), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: escaped), "the stored SQL was run")
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
+
   @Test("writes the four files, readable by the lz4 tool, and prints the headline deltas")
   func files() throws {
     let out = makeTemporaryDirectory() + "/out"

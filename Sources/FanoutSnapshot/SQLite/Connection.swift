@@ -133,6 +133,30 @@ package final class Connection {
   }
 
   /// Runs one or more statements that return no rows.
+  /// Runs `sql`, schema SQL stored in a database, if it is exactly one
+  /// statement starting with one of `kinds` (upper case, one space apart,
+  /// as SQLite stores them); false, running nothing, otherwise.
+  package func runStoredSchema(_ sql: String, kinds: [String]) throws(SQLiteError) -> Bool {
+    let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }.prefix(24)
+      .uppercased()
+    guard kinds.contains(where: { head.hasPrefix($0) }) else { return false }
+    var statement: OpaquePointer?
+    var rest = true
+    let code = sql.withCString { text in
+      var tail: UnsafePointer<CChar>?
+      let code = sqlite3_prepare_v2(handle, text, -1, &statement, &tail)
+      // Nothing may follow but spaces (SQLite keeps no semicolon or comment there).
+      if let tail { rest = String(cString: tail).contains { !$0.isWhitespace } }
+      return code
+    }
+    defer { sqlite3_finalize(statement) }
+    guard code == SQLITE_OK else { throw SQLiteError.from(handle, code: code, sql: sql) }
+    guard statement != nil, !rest else { return false }
+    let step = sqlite3_step(statement)
+    guard step == SQLITE_DONE else { throw SQLiteError.from(handle, code: step, sql: sql) }
+    return true
+  }
+
   package func execute(_ sql: String) throws(SQLiteError) {
     let code = sqlite3_exec(handle, sql, nil, nil, nil)
     guard code == SQLITE_OK else { throw SQLiteError.from(handle, code: code, sql: sql) }
