@@ -34,8 +34,8 @@ public enum ExplainError: Error, CustomStringConvertible {
     case .snapshot(let e): e.description
     case .messages(let e): e.description
     case .rejected(let r): "message rejected (line \(r.line)): \(r.reason)"
-    case .unknownUser(let u): "unknown user '\(u)'"
-    case .unknownChannel(let c): "unknown channel '\(c)'"
+    case .unknownUser(let u): "unknown user \(Bounded.quoted(u))"
+    case .unknownChannel(let c): "unknown channel \(Bounded.quoted(c))"
     case .noSuchMessage(let id, let path): "no message with id '\(id)' in '\(path)'"
     case .disagreement(let what):
       "internal error, please report it: the explanation and the evaluation disagree (\(what))"
@@ -247,7 +247,7 @@ public final class Explainer {
       }
       guard verdict == narrated else {
         throw .disagreement(
-          "message line \(message.line), user '\(user)': narrated \(narrated ?? "no pair"), "
+          "message line \(message.line), user \(Bounded.quoted(user)): narrated \(narrated ?? "no pair"), "
             + "evaluated \(verdict ?? "no pair")")
       }
     }

@@ -30,7 +30,7 @@ final class ApplyContext {
     self.asUser = asUser
     self.now = now
     if let asUser, index.users.find(asUser) == nil {
-      throw .usage("--as-user: unknown user '\(asUser)'")
+      throw .usage("--as-user: unknown user \(Bounded.quoted(asUser))")
     }
   }
 
@@ -93,13 +93,15 @@ final class ApplyContext {
     if let asUser {
       guard given == nil || given == asUser else {
         throw EntryError(
-          "\(field) '\(given!)' is not the --as-user '\(asUser)': a client may change only its own user's preferences"
+          "\(field) \(Bounded.quoted(given!)) is not the --as-user \(Bounded.quoted(asUser)): a client may change only its own user's preferences"
         )
       }
       return asUser
     }
     guard let given else { throw EntryError("\(field) is missing (or give --as-user)") }
-    guard index.users.find(given) != nil else { throw EntryError("unknown user '\(given)'") }
+    guard index.users.find(given) != nil else {
+      throw EntryError("unknown user \(Bounded.quoted(given))")
+    }
     return given
   }
 
@@ -121,21 +123,23 @@ final class ApplyContext {
   }
 
   func channel(_ id: String) throws(EntryError) -> String {
-    guard index.channels.find(id) != nil else { throw EntryError("unknown channel '\(id)'") }
+    guard index.channels.find(id) != nil else {
+      throw EntryError("unknown channel \(Bounded.quoted(id))")
+    }
     return id
   }
 
   func category(_ name: String) throws(EntryError) -> CategoryRecord {
     let found: CategoryRecord?
     do { found = try records.category(name) } catch { throw EntryError(error.description) }
-    guard let found else { throw EntryError("unknown category '\(name)'") }
+    guard let found else { throw EntryError("unknown category \(Bounded.quoted(name))") }
     return found
   }
 
   func gateway(_ name: String) throws(EntryError) -> String {
     guard SnapshotSchema.isValidGatewayName(name) else {
       throw EntryError(
-        "'\(name)' is not a valid gateway name ([a-z0-9][a-z0-9._-]*, not decisions, summary, rejected or batches)"
+        "\(Bounded.quoted(name)) is not a valid gateway name ([a-z0-9][a-z0-9._-]*, not decisions, summary, rejected or batches)"
       )
     }
     return name

@@ -64,7 +64,7 @@ enum EasemobChanges {
     case "all": .all
     case "mentiononly", "mention_only", "at": .mentions
     case "none": .none
-    default: throw EntryError("remind_type '\(name)' is not All, MentionOnly or NONE")
+    default: throw EntryError("remind_type \(Bounded.quoted(name)) is not All, MentionOnly or NONE")
     }
   }
 
@@ -80,7 +80,8 @@ enum EasemobChanges {
       return h * 60 + m
     }
     guard parts.count == 2, let start = minute(parts[0]), let end = minute(parts[1]) else {
-      throw EntryError("interval '\(text)' is not H:M-H:M with hours 0..23 and minutes 0..59")
+      throw EntryError(
+        "interval \(Bounded.quoted(text)) is not H:M-H:M with hours 0..23 and minutes 0..59")
     }
     if start == 0 && end == 0 { return nil }
     return DailyWindow(start: start, end: end)

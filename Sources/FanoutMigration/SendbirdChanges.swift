@@ -52,7 +52,8 @@ enum SendbirdChanges {
       case "set_push_trigger_option":
         let option = try required(e.pushTriggerOption, "push_trigger_option")
         guard let level = triggerOption(option) else {
-          throw EntryError("push_trigger_option '\(option)' is not all, mention_only or off")
+          throw EntryError(
+            "push_trigger_option \(Bounded.quoted(option)) is not all, mention_only or off")
         }
         try context.set(.user(user), [("chat_level", .level(level))], known: "")
       case "set_channel_push_trigger_option":
@@ -60,7 +61,8 @@ enum SendbirdChanges {
         let option = try required(e.pushTriggerOption, "push_trigger_option")
         guard option == "default" || triggerOption(option) != nil else {
           throw EntryError(
-            "push_trigger_option '\(option)' is not default, all, mention_only or off")
+            "push_trigger_option \(Bounded.quoted(option)) is not default, all, mention_only or off"
+          )
         }
         try context.set(
           .channel(user: user, channel: channel), [("chat_level", .level(triggerOption(option)))],
@@ -91,7 +93,8 @@ enum SendbirdChanges {
         if try required(e.doNotDisturbOn, "do_not_disturb_on") {
           for (day, list) in try required(e.dndSchedules, "dnd_schedules") {
             guard let weekday = weekday(day) else {
-              throw EntryError("dnd_schedules: '\(day)' is not a day name (MONDAY .. SUNDAY)")
+              throw EntryError(
+                "dnd_schedules: \(Bounded.quoted(day)) is not a day name (MONDAY .. SUNDAY)")
             }
             for w in list {
               let start = try minute(w.startHour, w.startMin, "\(day) start")
@@ -127,7 +130,8 @@ enum SendbirdChanges {
           removed = try editor.removeDevices(user: user, gateway: gateway, token: token)
         }
         guard removed > 0 else {
-          throw EntryError("user '\(user)' has no \(gateway) token '\(token)'")
+          throw EntryError(
+            "user \(Bounded.quoted(user)) has no \(gateway) token \(Bounded.quoted(token))")
         }
       case "unregister_all_push_tokens":
         let gateway = try e.tokenType.map { (t) throws(EntryError) in try Self.gateway(t, context)
@@ -137,7 +141,8 @@ enum SendbirdChanges {
         }
       default:
         throw EntryError(
-          "unknown method '\(e.method)' (expected one of \(methods.joined(separator: ", ")))")
+          "unknown method \(Bounded.quoted(e.method)) (expected one of \(methods.joined(separator: ", ")))"
+        )
       }
     }
   }

@@ -31,20 +31,22 @@ enum StreamChanges {
       if let level = e.chatLevel {
         // 'default' hands the setting back to the next level.
         guard level == "default" || Level(chatLevel: level) != nil else {
-          throw EntryError("chat_level '\(level)' is not all, mentions, none or default")
+          throw EntryError(
+            "chat_level \(Bounded.quoted(level)) is not all, mentions, none or default")
         }
         columns.append(("chat_level", level == "default" ? .null : .text(level)))
       }
       if let level = e.callLevel {
         guard level == "default" || Level(callLevel: level) != nil else {
-          throw EntryError("call_level '\(level)' is not all, none or default")
+          throw EntryError("call_level \(Bounded.quoted(level)) is not all, none or default")
         }
         columns.append(("call_level", level == "default" ? .null : .text(level)))
       }
       if let until = e.disabledUntil {
         guard let ms = RFC3339.parse(Array(until.utf8)) else {
           throw EntryError(
-            "disabled_until '\(until)' is not an ISO 8601 / RFC 3339 time with a zone")
+            "disabled_until \(Bounded.quoted(until)) is not an ISO 8601 / RFC 3339 time with a zone"
+          )
         }
         guard e.removeDisable != true else {
           throw EntryError("disabled_until and remove_disable together")

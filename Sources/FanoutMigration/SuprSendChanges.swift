@@ -52,14 +52,15 @@ enum SuprSendChanges {
     let category = try context.category(name)
     guard !category.mandatory else {
       throw EntryError(
-        "category '\(name)' is not editable (mandatory): its preferences cannot change")
+        "category \(Bounded.quoted(name)) is not editable (mandatory): its preferences cannot change"
+      )
     }
     guard e.preference != nil || e.optOutChannels != nil else {
       throw EntryError("the entry changes nothing (fields: preference, opt_out_channels)")
     }
     if let text = e.preference {
       guard let preference = Preference(name: text) else {
-        throw EntryError("preference '\(text)' is not opt_in or opt_out")
+        throw EntryError("preference \(Bounded.quoted(text)) is not opt_in or opt_out")
       }
       try context.write { (editor) throws(SQLiteError) in
         try editor.setCategoryPreference(user: user, category: name, gateway: nil, preference)
@@ -71,7 +72,8 @@ enum SuprSendChanges {
       let gateway = try context.gateway(channel)
       guard !category.mandatoryGateways.contains(gateway) else {
         throw EntryError(
-          "channel '\(gateway)' is not editable in category '\(name)' (mandatory there)")
+          "channel \(Bounded.quoted(gateway)) is not editable in category \(Bounded.quoted(name)) (mandatory there)"
+        )
       }
       optedOut.append(gateway)
     }

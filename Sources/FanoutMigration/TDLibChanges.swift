@@ -62,7 +62,8 @@ enum TDLibChanges {
           known: fields)
       default:
         throw EntryError(
-          "@type '\(r.type)' is not setScopeNotificationSettings or setChatNotificationSettings")
+          "@type \(Bounded.quoted(r.type)) is not setScopeNotificationSettings or setChatNotificationSettings"
+        )
       }
     }
   }

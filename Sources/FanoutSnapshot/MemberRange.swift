@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 
 /// One range of the members table by channel id, `[lower, upper)` in byte
 /// order, read on its own connection so that ranges load in parallel.
@@ -47,8 +48,10 @@ struct MemberRange: Sendable {
         guard u >= 0 else {
           let name = batchUsers.name(k)
           throw SnapshotError(
-            table: "members", key: "channel_id='\(channelNames.string(Int(c)))', user_id='\(name)'",
-            column: "user_id", reason: "unknown user '\(name)'")
+            table: "members",
+            key:
+              "channel_id=\(Bounded.quoted(channelNames.string(Int(c)))), user_id=\(Bounded.quoted(name))",
+            column: "user_id", reason: "unknown user \(Bounded.quoted(name))")
         }
         let key = UInt64(UInt32(c)) << 32 | UInt64(UInt32(u))
         if let last = keys.last {
@@ -72,7 +75,7 @@ struct MemberRange: Sendable {
         if cursor >= channelNames.count || !channelNames.equals(cursor, name) {
           while cursor < channelNames.count && channelNames.precedes(cursor, name) { cursor += 1 }
           guard cursor < channelNames.count && channelNames.equals(cursor, name) else {
-            throw r.fail(0, "unknown channel '\(try r.text(0))'")
+            throw r.fail(0, "unknown channel \(Bounded.quoted(try r.text(0)))")
           }
         }
         let user = try r.textBytes(1)

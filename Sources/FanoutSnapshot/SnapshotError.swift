@@ -91,7 +91,8 @@ extension SnapshotError {
     let channel = channels.string(Int(key >> 32))
     let user = users[Int(UInt32(truncatingIfNeeded: key))]
     return SnapshotError(
-      table: table, key: "channel_id='\(channel)', user_id='\(user)'", reason: "duplicate key")
+      table: table, key: "channel_id=\(Bounded.quoted(channel)), user_id=\(Bounded.quoted(user))",
+      reason: "duplicate key")
   }
 }
 

@@ -144,7 +144,9 @@ struct TableReader {
     -> T?
   {
     guard let s = try optionalText(c) else { return nil }
-    guard let value = parse(s) else { throw fail(c, "unknown value '\(s)' (expected \(allowed))") }
+    guard let value = parse(s) else {
+      throw fail(c, "unknown value \(Bounded.quoted(s)) (expected \(allowed))")
+    }
     return value
   }
 
@@ -192,7 +194,7 @@ struct TableReader {
     case SQLITE_NULL: "NULL"
     case SQLITE_INTEGER: String(statement.int64(c))
     case SQLITE_FLOAT: String(statement.double(c))
-    case SQLITE_TEXT: "'\(statement.text(c))'"
+    case SQLITE_TEXT: "\(Bounded.quoted(statement.text(c)))"
     default: "<blob>"
     }
   }

@@ -159,10 +159,11 @@ public struct TrafficParser {
       if parsed.channel[m] < 0 {
         done.rejections.append(
           Rejection(
-            line: parsed.lines[m], reason: "unknown channel '\(channelNames.string(m))'"))
+            line: parsed.lines[m],
+            reason: "unknown channel \(Bounded.quoted(channelNames.string(m)))"))
       } else if let category = unknownCategories[m] {
         done.rejections.append(
-          Rejection(line: parsed.lines[m], reason: "unknown category '\(category)'"))
+          Rejection(line: parsed.lines[m], reason: "unknown category \(Bounded.quoted(category))"))
       } else {
         done.append(m, of: parsed)
       }
@@ -212,7 +213,8 @@ public struct TrafficParser {
     if let kind = try values.string(.kind, into: &decoded) {
       let name = decoded[kind]
       guard let k = MessageKind(named: name) else {
-        throw Rejected(reason: "unknown kind '\(String(decoding: name, as: UTF8.self))'")
+        throw Rejected(
+          reason: "unknown kind \(Bounded.quoted(String(decoding: name, as: UTF8.self)))")
       }
       fields.kind = k
     }
@@ -329,7 +331,7 @@ public struct TrafficParser {
         guard let millis = RFC3339.parse(out) else {
           throw Rejected(
             reason:
-              "field 'ts' is not an RFC 3339 date-time with a zone offset: '\(String(decoding: out, as: UTF8.self))'"
+              "field 'ts' is not an RFC 3339 date-time with a zone offset: \(Bounded.quoted(String(decoding: out, as: UTF8.self)))"
           )
         }
         return millis

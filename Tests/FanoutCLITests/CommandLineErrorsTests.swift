@@ -123,3 +123,46 @@ struct ReservedNameTests {
     #expect(result.stderr.contains("one of the stage's own output streams"), "\(result.stderr)")
   }
 }
+
+@Suite("values echoed in errors and rejected lines are bounded")
+struct BoundedMessageTests {
+  static let huge = String(repeating: "x", count: 1 << 20)
+
+  @Test("a 1 MiB unknown channel name: its rejected line and the run's output stay small")
+  func rejectedLine() throws {
+    let dir = makeTemporaryDirectory()
+    let traffic = dir + "/traffic.ndjson"
+    try (#"{"id":"m1","channel":"\#(Self.huge)","ts":1}"# + "\n").write(
+      toFile: traffic, atomically: true, encoding: .utf8)
+    let out = dir + "/out"
+    let run = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", CommandLineErrorsTests.snapshot, "--messages", traffic, "--out", out])
+    #expect(run.status == 0, "\(run.stderr)")
+    let rejected = readText(out + "/rejected.ndjson")
+    #expect(rejected.utf8.count < 400, "\(rejected.utf8.count) bytes")
+    #expect(rejected.contains("… (1048576 bytes)"), "\(rejected.prefix(300))")
+    #expect(run.stderr.utf8.count < 2000)
+  }
+
+  @Test("a 1 MiB user id in a snapshot or a change: the error names a cut of it")
+  func errors() throws {
+    let snapshot = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        INSERT INTO channels VALUES ('c', 'group');
+        INSERT INTO members VALUES ('c', '\(Self.huge)');
+        """)
+    let check = runProcess(fanoutExecutable, ["snapshot", "check", snapshot])
+    #expect(check.status == 65)
+    #expect(check.stderr.utf8.count < 1000, "\(check.stderr.utf8.count) bytes")
+    #expect(check.stderr.contains("… (1048576 bytes)"), "\(check.stderr.prefix(300))")
+
+    let apply = runProcess(
+      fanoutExecutable,
+      ["prefs", "apply", "--snapshot", CommandLineErrorsTests.snapshot, "--format", "stream", "-"],
+      input: Array(#"{"preferences":[{"user_id":"\#(Self.huge)","chat_level":"none"}]}"#.utf8))
+    #expect(apply.status == 65)
+    #expect(apply.stderr.utf8.count < 1000, "\(apply.stderr.utf8.count) bytes")
+    #expect(apply.stderr.contains("… (1048576 bytes)"), "\(apply.stderr.prefix(300))")
+  }
+}

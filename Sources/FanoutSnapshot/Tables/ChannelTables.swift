@@ -53,7 +53,8 @@ struct ChannelRows: Sendable {
       let declared = memberCounts[c]
       if declared >= 0 && declared < rows[c] {
         throw SnapshotError(
-          table: "channels", key: "channel_id='\(names.string(c))'", column: "member_count",
+          table: "channels", key: "channel_id=\(Bounded.quoted(names.string(c)))",
+          column: "member_count",
           reason: "member_count \(declared) is below the channel's \(rows[c]) rows in members")
       }
     }
@@ -109,11 +110,13 @@ struct ChannelPrefRows: Sendable {
           // A row whose later column failed is the reader's current row.
           let key =
             k < awaitingIDs.count
-            ? "user_id='\(userKeys.name(k))', channel_id='\(channelKeys.name(k))'" : r.rowKey
+            ? "user_id=\(Bounded.quoted(userKeys.name(k))), channel_id=\(Bounded.quoted(channelKeys.name(k)))"
+            : r.rowKey
           throw SnapshotError(
             table: "channel_prefs", key: key, column: u < 0 ? "user_id" : "channel_id",
             reason: u < 0
-              ? "unknown user '\(userKeys.name(k))'" : "unknown channel '\(channelKeys.name(k))'")
+              ? "unknown user \(Bounded.quoted(userKeys.name(k)))"
+              : "unknown channel \(Bounded.quoted(channelKeys.name(k)))")
         }
         guard k < awaitingIDs.count else { return }  // the failing row: its own error follows
         rows.keys.append((UInt64(UInt32(c)) << 32 | UInt64(UInt32(u)), Int32(rows.prefs.count)))

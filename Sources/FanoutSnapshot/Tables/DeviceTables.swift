@@ -32,7 +32,7 @@ struct DeviceRows: Sendable {
         guard u >= 0 else {
           throw SnapshotError(
             table: "devices", key: "device_id=\(row.id)", column: "user_id",
-            reason: "unknown user '\(userKeys.name(k))'")
+            reason: "unknown user \(Bounded.quoted(userKeys.name(k)))")
         }
         rows.devices.append((row.id, u, row.gateway))
       }
@@ -50,7 +50,7 @@ struct DeviceRows: Sendable {
         guard SnapshotSchema.isValidGatewayName(gatewayName) else {
           throw r.fail(
             2,
-            "gateway '\(try r.text(2))' is not a valid name ([a-z0-9][a-z0-9._-]*, at most "
+            "gateway \(Bounded.quoted(try r.text(2))) is not a valid name ([a-z0-9][a-z0-9._-]*, at most "
               + "\(SnapshotSchema.maxGatewayNameBytes) bytes, not decisions, summary, rejected or batches)"
           )
         }
@@ -64,7 +64,7 @@ struct DeviceRows: Sendable {
           guard pair.withUnsafeBytes({ gatewayTokens.insert($0) }) != nil else {
             throw r.fail(
               3,
-              "token is already registered on gateway '\(try r.text(2))' (gateway, token) must be unique"
+              "token is already registered on gateway \(Bounded.quoted(try r.text(2))) (gateway, token) must be unique"
             )
           }
         }

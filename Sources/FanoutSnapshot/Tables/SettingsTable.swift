@@ -25,7 +25,7 @@ enum SettingsTable {
             ? "at least \(range.lowerBound)" : "\(range.lowerBound)..\(range.upperBound)"
           throw r.fail(
             1,
-            "\(key) '\(text)' is not a decimal integer \(bounds) (digits only, no sign or leading zeros)"
+            "\(Bounded.text(key)) \(Bounded.quoted(text)) is not a decimal integer \(bounds) (digits only, no sign or leading zeros)"
           )
         }
         return v
@@ -38,7 +38,8 @@ enum SettingsTable {
       case "schema_version":
         let version = try r.text(1)
         guard version == "1" else {
-          throw r.fail(1, "schema_version '\(version)' is not supported (expected '1')")
+          throw r.fail(
+            1, "schema_version \(Bounded.quoted(version)) is not supported (expected '1')")
         }
       case "default_chat_level":
         settings.defaultChatLevel = try r.required(
@@ -70,7 +71,7 @@ enum SettingsTable {
       guard aSet != bSet else { return }
       let (present, missing) = aSet ? (a, b) : (b, a)
       throw SnapshotError(
-        table: "settings", key: "key='\(present)'", column: "value",
+        table: "settings", key: "key=\(Bounded.quoted(present))", column: "value",
         reason: "\(present) is set but \(missing) is missing (the two come together)")
     }
     try together(

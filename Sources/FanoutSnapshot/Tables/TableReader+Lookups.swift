@@ -1,11 +1,12 @@
 import FanoutIndex
+import FanoutModel
 
 /// The lookups table readers share: each names what it could not find.
 extension TableReader {
   /// The user row of the id in column `c`.
   func user(_ c: Int32, in users: StringTable) throws(SnapshotError) -> Int32 {
     guard let row = users.find(try textBytes(c)) else {
-      throw fail(c, "unknown user '\(try text(c))'")
+      throw fail(c, "unknown user \(Bounded.quoted(try text(c)))")
     }
     return row
   }
@@ -13,7 +14,7 @@ extension TableReader {
   /// The channel row of the id in column `c`.
   func channel(_ c: Int32, in channels: StringTable) throws(SnapshotError) -> Int32 {
     guard let row = channels.find(try textBytes(c)) else {
-      throw fail(c, "unknown channel '\(try text(c))'")
+      throw fail(c, "unknown channel \(Bounded.quoted(try text(c)))")
     }
     return row
   }
@@ -21,7 +22,7 @@ extension TableReader {
   /// The category row of the name in column `c`.
   func category(_ c: Int32, in categories: StringTable) throws(SnapshotError) -> Int32 {
     guard let row = categories.find(try textBytes(c)) else {
-      throw fail(c, "unknown category '\(try text(c))'")
+      throw fail(c, "unknown category \(Bounded.quoted(try text(c)))")
     }
     return row
   }

@@ -54,7 +54,7 @@ struct UserRows: Sendable {
         do {
           rows.zones.append(try tzdb.zone(named: zoneName))
         } catch {
-          throw r.fail(8, "unknown time zone '\(zoneName)' (\(error.reason))")
+          throw r.fail(8, "unknown time zone \(Bounded.quoted(zoneName)) (\(error.reason))")
         }
         zoneIDs[zoneName] = UInt16(rows.zones.count - 1)
         rows.zone.append(UInt16(rows.zones.count - 1))
