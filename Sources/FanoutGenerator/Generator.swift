@@ -28,8 +28,8 @@ public enum Generator {
     var random = Random(seed: options.seed)
     let population = Population(users: options.users, random: &random)
     var report = GeneratorReport()
-    report.snapshotPath = options.out + "/snapshot.sqlite"
-    report.trafficPath = options.out + "/traffic.ndjson"
+    report.snapshotPath = options.snapshotPath ?? options.out + "/snapshot.sqlite"
+    report.trafficPath = options.trafficPath ?? options.out + "/traffic.ndjson"
     var v2 = options.v2 ? V2Features(seed: options.seed) : nil
     // Rough shares of the time: users 30%, channels and members 40%, traffic 30%.
     let users = Double(population.users)

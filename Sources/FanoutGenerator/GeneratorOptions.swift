@@ -14,6 +14,10 @@ public struct GeneratorOptions: Sendable {
   public var out: String
   /// Contract v2's settings, columns, tables and traffic fields too.
   public var v2: Bool
+  /// Where the two files are written, when not `out/snapshot.sqlite` and
+  /// `out/traffic.ndjson` (`fanout gen` writes them aside, then renames).
+  public var snapshotPath: String?
+  public var trafficPath: String?
 
   public init(
     users: Int, messages: Int, seed: UInt64, profile: Profile, out: String, v2: Bool = false

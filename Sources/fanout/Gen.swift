@@ -1,6 +1,7 @@
 import ArgumentParser
 import FanoutGenerator
 import FanoutModel
+import FanoutOutput
 import FanoutPipeline
 
 #if canImport(Glibc)
@@ -38,28 +39,50 @@ extension Fanout {
     )
     var v2 = false
 
+    @Flag(help: "Replace the snapshot.sqlite and traffic.ndjson of a previous gen in --out.")
+    var overwrite = false
+
     func validate() throws {
       if users < 2 { throw ValidationError("--users must be at least 2") }
       if messages < 0 { throw ValidationError("--messages must not be negative") }
     }
 
     func run() throws {
-      var st = stat()
-      if stat(out, &st) == 0 && (st.st_mode & S_IFMT) != S_IFDIR {
-        throw fail(.usage("--out '\(out)' exists and is not a folder"))
-      }
       let clock = ContinuousClock()
       let start = clock.now
+      let names = ["snapshot.sqlite", "traffic.ndjson"]
+      // Like every writing command: the folder locked, empty unless
+      // --overwrite (which replaces only gen's own files), both files
+      // written aside and renamed together once complete.
+      let folder: OutputFolder
+      let files: [PendingFile]
+      do {
+        folder = try OutputFolder(
+          claiming: out,
+          mode: .fresh(
+            overwrite: overwrite,
+            outputs: { names.contains($0) || ($0.hasPrefix(".") && $0.hasSuffix(".partial")) }))
+      } catch { throw fail(error) }
+      defer { folder.release() }
+      do {
+        files = try names.map { name throws(OutputError) in
+          try PendingFile(directory: out, name: name)
+        }
+      } catch { throw fail(.output(error)) }
+      var options = GeneratorOptions(
+        users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2)
+      options.snapshotPath = files[0].partialPath
+      options.trafficPath = files[1].partialPath
       let report: GeneratorReport
       let bar = ProgressBar.ifTerminal(unit: "rows")
       do {
         report = try Generator.run(
-          GeneratorOptions(
-            users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2),
+          options,
           progress: bar.map { bar in
             { rows, fraction in bar.update(messages: rows, fraction: fraction) }
           }
         )
+        try PendingFile.commit(together: files)
         bar?.clear()
       } catch {
         bar?.clear()
@@ -68,8 +91,8 @@ extension Fanout {
       print(
         "\(report.users) users, \(report.channels) channels, \(report.memberships) memberships, "
           + "\(report.devices) devices, \(report.channelPrefs) channel overrides; \(report.messages) messages, "
-          + "\(report.pairs) pairs; in \(clock.now - start)")
-      print("snapshot: \(report.snapshotPath)\ntraffic:  \(report.trafficPath)")
+          + "\(report.pairs) pairs; in \(threeDecimals((clock.now - start).seconds)) s")
+      print("snapshot: \(out)/\(names[0])\ntraffic:  \(out)/\(names[1])")
     }
   }
 }

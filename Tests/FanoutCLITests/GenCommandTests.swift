@@ -43,9 +43,44 @@ struct GenCommandTests {
     }
     let other = runProcess(
       fanoutExecutable,
-      ["gen", "--users", "3000", "--messages", "4000", "--seed", "8", "--out", dirs[1]])
-    #expect(other.status == 0)
+      [
+        "gen", "--users", "3000", "--messages", "4000", "--seed", "8", "--out", dirs[1],
+        "--overwrite",
+      ])
+    #expect(other.status == 0, "\(other.stderr)")
     #expect(FileManager.default.contents(atPath: dirs[1] + "/traffic.ndjson")! != traffic[0])
+  }
+
+  @Test("gen refuses a folder that is not empty, replaces its own files with --overwrite only")
+  func folder() throws {
+    let dir = makeTemporaryDirectory()
+    let notes = dir + "/notes.txt"
+    _ = FileManager.default.createFile(atPath: notes, contents: Data("mine\n".utf8))
+    let args = ["gen", "--users", "50", "--messages", "20", "--out", dir]
+    let refused = runProcess(fanoutExecutable, args)
+    #expect(refused.status == 64, "\(refused.stderr)")
+    #expect(refused.stderr.contains("is not empty"), "\(refused.stderr)")
+    #expect(listDirectory(dir) == ["notes.txt"])
+    let overwritten = runProcess(fanoutExecutable, args + ["--overwrite"])
+    #expect(overwritten.status == 0, "\(overwritten.stderr)")
+    #expect(listDirectory(dir) == ["notes.txt", "snapshot.sqlite", "traffic.ndjson"])
+    #expect(readText(notes) == "mine\n")
+  }
+
+  @Test("gen interrupted leaves nothing under a final name, nor partial files")
+  func interrupted() throws {
+    let parent = makeTemporaryDirectory()
+    let errors = parent + "/stderr"
+    let out = parent + "/out"
+    let child = try #require(
+      PlainChild(
+        fanoutExecutable, ["gen", "--users", "40000", "--messages", "80000", "--out", out],
+        stderr: errors))
+    Thread.sleep(forTimeInterval: 0.4)
+    kill(child.pid, SIGINT)
+    let status = child.wait()
+    #expect(status == 130, "\(readText(errors))")
+    #expect(!FileManager.default.fileExists(atPath: out), "left \(listDirectory(out))")
   }
 
   @Test("--v2 adds contract v2's features to the same v1 data, and every v2 rule is reached")
