@@ -48,9 +48,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
   public private(set) var parseSeconds = 0.0
   public private(set) var evaluateSeconds = 0.0
-  /// With `digestsTraffic`: the lines read (blank and rejected ones too)
-  /// and a digest of their bytes, by which `fanout merge` knows that shards
-  /// ran on the same traffic.
+  /// The traffic lines read (blank and rejected ones too); with
+  /// `digestsTraffic`, a digest of their bytes, by which `fanout merge`
+  /// knows that shards ran on the same traffic.
   public var digestsTraffic = false
   public private(set) var linesRead = 0
   public private(set) var trafficDigest: UInt64 = 0
@@ -91,6 +91,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
     guard let block = try reader.next(maxLines: Pipeline.waveLines) else { return nil }
     defer { parseSeconds += (ContinuousClock.now - started).seconds }
     if digestsTraffic { digest(block) }
+    linesRead = block.firstLine + block.count - 1
     return Pipeline.parse(block, index: index, workers: threads)
   }
 
@@ -103,7 +104,6 @@ public final class EvaluationEngine<Work: ChunkWork> {
         trafficDigest = (trafficDigest ^ h) &* 0x9E37_79B9_7F4A_7C15 &+ 1
       }
     }
-    linesRead = block.firstLine + block.count - 1
   }
 
   /// Parses several blocks (each from its own producer), in parallel.

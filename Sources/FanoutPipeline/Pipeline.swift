@@ -26,6 +26,9 @@ public struct EvalOptions: Sendable {
   /// Called after each wave of lines: messages evaluated so far, and the
   /// fraction of the input read when its size is known.
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
+  /// Refuse the run (exit 65, nothing written) when more lines than this
+  /// are rejected; nil: any number (the contract's default).
+  public var maxRejected: RejectionLimit?
 
   public init(
     snapshot: String, messages: String, out: String, decisions: Bool = false,
@@ -38,6 +41,39 @@ public struct EvalOptions: Sendable {
     self.summaryOnly = summaryOnly
     self.threads = threads
     self.overwrite = overwrite
+  }
+}
+
+/// How many rejected traffic lines a run accepts: a count, or a share of
+/// the lines read (`--max-rejected 100`, `--max-rejected 0.5%`).
+public enum RejectionLimit: Sendable, Equatable, CustomStringConvertible {
+  case lines(Int)
+  case percent(Double)
+
+  /// Parses "N" (a whole number) or "P%" (0 to 100).
+  public init?(_ text: String) {
+    if text.hasSuffix("%") {
+      guard let p = Double(text.dropLast()), p.isFinite, (0...100).contains(p) else { return nil }
+      self = .percent(p)
+    } else {
+      guard let n = Int(text), n >= 0 else { return nil }
+      self = .lines(n)
+    }
+  }
+
+  /// Whether `rejected` lines out of `lines` read go past the limit.
+  public func isExceeded(rejected: Int, lines: Int) -> Bool {
+    switch self {
+    case .lines(let n): rejected > n
+    case .percent(let p): Double(rejected) > p / 100 * Double(max(lines, 1))
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .lines(let n): "\(n) \(n == 1 ? "line" : "lines")"
+    case .percent(let p): "\(p)% of the lines"
+    }
   }
 }
 
@@ -86,6 +122,10 @@ public struct RunReport: Sendable {
   public var timings: Timings
   /// With `--mergeable`: which shard this run evaluated, on which traffic.
   public var shard: ShardRun?
+  /// The first rejected line (in line order), if any: for the run's word on it.
+  public var firstRejection: Rejection?
+  /// Traffic lines read (blank and rejected ones included).
+  public var linesRead = 0
 
   public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
 }
@@ -181,6 +221,7 @@ public enum Pipeline {
 
     var counters = Counters(gateways: index.gateways.count)
     var rejected = 0
+    var firstRejection: Rejection?
     let evaluation: Evaluator.Output =
       options.summaryOnly ? .counts : options.decisions ? .deliveriesAndDecisions : .deliveries
     let buffers = LineBuffers(files: index.gateways.count + 1)
@@ -210,6 +251,9 @@ public enum Pipeline {
       },
       waveDone: { batches throws(PipelineError) in
         rejected += batches.reduce(0) { $0 + $1.rejections.count }
+        if firstRejection == nil {
+          firstRejection = batches.lazy.compactMap(\.rejections.first).first
+        }
         output.submit { writer throws(OutputError) in
           for batch in batches { try writer.write(batch.rejections) }
         }
@@ -226,7 +270,7 @@ public enum Pipeline {
     let cpu = ProcessCPU.now()
     timings.cpuUser = cpu.user - cpuAtStart.user
     timings.cpuSystem = cpu.system - cpuAtStart.system
-    let report = RunReport(
+    var report = RunReport(
       counters: counters, rejected: rejected,
       gatewayNames: (0..<index.gateways.count).map { index.gateways[$0] },
       seconds: lap(started), timings: timings,
@@ -235,6 +279,16 @@ public enum Pipeline {
           label: $0, trafficLines: engine.linesRead, trafficDigest: engine.trafficDigest,
           decisions: options.decisions, summaryOnly: options.summaryOnly)
       })
+    report.firstRejection = firstRejection
+    report.linesRead = engine.linesRead
+    if let limit = options.maxRejected, limit.isExceeded(rejected: rejected, lines: engine.linesRead)
+    {
+      // Refused whole: the run's files are discarded (never renamed).
+      throw .rejectedLines(
+        "\(rejected) of \(engine.linesRead) traffic lines rejected, more than --max-rejected "
+          + "(\(limit)); the first, line \(firstRejection?.line ?? 0): "
+          + (firstRejection?.reason ?? "?") + "; nothing was written")
+    }
     do { try writer.commit { Summary.json(report, files: $0) } } catch { throw .output(error) }
     return report
   }

@@ -18,6 +18,8 @@ public enum PipelineError: Error, CustomStringConvertible {
   /// `fanout merge` refused its shards' outputs (missing, incomplete or
   /// not of one split and one traffic); nothing was written.
   case merge(String)
+  /// More traffic lines were rejected than `--max-rejected` allows; nothing was written.
+  case rejectedLines(String)
 
   public var description: String {
     switch self {
@@ -26,6 +28,7 @@ public enum PipelineError: Error, CustomStringConvertible {
     case .input(let e): e.description
     case .output(let e): e.description
     case .merge(let reason): "cannot merge: \(reason)"
+    case .rejectedLines(let reason): reason
     }
   }
 
@@ -35,7 +38,7 @@ public enum PipelineError: Error, CustomStringConvertible {
     case .snapshot(let e): e.exitStatus
     case .input: .noInput
     case .output: .cannotCreate
-    case .merge: .dataError
+    case .merge, .rejectedLines: .dataError
     }
   }
 }

@@ -41,10 +41,20 @@ extension Fanout {
         """)
     var mergeable = false
 
+    @Option(
+      help: """
+        Exit 65, writing nothing, when more traffic lines than this are rejected: a number \
+        (0: none may be) or a share of the lines read (0.5%). Default: any number.
+        """)
+    var maxRejected: String?
+
     @OptionGroup var runOptions: RunOptions
     @OptionGroup var indexCacheOptions: IndexCacheOptions
 
     func validate() throws {
+      if let maxRejected, RejectionLimit(maxRejected) == nil {
+        throw ValidationError("--max-rejected must be a whole number or a percentage (0.5%)")
+      }
       if summaryOnly && decisions {
         throw ValidationError("--summary-only writes no decisions: drop one of the two.")
       }
@@ -58,15 +68,18 @@ extension Fanout {
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
       options.indexCache = indexCacheOptions.cache
       options.mergeable = mergeable
+      options.maxRejected = maxRejected.flatMap(RejectionLimit.init)
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
       do {
         let report = try Pipeline.eval(options)
         progress?.clear()
+        reportRejections(report, folder: out)
         let c = report.counters
         print(
-          "\(c.messages) messages, \(report.rejected) rejected, \(c.pairs) pairs, \(c.delivered) delivered, "
-            + "\(c.deliveries.reduce(0, +)) deliveries in \(threeDecimals(report.seconds)) s "
+          "\(count(c.messages, "message")), \(report.rejected) rejected, \(count(c.pairs, "pair")), "
+            + "\(c.delivered) delivered, \(count(c.deliveries.reduce(0, +), "delivery", "deliveries")) "
+            + "in \(threeDecimals(report.seconds)) s "
             + "(\(Int(report.pairsPerSecond)) pairs/s); output in \(out)")
       } catch {
         progress?.clear()
@@ -74,4 +87,24 @@ extension Fanout {
       }
     }
   }
+}
+
+/// Says on standard error what a run rejected (a nightly job's log shows
+/// it even though the exit status is 0), and warns when nothing was evaluated.
+func reportRejections(_ report: RunReport, folder: String) {
+  var stderr = StandardError()
+  if let first = report.firstRejection {
+    print(
+      "fanout: \(report.rejected) of \(count(report.linesRead, "traffic line")) rejected "
+        + "(the first, line \(first.line): \(first.reason)); see \(folder)/rejected.ndjson",
+      to: &stderr)
+  }
+  if report.counters.messages == 0 {
+    print("fanout: warning: no traffic line was evaluated", to: &stderr)
+  }
+}
+
+/// "1 message", "2 messages"; "1 delivery", "2 deliveries".
+func count(_ n: Int, _ noun: String, _ plural: String? = nil) -> String {
+  "\(n) " + (n == 1 ? noun : plural ?? noun + "s")
 }

@@ -111,6 +111,37 @@ struct EvalCommandTests {
     #expect(outputs[0] == outputs[2])
   }
 
+  @Test("rejected lines are said on stderr with the first reason and the file; --max-rejected")
+  func rejectedLines() throws {
+    // The sample rejects 6 of its 21 lines (blank ones included).
+    let out = makeTemporaryDirectory() + "/out"
+    let told = eval([], out: out)
+    #expect(told.status == 0)
+    #expect(
+      told.stderr.contains("6 of 21 traffic lines rejected (the first, line 7: "), "\(told.stderr)")
+    #expect(told.stderr.contains(out + "/rejected.ndjson"), "\(told.stderr)")
+    #expect(!told.stderr.contains("warning"))
+
+    for (limit, status) in [("6", 0), ("5", 65), ("29%", 0), ("28%", 65), ("0", 65)] {
+      let out = makeTemporaryDirectory() + "/out"
+      let run = eval(["--max-rejected", limit], out: out)
+      #expect(run.status == Int32(status), "\(limit): \(run.stderr)")
+      if status != 0 {
+        #expect(run.stderr.contains("more than --max-rejected"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out), "\(limit): files were left")
+      }
+    }
+    #expect(eval(["--max-rejected", "x"], out: makeTemporaryDirectory() + "/o").status == 64)
+
+    // Not traffic at all: exit 0 (the contract's), but said, with a warning.
+    let garbage = eval(
+      [], out: makeTemporaryDirectory() + "/out", messages: packageRoot.path + "/Package.swift")
+    #expect(garbage.status == 0)
+    #expect(
+      garbage.stderr.contains("rejected (the first, line 1: invalid JSON"), "\(garbage.stderr)")
+    #expect(garbage.stderr.contains("warning: no traffic line was evaluated"), "\(garbage.stderr)")
+  }
+
   @Test("messages from standard input")
   func standardInput() {
     let out = makeTemporaryDirectory() + "/out"
