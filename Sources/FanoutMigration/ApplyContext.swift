@@ -34,8 +34,12 @@ final class ApplyContext {
     }
   }
 
-  /// Decodes `data` as `T`, naming the JSON path of what does not fit.
-  static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws(ApplyError) -> T {
+  /// Decodes `data`, a request of `shape`, as `T`, naming the JSON path of
+  /// what does not fit: a field the format does not have, a value of the
+  /// wrong type.
+  static func decode<T: Decodable>(_ type: T.Type, _ data: Data, shape: ChangeShape)
+    throws(ApplyError) -> T
+  {
     let decoder = JSONDecoder()
     // The systems' fields are snake_case; the Swift names are camelCase.
     decoder.keyDecodingStrategy = .convertFromSnakeCase
@@ -43,6 +47,7 @@ final class ApplyContext {
     if let syntax = JSONDocument.firstError(in: Array(data)) {
       throw .malformed(path: "$", reason: syntax)
     }
+    try shape.check(data)
     do {
       return try decoder.decode(type, from: data)
     } catch let error as DecodingError {
@@ -58,14 +63,27 @@ final class ApplyContext {
     }
     switch error {
     case .typeMismatch(let type, let c):
-      return .malformed(path: path(c.codingPath), reason: "expected \(type)")
+      return .malformed(path: path(c.codingPath), reason: "expected \(jsonName(type))")
     case .valueNotFound(let type, let c):
-      return .malformed(path: path(c.codingPath), reason: "expected \(type), found null")
+      return .malformed(path: path(c.codingPath), reason: "expected \(jsonName(type)), found null")
     case .keyNotFound(let key, let c):
       return .malformed(path: path(c.codingPath + [key]), reason: "missing")
     case .dataCorrupted(let c):
       return .malformed(path: path(c.codingPath), reason: c.debugDescription)
     @unknown default: return .malformed(path: "$", reason: "\(error)")
+    }
+  }
+
+  /// A Swift type as JSON calls its values: what a request's author knows.
+  private static func jsonName(_ type: Any.Type) -> String {
+    switch type {
+    case is String.Type: "a string"
+    case is Bool.Type: "true or false"
+    case is Int.Type, is Int64.Type, is Int32.Type: "a whole number"
+    case is Double.Type: "a number"
+    default:
+      "\(type)".hasPrefix("Dictionary")
+        ? "an object" : "\(type)".hasPrefix("Array") ? "an array" : "a value"
     }
   }
 

@@ -10,6 +10,9 @@ import FoundationEssentials
 /// level; the DND interval "H:M-H:M" is app-level only; the DND duration in
 /// minutes (0..10080, 0 = no change) becomes a snooze from --now at either level.
 enum EasemobChanges {
+  static let shape = ChangeShape.array(
+    .object(["user", "conversation", "remind_type", "clear_remind_type", "interval", "duration"]))
+
   struct Entry: Decodable {
     var user: String?
     var conversation: String?
@@ -20,7 +23,8 @@ enum EasemobChanges {
   }
 
   static func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
-    try context.each(try ApplyContext.decode([Entry].self, data)) { (e) throws(EntryError) in
+    try context.each(try ApplyContext.decode([Entry].self, data, shape: shape)) {
+      (e) throws(EntryError) in
       let user = try context.user(e.user, field: "user")
       let target: LevelTarget =
         if let c = e.conversation { .channel(user: user, channel: try context.channel(c)) } else {

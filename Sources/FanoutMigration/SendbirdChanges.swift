@@ -28,6 +28,18 @@ enum SendbirdChanges {
     var unique: Bool?
   }
 
+  static let shape = ChangeShape.array(
+    .object(
+      [
+        "method", "user_id", "channel_url", "push_trigger_option", "snooze_on", "start_ts",
+        "end_ts",
+        "do_not_disturb_on", "start_hour", "start_min", "end_hour", "end_min", "timezone",
+        "dnd_schedules", "token_type", "token", "unique",
+      ],
+      nested: [
+        "dnd_schedules": .map(.array(.object(["start_hour", "start_min", "end_hour", "end_min"])))
+      ]))
+
   struct Window: Decodable {
     var startHour: Int
     var startMin: Int
@@ -42,7 +54,8 @@ enum SendbirdChanges {
   ]
 
   static func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
-    try context.each(try ApplyContext.decode([Entry].self, data)) { (e) throws(EntryError) in
+    try context.each(try ApplyContext.decode([Entry].self, data, shape: shape)) {
+      (e) throws(EntryError) in
       let user = try context.user(e.userId, field: "user_id")
       func required<T>(_ value: T?, _ name: String) throws(EntryError) -> T {
         guard let value else { throw EntryError("\(e.method) needs \(name)") }

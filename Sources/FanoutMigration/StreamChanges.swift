@@ -10,6 +10,15 @@ import FoundationEssentials
 enum StreamChanges {
   struct Request: Decodable { var preferences: [Entry] }
 
+  static let shape = ChangeShape.object(
+    ["preferences"],
+    nested: [
+      "preferences": .array(
+        .object([
+          "user_id", "channel_cid", "chat_level", "call_level", "disabled_until", "remove_disable",
+        ]))
+    ])
+
   struct Entry: Decodable {
     var userId: String?
     var channelCid: String?
@@ -20,7 +29,7 @@ enum StreamChanges {
   }
 
   static func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
-    let request = try ApplyContext.decode(Request.self, data)
+    let request = try ApplyContext.decode(Request.self, data, shape: shape)
     return try context.each(request.preferences) { (e) throws(EntryError) in
       let user = try context.user(e.userId, field: "user_id")
       let target: LevelTarget =

@@ -11,6 +11,14 @@ import FoundationEssentials
 ///   a restricted channel ("required" in SuprSend's UI, "all" otherwise)
 ///   delivers only categories in which it is mandatory.
 enum SuprSendChanges {
+  static let shape = ChangeShape.array(
+    .object(
+      ["distinct_id", "category", "preference", "opt_out_channels", "channel_preferences"],
+      nested: [
+        "opt_out_channels": .array(.scalar),
+        "channel_preferences": .array(.object(["channel", "is_restricted"])),
+      ]))
+
   struct Entry: Decodable {
     var distinctId: String?
     var category: String?
@@ -25,7 +33,8 @@ enum SuprSendChanges {
   }
 
   static func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
-    try context.each(try ApplyContext.decode([Entry].self, data)) { (e) throws(EntryError) in
+    try context.each(try ApplyContext.decode([Entry].self, data, shape: shape)) {
+      (e) throws(EntryError) in
       let user = try context.user(e.distinctId, field: "distinct_id")
       switch (e.category, e.channelPreferences) {
       case (let name?, nil):

@@ -9,6 +9,23 @@ import FoundationEssentials
 /// pinned messages into ordinary messages; per chat, `use_default_*: true`
 /// clears the chat's value so the scope's applies.
 enum TDLibChanges {
+  /// TDLib's own fields that Fanout has no column for (sounds, stories) are
+  /// accepted and ignored, so that requests as TDLib's clients write them apply.
+  static let shape = ChangeShape.array(
+    .object(
+      ["@type", "@extra", "scope", "chat_id", "notification_settings"],
+      nested: [
+        "scope": .object(["@type"]),
+        "notification_settings": .object([
+          "@type", "use_default_mute_for", "mute_for", "use_default_sound", "sound_id",
+          "use_default_show_preview", "show_preview", "use_default_mute_stories", "mute_stories",
+          "use_default_story_sound", "story_sound_id", "use_default_show_story_poster",
+          "show_story_poster", "use_default_disable_pinned_message_notifications",
+          "disable_pinned_message_notifications", "use_default_disable_mention_notifications",
+          "disable_mention_notifications",
+        ]),
+      ]))
+
   struct Request: Decodable {
     var type: String
     var scope: Typed?
@@ -38,7 +55,8 @@ enum TDLibChanges {
   }
 
   static func apply(_ data: Data, _ context: ApplyContext) throws(ApplyError) -> Int {
-    try context.each(try ApplyContext.decode([Request].self, data)) { (r) throws(EntryError) in
+    try context.each(try ApplyContext.decode([Request].self, data, shape: shape)) {
+      (r) throws(EntryError) in
       let user = try context.user(nil, field: "user")
       guard let settings = r.notificationSettings else {
         throw EntryError("\(r.type) needs notification_settings")

@@ -50,6 +50,29 @@ struct StreamFormatTests {
     #expect(other.contains("entry 2: user_id 'u1' is not the --as-user 'u2'"), "\(other)")
   }
 
+  @Test("a misspelt field is refused, naming the closest known one, even beside a real change")
+  func unknownField() throws {
+    let typo = refusal(
+      .stream, #"{"preferences":[{"user_id":"u1","chat_level":"none","chat_levle":"x"}]}"#)
+    #expect(
+      typo.contains(#"$.preferences[0]: unknown field "chat_levle" (did you mean "chat_level"?)"#),
+      "\(typo)")
+    let nested = refusal(
+      .sendbird,
+      #"[{"method":"set_weekly_do_not_disturb","user_id":"u1","dnd_schedules":{"MONDAY":[{"start_hour":1,"start_min":0,"end_hour":2,"end_mni":0}]}}]"#
+    )
+    #expect(
+      nested.contains(
+        #"$[0].dnd_schedules.MONDAY[0]: unknown field "end_mni" (did you mean "end_min"?)"#),
+      "\(nested)")
+    let shape = refusal(.sendbird, #"{"method":"x"}"#)
+    #expect(
+      shape.contains("$: expected an array; this format's request is [{\"method\""), "\(shape)")
+    #expect(!shape.contains("Dictionary") && !shape.contains("Array<"), "\(shape)")
+    let type = refusal(.stream, #"{"preferences":[{"user_id":"u1","chat_level":5}]}"#)
+    #expect(type.contains("$.preferences[0].chat_level: expected a string"), "\(type)")
+  }
+
   @Test("client-side: --as-user may not take another user's device token; server-side moves it")
   func tokenTakeover() throws {
     let takeover = #"[{"method":"register_push_token","token_type":"apns","token":"a1"}]"#
@@ -89,8 +112,7 @@ struct StreamFormatTests {
       refusal(.stream, #"{"preferences":[{"user_id":"u1","chat_level":"loud"}]}"#).contains(
         "entry 1: chat_level 'loud'"))
     #expect(
-      refusal(.stream, #"{"preferences":[{"user_id":"u1","chatlevel":"none"}]}"#).contains(
-        "changes nothing"))
+      refusal(.stream, #"{"preferences":[{"user_id":"u1"}]}"#).contains("changes nothing"))
     #expect(
       refusal(.stream, #"{"preferences":[{"user_id":7}]}"#).contains("$.preferences[0].user_id"))
   }
