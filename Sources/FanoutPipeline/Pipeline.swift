@@ -281,8 +281,8 @@ public enum Pipeline {
       })
     report.firstRejection = firstRejection
     report.linesRead = engine.linesRead
-    if let limit = options.maxRejected, limit.isExceeded(rejected: rejected, lines: engine.linesRead)
-    {
+    let lines = engine.linesRead
+    if let limit = options.maxRejected, limit.isExceeded(rejected: rejected, lines: lines) {
       // Refused whole: the run's files are discarded (never renamed).
       throw .rejectedLines(
         "\(rejected) of \(engine.linesRead) traffic lines rejected, more than --max-rejected "
