@@ -4,11 +4,13 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEBS := liblz4-dev libsqlite3-dev lz4 sqlite3 tzdata pkg-config libhiredis-dev redis-server
+# What only the suite needs: promtool (Debian's prometheus) checks the metrics file.
+TEST_DEBS := prometheus
 FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps build demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps test-deps build demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -102,7 +104,14 @@ bench-thresholds: deps
 lint:
 	swift format lint --strict -r Sources Tests Benchmarks Package.swift
 
-test: deps lint spark-env
+test-deps:
+	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the tests:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+test: deps test-deps lint spark-env
 	swift build --build-tests --explicit-target-dependency-import-check error
 	@# A hung test (or a child holding its output open) fails the run in 25 minutes, not at the CI limit.
 	@# Everything the tests write to a temporary folder goes under one, removed after the run, pass or

@@ -113,9 +113,30 @@ final class PrometheusExposition {
       gauges.pending.set(busLag.pending)
       gauges.notRead.set(busLag.behind ?? -1)
     }
-    var text = registry.emitToBuffer()
-    // The format ends with a line feed; the registry stops short of it.
-    if text.last != UInt8(ascii: "\n") { text.append(UInt8(ascii: "\n")) }
-    return text
+    return Self.inStableOrder(registry.emitToBuffer())
+  }
+
+  /// The registry's text with its metric families in name order, and the
+  /// samples of a labelled counter or gauge in label order (histogram
+  /// buckets keep theirs): the registry emits them in hash order, which
+  /// differs from one process to the next, and the file should not. The
+  /// format ends with a line feed; the registry stops short of it.
+  static func inStableOrder(_ emitted: [UInt8]) -> [UInt8] {
+    var families: [(name: String, lines: [Substring])] = []
+    for line in String(decoding: emitted, as: UTF8.self).split(separator: "\n") {
+      if line.hasPrefix("# HELP ") || families.isEmpty {
+        let name = line.split(separator: " ").dropFirst(2).first.map(String.init) ?? ""
+        families.append((name, []))
+      }
+      families[families.count - 1].lines.append(line)
+    }
+    var text = ""
+    for family in families.sorted(by: { $0.name < $1.name }) {
+      let comments = family.lines.prefix { $0.hasPrefix("#") }
+      var samples = Array(family.lines.dropFirst(comments.count))
+      if !comments.contains(where: { $0.hasSuffix(" histogram") }) { samples.sort() }
+      for line in comments + samples { text += line + "\n" }
+    }
+    return Array(text.utf8)
   }
 }

@@ -1,6 +1,10 @@
 import ArgumentParser
 import FanoutExplain
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 extension Fanout {
   struct ExplainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,6 +46,14 @@ extension Fanout {
         throw ValidationError("give either --message or --messages with --id")
       case (nil, _?, nil): throw ValidationError("--messages needs --id")
       case (nil, nil, _): throw ValidationError("give --message JSON, or --messages FILE --id M")
+      }
+      // A file where a line belongs: the near-miss of --messages.
+      if let message, !message.drop(while: \.isWhitespace).hasPrefix("{"),
+        access(message, R_OK) == 0
+      {
+        throw ValidationError(
+          "--message takes one traffic line (JSON); '\(message)' is a file: did you mean "
+            + "--messages '\(message)' --id M?")
       }
     }
 

@@ -28,13 +28,40 @@ struct Fanout: ParsableCommand {
   /// `TerminationSignals`), then parses and runs the command.
   static func main() {
     TerminationSignals.blockAtStart()
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    guard !arguments.isEmpty else {
+      // Nothing asked: the commands, and a status a script can tell from success.
+      var stderr = StandardError()
+      print(helpMessage(), to: &stderr)
+      Glibc.exit(ExitStatus.usage.rawValue)
+    }
     do {
-      var command = try parseAsRoot(nil)
+      var command = try parseAsRoot(arguments)
       if !(command is HandlesSignals) { TerminationSignals.endRunOnSignal() }
       try command.run()
     } catch {
-      exit(withError: error)
+      exitWithOneStyle(error)
     }
+  }
+
+  /// Exits for `error` the way every error of Fanout's own is told:
+  /// `fanout: error: …`, then for a bad command line the usage and where
+  /// the help is. Help and --version print as usual; a command that already
+  /// told its error (`ExitCode`) just exits.
+  private static func exitWithOneStyle(_ error: any Error) -> Never {
+    let code = exitCode(for: error)
+    guard code != .success, !(error is ExitCode) else { exit(withError: error) }
+    var lines = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+      .map(String.init)
+    if let first = lines.first, first.hasPrefix("Error: ") {
+      lines[0] = "fanout: error: " + first.dropFirst("Error: ".count)
+    } else if !lines.isEmpty {
+      lines[0] = "fanout: error: " + lines[0]
+    }
+    lines = lines.map { $0.hasPrefix("Usage: ") ? "usage: " + $0.dropFirst("Usage: ".count) : $0 }
+    var stderr = StandardError()
+    print(lines.joined(separator: "\n"), to: &stderr)
+    Glibc.exit(code.rawValue)
   }
 }
 

@@ -21,18 +21,17 @@ extension Fanout {
         abstract: "Validate a snapshot and print what it holds, or why it is refused.",
         discussion: "Exit codes: 0 valid, 65 refused (table, row key and column named), 75 busy.")
 
-      @Argument(help: "The snapshot (SQLite).")
-      var file: String
+      @OptionGroup var snapshot: SnapshotPath
 
       @OptionGroup var indexCacheOptions: IndexCacheOptions
 
       func run() throws {
         let snapshot: Snapshot
         do {
-          snapshot = try SnapshotLoader.load(path: file, cache: indexCacheOptions.cache)
+          snapshot = try SnapshotLoader.load(path: self.snapshot.path, cache: indexCacheOptions.cache)
         } catch { throw fail(.snapshot(error)) }
         let info = snapshot.info
-        print("snapshot \(file): valid")
+        print("snapshot \(self.snapshot.path): valid")
         print("rows:")
         for (table, rows) in info.rowCounts { print("  \(table): \(rows)") }
         print("time zones (\(info.timeZones.count)): \(info.timeZones.joined(separator: ", "))")
@@ -56,8 +55,7 @@ extension Fanout {
           written, 75 busy (locked by a writer, or still being written).
           """)
 
-      @Argument(help: "The snapshot (SQLite).")
-      var file: String
+      @OptionGroup var snapshot: SnapshotPath
 
       @Option(help: ArgumentHelp("Write the compiled index to FILE.", valueName: "file"))
       var out: String?
@@ -67,7 +65,7 @@ extension Fanout {
       func run() throws {
         do {
           let written = try SnapshotLoader.compile(
-            path: file, output: out, cache: indexCacheOptions.cache)
+            path: snapshot.path, output: out, cache: indexCacheOptions.cache)
           print(written)
         } catch {
           throw fail(error, status: error.exitStatus)
@@ -87,8 +85,7 @@ extension Fanout {
           (nothing is left under a final name), 75 busy.
           """)
 
-      @Argument(help: "The snapshot (SQLite).")
-      var file: String
+      @OptionGroup var snapshot: SnapshotPath
 
       @Option(help: "Number of shards (at least 1).")
       var shards: Int
@@ -110,7 +107,7 @@ extension Fanout {
         let progress = ProgressBar.ifTerminal(unit: "rows")
         do {
           paths = try SnapshotSplit.run(
-            snapshot: file, shards: shards, out: out, overwrite: overwrite,
+            snapshot: snapshot.path, shards: shards, out: out, overwrite: overwrite,
             progress: progress?.update, step: progress?.show(step:))
         } catch {
           progress?.clear()
@@ -118,8 +115,27 @@ extension Fanout {
         }
         progress?.clear()
         let seconds = (clock.now - started).seconds
-        print("\(paths.count) shards of \(file) in \(out) (\(threeDecimals(seconds)) s)")
+        print("\(paths.count) shards of \(snapshot.path) in \(out) (\(threeDecimals(seconds)) s)")
       }
     }
   }
+}
+
+/// The snapshot a `snapshot` subcommand reads: an argument, or `--snapshot
+/// FILE` as every other command takes it.
+struct SnapshotPath: ParsableArguments {
+  @Argument(help: "The snapshot (SQLite); or give --snapshot FILE.")
+  var file: String?
+
+  @Option(name: .customLong("snapshot"), help: "The snapshot (SQLite).")
+  var option: String?
+
+  func validate() throws {
+    guard (file == nil) != (option == nil) else {
+      throw ValidationError(
+        file == nil ? "Missing the snapshot: FILE or --snapshot FILE." : "Give the snapshot once.")
+    }
+  }
+
+  var path: String { option ?? file ?? "" }
 }

@@ -14,6 +14,10 @@ extension Fanout {
     static let configuration = CommandConfiguration(
       commandName: "stream",
       abstract: "Run as a pipeline stage: evaluate messages as they arrive, in micro-batches.",
+      usage: """
+        fanout stream --snapshot <file> --out <dir>|- [--listen <path>] [<options>]
+        fanout stream --snapshot <file> --redis <url> --input <stream> --group <group> [<options>]
+        """,
       discussion: """
         Reads NDJSON messages from standard input (or --listen), evaluates them in batches \
         against the snapshot in use and writes rotated segment files (or one NDJSON stream with \

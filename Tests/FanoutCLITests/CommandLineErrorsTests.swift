@@ -166,3 +166,62 @@ struct BoundedMessageTests {
     #expect(apply.stderr.contains("… (1048576 bytes)"), "\(apply.stderr.prefix(300))")
   }
 }
+
+@Suite("one command line, one error style")
+struct CommandLineStyleTests {
+  @Test("no arguments: the help on stderr and exit 64")
+  func noArguments() {
+    let run = runProcess(fanoutExecutable, [])
+    #expect(run.status == 64)
+    #expect(run.stderr.contains("SUBCOMMANDS:") && run.stderr.contains("eval"), "\(run.stderr)")
+  }
+
+  @Test("a bad command line: fanout: error: …, the usage, a near miss named")
+  func style() {
+    let run = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", "s", "--messages", "m", "--out", "o", "--thread", "2"])
+    #expect(run.status == 64)
+    let lines = run.stderr.split(separator: "\n")
+    #expect(lines.first == "fanout: error: Unknown option '--thread'. Did you mean '--threads'?")
+    #expect(lines.contains { $0.hasPrefix("usage: fanout eval --snapshot") }, "\(run.stderr)")
+    #expect(!run.stderr.contains("Error: "))
+
+    let file = runProcess(
+      fanoutExecutable,
+      [
+        "explain", "--snapshot", CommandLineErrorsTests.snapshot, "--user", "alice", "--message",
+        CommandLineErrorsTests.traffic,
+      ])
+    #expect(file.status == 64)
+    #expect(file.stderr.contains("did you mean --messages"), "\(file.stderr)")
+  }
+
+  @Test("snapshot check, compile and split take --snapshot like every command, or the file")
+  func snapshotOption() {
+    let snapshot = CommandLineErrorsTests.snapshot
+    let positional = runProcess(
+      fanoutExecutable, ["snapshot", "check", snapshot, "--no-index-cache"])
+    let option = runProcess(
+      fanoutExecutable, ["snapshot", "check", "--snapshot", snapshot, "--no-index-cache"])
+    #expect(positional.status == 0 && option.status == 0, "\(option.stderr)")
+    #expect(positional.text == option.text)
+    let both = runProcess(
+      fanoutExecutable, ["snapshot", "check", snapshot, "--snapshot", snapshot])
+    #expect(both.status == 64)
+    let neither = runProcess(fanoutExecutable, ["snapshot", "check"])
+    #expect(neither.status == 64 && neither.stderr.contains("--snapshot FILE"), "\(neither.stderr)")
+    let out = makeTemporaryDirectory() + "/shards"
+    let split = runProcess(
+      fanoutExecutable,
+      ["snapshot", "split", "--snapshot", snapshot, "--shards", "2", "--out", out])
+    #expect(split.status == 0, "\(split.stderr)")
+  }
+
+  @Test("stream's usage shows what it requires: --out or --redis with --input and --group")
+  func streamUsage() {
+    let help = runProcess(fanoutExecutable, ["stream", "--help"]).text
+    #expect(help.contains("fanout stream --snapshot <file> --out <dir>|-"), "\(help)")
+    #expect(help.contains("--redis <url> --input <stream> --group <group>"))
+  }
+}

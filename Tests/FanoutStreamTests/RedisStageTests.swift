@@ -167,7 +167,13 @@ struct RedisStageTests {
     let process = stage(server, world, consumer: "c1", extra: ["--metrics", metrics])
     waitUntilDone(server, entries: world.lines.count + 1, process)
     stop(process)
-    // The Prometheus file written at the stop holds eval's counts.
+    // The Prometheus file written at the stop is valid for Prometheus' own
+    // checker, its families in name order, and holds eval's counts.
+    let check = runProcess(
+      "/usr/bin/promtool", ["check", "metrics"], input: Array(readText(metrics).utf8))
+    #expect(check.status == 0, "promtool: \(check.text) \(check.stderr)")
+    let families = readText(metrics).split(separator: "\n").filter { $0.hasPrefix("# HELP ") }
+    #expect(families.count > 10 && families == families.sorted(), "\(families)")
     let samples = prometheusSamples(readText(metrics))
     let summary = world.summary
     #expect(samples["fanout_stream_lines_total"] == Double(world.lines.count + 1))

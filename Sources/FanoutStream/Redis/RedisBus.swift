@@ -126,7 +126,7 @@ final class RedisBus: MessageBus {
   }
 
   private func live() throws(RedisError) -> RedisConnection {
-    guard let connection else { throw .connection("not connected") }
+    guard let connection else { throw .connection("not connected to Redis") }
     return connection
   }
 

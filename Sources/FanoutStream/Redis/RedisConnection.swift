@@ -83,7 +83,7 @@ public enum RedisError: Error, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .connection(let reason): "connection lost: \(reason)"
+    case .connection(let reason): reason
     case .reply(let message): "Redis replied: \(message)"
     case .input(let message): "Redis refused to read the input: \(message)"
     }
@@ -121,11 +121,11 @@ public final class RedisConnection {
       case .tcp(let host, let port): credis_connect_tcp(host, Int32(port), timeoutMilliseconds)
       case .unix(let path): credis_connect_unix(path, timeoutMilliseconds)
       }
-    guard let made else { throw .connection("cannot allocate a Redis context") }
+    guard let made else { throw .connection("cannot connect: no memory for a Redis context") }
     guard credis_err(made) == 0 else {
       let reason = String(cString: credis_errstr(made))
       redisFree(made)
-      throw .connection("\(address): \(reason)")
+      throw .connection("cannot connect to \(address): \(reason)")
     }
     context = made
     _ = credis_set_timeout_ms(context, timeoutMilliseconds)
@@ -175,7 +175,7 @@ public final class RedisConnection {
       }
       return redisAppendCommandArgv(context, Int32(count), pointers, lengths)
     }
-    guard status == REDIS_OK else { throw .connection(errorText) }
+    guard status == REDIS_OK else { throw .connection("connection lost: " + errorText) }
   }
 
   /// Queues commands already in the protocol, in one piece.
@@ -185,7 +185,7 @@ public final class RedisConnection {
         redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
       }
     }
-    guard status == REDIS_OK else { throw .connection(errorText) }
+    guard status == REDIS_OK else { throw .connection("connection lost: " + errorText) }
   }
 
   /// Reads the next reply only for its error: the server's message if it
@@ -194,7 +194,7 @@ public final class RedisConnection {
   public func replyError() throws(RedisError) -> String? {
     var raw: UnsafeMutableRawPointer?
     guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
-      throw .connection(errorText)
+      throw .connection("connection lost: " + errorText)
     }
     let reply = raw.assumingMemoryBound(to: redisReply.self)
     defer { freeReplyObject(reply) }
@@ -217,7 +217,7 @@ public final class RedisConnection {
   public func reply() throws(RedisError) -> RedisReply {
     var raw: UnsafeMutableRawPointer?
     guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
-      throw .connection(errorText)
+      throw .connection("connection lost: " + errorText)
     }
     let reply = raw.assumingMemoryBound(to: redisReply.self)
     defer { freeReplyObject(reply) }
