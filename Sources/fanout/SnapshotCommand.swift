@@ -26,12 +26,13 @@ extension Fanout {
       @OptionGroup var indexCacheOptions: IndexCacheOptions
 
       func run() throws {
-        let snapshot: Snapshot
+        let path = snapshot.path
+        let loaded: Snapshot
         do {
-          snapshot = try SnapshotLoader.load(path: self.snapshot.path, cache: indexCacheOptions.cache)
+          loaded = try SnapshotLoader.load(path: path, cache: indexCacheOptions.cache)
         } catch { throw fail(.snapshot(error)) }
-        let info = snapshot.info
-        print("snapshot \(self.snapshot.path): valid")
+        let info = loaded.info
+        print("snapshot \(path): valid")
         print("rows:")
         for (table, rows) in info.rowCounts { print("  \(table): \(rows)") }
         print("time zones (\(info.timeZones.count)): \(info.timeZones.joined(separator: ", "))")
