@@ -26,6 +26,8 @@ public struct EvalOptions: Sendable {
   /// Called after each wave of lines: messages evaluated so far, and the
   /// fraction of the input read when its size is known.
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
+  /// Told each phase as it starts: "load", "evaluate", "write".
+  public var phase: (@Sendable (String) -> Void)?
   /// Refuse the run (exit 65, nothing written) when more lines than this
   /// are rejected; nil: any number (the contract's default).
   public var maxRejected: RejectionLimit?
@@ -192,6 +194,7 @@ public enum Pipeline {
     do { reader = try LineReader(path: options.messages) } catch { throw .input(error) }
 
     var phase = clock.now
+    options.phase?("load")
     let index: Index
     do {
       index = try SnapshotLoader.load(
@@ -202,6 +205,7 @@ public enum Pipeline {
       throw .snapshot(error)
     }
     timings.load = lap(phase)
+    options.phase?("evaluate")
     var shard: ShardLabel?
     if options.mergeable {
       guard let label = index.settings.shardLabel.flatMap(ShardLabel.init) else {
@@ -261,6 +265,8 @@ public enum Pipeline {
       })
     timings.parse = engine.parseSeconds
     timings.evaluate = engine.evaluateSeconds + compressSeconds
+    options.progress?(counters.messages, 1)
+    options.phase?("write")
 
     phase = clock.now
     let rest = compressor.rest()

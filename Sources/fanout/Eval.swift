@@ -71,6 +71,7 @@ extension Fanout {
       options.maxRejected = maxRejected.flatMap(RejectionLimit.init)
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
+      options.phase = progress?.show(step:)
       do {
         let report = try Pipeline.eval(options)
         progress?.clear()

@@ -79,7 +79,17 @@ extension Fanout {
         report = try Generator.run(
           options,
           progress: bar.map { bar in
-            { rows, fraction in bar.update(messages: rows, fraction: fraction) }
+            // The generator's shares of the work: users, then channels and
+            // members, then traffic (Generator.run); each counts from 0.
+            var step = ""
+            return { rows, fraction in
+              let now = fraction < 0.3 ? "users" : fraction < 0.7 ? "channels and members" : "traffic"
+              if now != step {
+                step = now
+                bar.show(step: now)
+              }
+              bar.update(messages: rows, fraction: fraction)
+            }
           }
         )
         try PendingFile.commit(together: files)
