@@ -83,7 +83,8 @@ extension Fanout {
             // members, then traffic (Generator.run); each counts from 0.
             var step = ""
             return { rows, fraction in
-              let now = fraction < 0.3 ? "users" : fraction < 0.7 ? "channels and members" : "traffic"
+              let now =
+                fraction < 0.3 ? "users" : fraction < 0.7 ? "channels and members" : "traffic"
               if now != step {
                 step = now
                 bar.show(step: now)
