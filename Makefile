@@ -10,7 +10,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps test-deps build demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps test-deps build install demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -123,6 +123,11 @@ test: deps test-deps lint spark-env
 	  pid=$$! && tail -n +1 -f --pid=$$pid "$$log"; \
 	  wait $$pid; status=$$?; [ $$status -eq 0 ] || .ci/test-failures "$$log"; \
 	  rm -rf "$$tmp" "$$log"; exit $$status
+
+# Installs the release binary as $(PREFIX)/bin/fanout (PREFIX=/usr/local by default).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 $(FANOUT) $(DESTDIR)$(PREFIX)/bin/fanout
 
 clean:
 	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)
