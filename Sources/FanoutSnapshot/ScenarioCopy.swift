@@ -1,4 +1,5 @@
 import CSQLite
+import FanoutModel
 
 #if canImport(Glibc)
   import Glibc
@@ -112,6 +113,8 @@ public final class ScenarioCopy: Sendable {
   /// The snapshot an overlay lies over; nil for a whole copy.
   public let base: String?
   private let folder: String
+  /// Removes the folder if a signal ends the run (`CleanupOnSignal`).
+  private let cleanup: Int
 
   public init(of source: String, applying sql: String) throws(ScenarioError) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
@@ -121,15 +124,21 @@ public final class ScenarioCopy: Sendable {
     }
     folder = String(cString: made)
     path = folder + "/scenario.sqlite"
+    let (path, folder) = (path, folder)
+    cleanup = CleanupOnSignal.register { Self.removeFiles(path, folder) }
     do {
       base = try Self.make(applying: sql, to: source, at: path) ? source : nil
     } catch {
+      CleanupOnSignal.withdraw(cleanup)
       Self.removeFiles(path, folder)
       throw error
     }
   }
 
-  deinit { Self.removeFiles(path, folder) }
+  deinit {
+    CleanupOnSignal.withdraw(cleanup)
+    Self.removeFiles(path, folder)
+  }
 
   private static func removeFiles(_ path: String, _ folder: String?) {
     for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }

@@ -74,6 +74,28 @@ struct SignalTests {
     }
   }
 
+  @Test("whatif interrupted removes its outputs and its private copy of A")
+  func whatifInterrupted() throws {
+    let parent = makeTemporaryDirectory()
+    let temporary = makeTemporaryDirectory("fanout-tmp")
+    let errors = parent + "/stderr"
+    let child = try #require(
+      PlainChild(
+        fanoutExecutable,
+        [
+          "whatif", "--snapshot", day.snapshot, "--messages", day.traffic, "--out", parent + "/out",
+          "--sql", "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
+          "--no-index-cache",
+        ], stderr: errors, environment: ["TMPDIR": temporary]))
+    Thread.sleep(forTimeInterval: 0.6)
+    kill(child.pid, SIGINT)
+    let status = child.wait()
+    if status == 0 { return }  // finished first
+    #expect(status == 130, "\(readText(errors))")
+    #expect(listDirectory(parent) == ["stderr"], "\(listDirectory(parent))")
+    #expect(listDirectory(temporary).isEmpty, "left \(listDirectory(temporary))")
+  }
+
   @Test("in a folder that existed, an interrupted run leaves it as it found it: empty")
   func existingFolder() throws {
     let out = makeTemporaryDirectory()

@@ -87,7 +87,8 @@ public struct PlainChild {
   /// standard error to the file `stderr`; standard input a pipe held open
   /// by the caller (`keepInputOpen`) or /dev/null.
   public init?(
-    _ executable: String, _ arguments: [String], stderr: String, keepInputOpen: Bool = false
+    _ executable: String, _ arguments: [String], stderr: String, keepInputOpen: Bool = false,
+    environment: [String: String] = [:]
   ) {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
@@ -114,7 +115,7 @@ public struct PlainChild {
     }
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let environment = childEnvironment([:]).map { "\($0.key)=\($0.value)" }
+    let environment = childEnvironment(environment).map { "\($0.key)=\($0.value)" }
     var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
     defer { for p in argv + envp { free(p) } }
