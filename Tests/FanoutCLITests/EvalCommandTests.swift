@@ -172,6 +172,21 @@ struct EvalCommandTests {
     #expect(listDirectory(previous).isEmpty)
   }
 
+  @Test("files a killed run left are named in the refusal, with the hint that --overwrite helps")
+  func killedRunLeftovers() throws {
+    let out = makeTemporaryDirectory()
+    for name in [".apns.ndjson.lz4.partial", ".summary.json.partial"] {
+      try "partial".write(toFile: out + "/" + name, atomically: true, encoding: .utf8)
+    }
+    let refused = eval([], out: out)
+    #expect(refused.status == 64)
+    #expect(refused.stderr.contains(".apns.ndjson.lz4.partial"), "\(refused.stderr)")
+    #expect(refused.stderr.contains("killed; --overwrite removes them"), "\(refused.stderr)")
+    let cleared = eval(["--overwrite"], out: out)
+    #expect(cleared.status == 0, "\(cleared.stderr)")
+    #expect(!listDirectory(out).contains { $0.hasSuffix(".partial") })
+  }
+
   @Test("a non-empty folder is refused without --overwrite; --overwrite removes only a run's files")
   func overwrite() throws {
     let out = makeTemporaryDirectory()
