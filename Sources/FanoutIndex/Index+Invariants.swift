@@ -115,18 +115,25 @@ extension Index {
     // Sorted orders: members by user row (the merge walks with mentions and
     // the slot searches rely on it), devices by id, the lists `SingledOut`
     // walks alongside members, thread keys, presence windows.
-    func ascending<T: Comparable>(_ name: String, _ values: UnsafeBufferPointer<T>, runs: [Int]) {
-      for r in 0..<max(0, runs.count - 1) where runs[r + 1] - runs[r] > 1 {
-        for i in (runs[r] + 1)..<runs[r + 1] where values[i - 1] >= values[i] {
+    // Over the columns' own buffers: no copy of a 1M-entry offset column.
+    func ascending<T: Comparable, O: BinaryInteger>(
+      _ name: String, _ values: UnsafeBufferPointer<T>, runs: UnsafeBufferPointer<O>
+    ) {
+      for r in 0..<max(0, runs.count - 1) {
+        let (start, end) = (Int(runs[r]), Int(runs[r + 1]))
+        guard end - start > 1 else { continue }
+        for i in (start + 1)..<end where values[i - 1] >= values[i] {
           return found.append("\(name) \(r): not in strictly increasing order at \(i)")
         }
       }
     }
-    ascending("channel members", memberUser.buffer, runs: Array(channelMembers))
-    ascending("user devices", deviceIDs.buffer, runs: userDevices.map(Int.init))
-    ascending("mutedBy", mutedBy.muters.buffer, runs: mutedBy.offsets.map(Int.init))
-    ascending("threadPrefs", threadPrefs.users.buffer, runs: threadPrefs.starts.map(Int.init))
-    ascending("threadPrefs keys", threadPrefs.keys.buffer, runs: [0, threadPrefs.keys.count])
+    ascending("channel members", memberUser.buffer, runs: channelMembers.buffer)
+    ascending("user devices", deviceIDs.buffer, runs: userDevices.buffer)
+    ascending("mutedBy", mutedBy.muters.buffer, runs: mutedBy.offsets.buffer)
+    ascending("threadPrefs", threadPrefs.users.buffer, runs: threadPrefs.starts.buffer)
+    [0, threadPrefs.keys.count].withUnsafeBufferPointer {
+      ascending("threadPrefs keys", threadPrefs.keys.buffer, runs: $0)
+    }
     // Each user's windows: starts ascending, each window non-empty.
     let bounds = presence.bounds.buffer
     for u in 0..<userCount {
