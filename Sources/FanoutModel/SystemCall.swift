@@ -35,3 +35,20 @@ public func systemCall<T: BinaryInteger>(_ name: String, _ body: () -> T)
     if code != EINTR { throw SystemCallError(call: name, code: code) }
   }
 }
+
+/// Writes all of `bytes` to `fd`: again after a short write or EINTR; a
+/// write that takes nothing fails (as ENOSPC) rather than being tried for
+/// ever.
+public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+  var done = 0
+  while done < bytes.count {
+    let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+    if n > 0 {
+      done += n
+    } else if n < 0 && errno == EINTR {
+      continue
+    } else {
+      throw SystemCallError(call: "write", code: n == 0 ? ENOSPC : errno)
+    }
+  }
+}

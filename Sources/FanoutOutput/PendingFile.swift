@@ -136,16 +136,7 @@ public final class PendingFile {
       }
       return
     }
-    var done = 0
-    while done < raw.count {
-      do {
-        done += try systemCall("write") {
-          Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-        }
-      } catch {
-        throw OutputError(path: partialPath, error)
-      }
-    }
+    do { try writeAll(fd, raw) } catch { throw OutputError(path: partialPath, error) }
   }
 
   /// Flushes the file to disk and closes it, still under its partial name.

@@ -43,18 +43,11 @@ final class StandardOutputSink: BatchSink {
     }
     bytes += batch.record(closedAtMillis: WallClock.nowMillis())
     bytes.append(0x0A)
-    var done = 0
-    while done < bytes.count {
-      do {
-        done += try systemCall("write") {
-          bytes.withUnsafeBytes {
-            Glibc.write(STDOUT_FILENO, $0.baseAddress! + done, $0.count - done)
-          }
-        }
-      } catch {
-        throw OutputError(path: "standard output", error)
-      }
+    var failure: SystemCallError?
+    bytes.withUnsafeBytes {
+      do throws(SystemCallError) { try writeAll(STDOUT_FILENO, $0) } catch { failure = error }
     }
+    if let failure { throw OutputError(path: "standard output", failure) }
   }
 
   func snapshotChanged() {}

@@ -113,7 +113,7 @@ extension Index {
       userJSON.count == userCount, userZone.count == userCount, userDND.count == userCount,
       userDevices.count == userCount + 1, userCategoryPrefs.count == userCount + 1,
       userDefers.count == userCount, presence.starts.count == userCount + 1,
-      userDevices.last.map { Int($0) == deviceIDs.count } ?? false,
+      userDevices.first == 0, userDevices.last.map { Int($0) == deviceIDs.count } ?? false,
       deviceGateway.count == deviceIDs.count, deviceRestricted.count == deviceIDs.count,
       zip(userDevices, userDevices.dropFirst()).allSatisfy { $0 <= $1 },
       userZone.allSatisfy { Int($0) < zones.count },

@@ -139,7 +139,8 @@ package struct IndexFileWriter {
     var done = 0
     while done < bytes.count {
       let chunk = min(bytes.count - done, 1 << 30)
-      done += try systemCall("write") { Glibc.write(fd, bytes.baseAddress! + done, chunk) }
+      try writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes[done..<(done + chunk)]))
+      done += chunk
     }
   }
 }

@@ -1,4 +1,5 @@
 import CSQLite
+import FanoutModel
 
 #if canImport(Glibc)
   import Glibc
@@ -116,13 +117,9 @@ package final class Connection {
         guard read(file, buffer.baseAddress, Int32(count), copied) == SQLITE_OK else {
           return false
         }
-        var written = 0
-        while written < count {
-          let n = write(output, buffer.baseAddress! + written, count - written)
-          if n < 0 && errno == EINTR { continue }
-          guard n > 0 else { return false }
-          written += n
-        }
+        do throws(SystemCallError) {
+          try writeAll(output, UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        } catch { return false }
         copied += sqlite3_int64(count)
       }
       return true
