@@ -89,9 +89,6 @@ public enum XXH64 {
     func word(_ at: Int) -> UInt64 {
       UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
     }
-    func half(_ at: Int) -> UInt64 {
-      UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
-    }
     var h: UInt64
     if n >= 32 {
       var v1 = seed &+ p1 &+ p2
@@ -105,15 +102,21 @@ public enum XXH64 {
         v4 = round(v4, word(i + 24))
         i += 32
       }
-      h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
-      h = merge(h, v1)
-      h = merge(h, v2)
-      h = merge(h, v3)
-      h = merge(h, v4)
+      h = converge(v1, v2, v3, v4)
     } else {
       h = seed &+ p5
     }
     return finish(h &+ UInt64(n), tail: UnsafeRawBufferPointer(rebasing: bytes[i...]))
+  }
+
+  /// The four lanes made one, once every whole 32-byte stripe is in.
+  @inline(__always)
+  static func converge(_ v1: UInt64, _ v2: UInt64, _ v3: UInt64, _ v4: UInt64) -> UInt64 {
+    var h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
+    h = merge(h, v1)
+    h = merge(h, v2)
+    h = merge(h, v3)
+    return merge(h, v4)
   }
 
   /// The last steps: the bytes after the last 32-byte stripe (fewer than
@@ -192,16 +195,7 @@ public enum XXH64 {
 
     /// The digest of every byte given so far.
     public func finish() -> UInt64 {
-      var h: UInt64
-      if total >= 32 {
-        h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
-        h = merge(h, v1)
-        h = merge(h, v2)
-        h = merge(h, v3)
-        h = merge(h, v4)
-      } else {
-        h = seed &+ p5
-      }
+      let h = total >= 32 ? converge(v1, v2, v3, v4) : seed &+ p5
       return pending.withUnsafeBytes { XXH64.finish(h &+ UInt64(total), tail: $0) }
     }
   }

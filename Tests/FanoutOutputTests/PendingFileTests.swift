@@ -1,3 +1,4 @@
+import FanoutModel
 import FanoutOutput
 import FanoutTestSupport
 import Foundation
@@ -40,5 +41,38 @@ struct PendingFileTests {
     try file.write([UInt8](repeating: 7, count: 5 << 20))
     file.discard()
     #expect(listDirectory(dir).isEmpty)
+  }
+}
+
+@Suite("a file's digest while it is written")
+struct DigestTests {
+  @Test("XXH64 over pieces equals XXH64 of the whole, for any cut; a digested file reports it")
+  func pieces() throws {
+    var random = SeededRandom(seed: 5)
+    for length in [0, 1, 3, 31, 32, 33, 64, 100, 1000, 4099] {
+      let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+      let whole = bytes.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+      var stream = XXH64.Stream()
+      var at = 0
+      while at < length {
+        let piece = min(length - at, Int(random.next() % 40))
+        bytes.withUnsafeBytes {
+          stream.update(UnsafeRawBufferPointer(rebasing: $0[at..<(at + piece)]))
+        }
+        at += piece
+      }
+      #expect(stream.finish() == whole, "\(length) bytes")
+    }
+    // The known value of the empty input (xxhash.com's test vector, seed 0).
+    #expect(XXH64.Stream().finish() == 0xEF46_DB37_51D8_E999)
+
+    let dir = makeTemporaryDirectory()
+    let file = try PendingFile(directory: dir, name: "x.ndjson", digested: true)
+    let content = Array("hello, digested world\n".utf8)
+    try file.write(Array(content[0..<5]))
+    try file.write(Array(content[5...]))
+    #expect(file.contents?.bytes == content.count)
+    #expect(file.contents?.digest == content.withUnsafeBytes { XXH64.hash($0, seed: 0) })
+    try file.commit()
   }
 }
