@@ -18,3 +18,9 @@ public enum Bounded {
   /// `text(_:)` in single quotes.
   public static func quoted(_ value: String) -> String { "'" + text(value) + "'" }
 }
+
+/// "1 message", "2 messages"; "1 delivery", "2 deliveries": counts in the
+/// words people read.
+public func counted(_ n: Int, _ noun: String, _ plural: String? = nil) -> String {
+  "\(n) " + (n == 1 ? noun : plural ?? noun + "s")
+}

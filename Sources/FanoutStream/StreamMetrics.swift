@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 import FanoutOutput
 import FanoutPipeline
 import FanoutTime
@@ -142,9 +143,9 @@ struct StreamMetrics {
   func finalLine(reason: String) -> String {
     let seconds = max(1e-9, (ContinuousClock.now - started).seconds)
     return
-      "stopped (\(reason)): \(total.lines) lines, \(total.messages) messages, "
-      + "\(total.rejected) rejected, \(total.pairs) pairs, \(total.delivered) delivered "
-      + "in \(total.batches) batches over \(threeDecimals(seconds)) s "
+      "stopped (\(reason)): \(counted(total.lines, "line")), \(counted(total.messages, "message")), "
+      + "\(total.rejected) rejected, \(counted(total.pairs, "pair")), \(total.delivered) delivered "
+      + "in \(counted(total.batches, "batch", "batches")) over \(threeDecimals(seconds)) s "
       + "(\(Int((Double(total.pairs) / seconds).rounded())) pairs/s); batch latency p50 "
       + "\(threeDecimals(runLatency.percentileMillis(0.5))) ms p99 \(threeDecimals(runLatency.percentileMillis(0.99))) ms"
   }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutModel
 import FanoutPipeline
 
 extension Fanout {
@@ -78,8 +79,8 @@ extension Fanout {
         reportRejections(report, folder: out)
         let c = report.counters
         print(
-          "\(count(c.messages, "message")), \(report.rejected) rejected, \(count(c.pairs, "pair")), "
-            + "\(c.delivered) delivered, \(count(c.deliveries.reduce(0, +), "delivery", "deliveries")) "
+          "\(counted(c.messages, "message")), \(report.rejected) rejected, \(counted(c.pairs, "pair")), "
+            + "\(c.delivered) delivered, \(counted(c.deliveries.reduce(0, +), "delivery", "deliveries")) "
             + "in \(threeDecimals(report.seconds)) s "
             + "(\(Int(report.pairsPerSecond)) pairs/s); output in \(out)")
       } catch {
@@ -96,16 +97,11 @@ func reportRejections(_ report: RunReport, folder: String) {
   var stderr = StandardError()
   if let first = report.firstRejection {
     print(
-      "fanout: \(report.rejected) of \(count(report.linesRead, "traffic line")) rejected "
+      "fanout: \(report.rejected) of \(counted(report.linesRead, "traffic line")) rejected "
         + "(the first, line \(first.line): \(first.reason)); see \(folder)/rejected.ndjson",
       to: &stderr)
   }
   if report.counters.messages == 0 {
     print("fanout: warning: no traffic line was evaluated", to: &stderr)
   }
-}
-
-/// "1 message", "2 messages"; "1 delivery", "2 deliveries".
-func count(_ n: Int, _ noun: String, _ plural: String? = nil) -> String {
-  "\(n) " + (n == 1 ? noun : plural ?? noun + "s")
 }
