@@ -131,7 +131,14 @@ public enum PrefsApply {
     }
     let partial = sidecar(of: destination, suffix: ".partial")
     unlink(partial)
-    defer { unlink(partial) }
+    // Removed however this ends: by the defer, or by the cleanup if a signal ends the run.
+    let cleanup = CleanupOnSignal.register {
+      for suffix in ["", "-journal"] { unlink(partial + suffix) }
+    }
+    defer {
+      unlink(partial)
+      CleanupOnSignal.withdraw(cleanup)
+    }
     options.step?("copying it")
     do {
       try copySnapshot(from: options.snapshot, to: partial)
