@@ -348,7 +348,7 @@ struct RedisStageTests {
     }
     #expect(done, "\(right.stderr)")
     stop(right)
-    #expect(right.stderr.contains("1 lines"), "\(right.stderr)")
+    #expect(right.stderr.contains("stopped (SIGTERM): 1 line, 1 message,"), "\(right.stderr)")
     // Database 0 untouched: its input unread, no output streams.
     #expect(server.cli(["EXISTS", "fanout:batches"]).text == "0\n")
     #expect(server.progress("in", group: "g") == nil)
