@@ -164,6 +164,7 @@ public enum WhatIf {
     }
     let engine = EvaluationEngine(
       index: a, threads: options.threads, work: ChunkComparer(indexes: [a, b]))
+    var firstRejection: Rejection?
     try engine.run(
       reader, groupSize: Pipeline.chunksInFlight,
       readFailed: { WhatIfError.run(.input($0)) },
@@ -176,6 +177,7 @@ public enum WhatIf {
       waveDone: { batches throws(WhatIfError) in
         for batch in batches where !batch.rejections.isEmpty {
           totals.rejected += batch.rejections.count
+          if firstRejection == nil { firstRejection = batch.rejections.first }
           try writing { () throws(OutputError) in
             try rejected.write(RejectedLines.json(batch.rejections))
           }
@@ -184,6 +186,8 @@ public enum WhatIf {
       })
     lap("evaluate and compare")
     var report = WhatIfReport(totals, a: a, b: b, options: options)
+    report.firstRejection = firstRejection
+    report.linesRead = engine.linesRead
     try writing { () throws(OutputError) in
       try changes.close()
       try rejected.sync()

@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
+import FanoutTraffic
 
 /// Running totals of a comparison, merged chunk by chunk in input order.
 struct ComparisonTotals {
@@ -63,6 +64,10 @@ public struct WhatIfReport: Sendable {
   public var sides: [Totals]
   public var messages: Int
   public var rejected: Int
+  /// The first rejected line (in line order), and the lines read: for the
+  /// run's word on standard error (not written to the report files).
+  public var firstRejection: Rejection?
+  public var linesRead = 0
   public var changedPairs: Int
   /// `Outcome.allCases.count²` cells, row = A's outcome, column = B's.
   public var transitions: [Int]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FanoutModel
 import FanoutPipeline
+import FanoutTraffic
 
 extension Fanout {
   struct Eval: ParsableCommand {
@@ -76,7 +77,9 @@ extension Fanout {
       do {
         let report = try Pipeline.eval(options)
         progress?.clear()
-        reportRejections(report, folder: out)
+        reportRejections(
+          report.rejected, first: report.firstRejection, linesRead: report.linesRead,
+          messages: report.counters.messages, folder: out)
         let c = report.counters
         print(
           "\(counted(c.messages, "message")), \(report.rejected) rejected, \(counted(c.pairs, "pair")), "
@@ -93,15 +96,17 @@ extension Fanout {
 
 /// Says on standard error what a run rejected (a nightly job's log shows
 /// it even though the exit status is 0), and warns when nothing was evaluated.
-func reportRejections(_ report: RunReport, folder: String) {
+func reportRejections(
+  _ rejected: Int, first: Rejection?, linesRead: Int, messages: Int, folder: String
+) {
   var stderr = StandardError()
-  if let first = report.firstRejection {
+  if let first {
     print(
-      "fanout: \(report.rejected) of \(counted(report.linesRead, "traffic line")) rejected "
+      "fanout: \(rejected) of \(counted(linesRead, "traffic line")) rejected "
         + "(the first, line \(first.line): \(first.reason)); see \(folder)/rejected.ndjson",
       to: &stderr)
   }
-  if report.counters.messages == 0 {
+  if messages == 0 {
     print("fanout: warning: no traffic line was evaluated", to: &stderr)
   }
 }

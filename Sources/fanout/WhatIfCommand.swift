@@ -83,6 +83,9 @@ extension Fanout {
       do {
         let report = try WhatIf.run(options)
         progress?.clear()
+        reportRejections(
+          report.rejected, first: report.firstRejection, linesRead: report.linesRead,
+          messages: report.messages, folder: out)
         print(headline(report), terminator: "")
       } catch {
         progress?.clear()

@@ -51,6 +51,10 @@ struct WhatIfCommandTests {
     let out = makeTemporaryDirectory() + "/out"
     let result = whatif(["--sql", mentionsOnly], out: out)
     #expect(result.status == 0, "\(result.stderr)")
+    // Its rejected lines said on stderr, as eval says them.
+    #expect(
+      result.stderr.contains("6 of 21 traffic lines rejected (the first, line 7:"),
+      "\(result.stderr)")
     #expect(
       listDirectory(out) == ["changes.ndjson.lz4", "rejected.ndjson", "report.html", "report.json"])
     let changes = try #require(lz4CommandLineDecode(out + "/changes.ndjson.lz4"))
