@@ -217,23 +217,10 @@ public enum PrefsApply {
 
     init(sidecarOf path: String) throws(ApplyError) {
       let lockPath = PrefsApply.sidecar(of: path, suffix: ".lock")
-      // Never through a link: the lock file is ours, a plain file.
-      do {
-        fd = try systemCall("open") {
-          open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        }
-      } catch {
-        throw .write(
-          path: lockPath,
-          reason: error.code == ELOOP
-            ? "it is a symbolic link; Fanout never follows one" : error.description)
+      do { fd = try openLockFile(lockPath) } catch {
+        throw .write(path: lockPath, reason: error.description)
       }
       let fd = fd
-      var opened = stat()
-      guard fstat(fd, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
-        close(fd)
-        throw .write(path: lockPath, reason: "it is not a plain file")
-      }
       do { _ = try systemCall("flock") { flock(fd, LOCK_EX) } } catch {
         close(fd)
         throw .write(path: lockPath, reason: error.description)

@@ -52,3 +52,40 @@ public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(System
     }
   }
 }
+
+/// Why a lock file could not be opened (`openLockFile`).
+public enum LockFileError: Error, CustomStringConvertible {
+  /// A symbolic link, or not a regular file, where the lock file belongs.
+  case notPlain
+  case system(SystemCallError)
+
+  public var description: String {
+    switch self {
+    case .notPlain:
+      "it is a symbolic link or not a plain file; remove it (Fanout never follows one)"
+    case .system(let error): error.description
+    }
+  }
+}
+
+/// Opens the lock file at `path` for reading and writing, creating it
+/// (0600) if needed: never through a symbolic link, and only a regular
+/// file (a FIFO or device put there is refused, not used).
+public func openLockFile(_ path: String) throws(LockFileError) -> Int32 {
+  let fd: Int32
+  do {
+    fd = try systemCall("open") {
+      open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+    }
+  } catch  where error.code == ELOOP {
+    throw .notPlain
+  } catch {
+    throw .system(error)
+  }
+  var opened = stat()
+  guard fstat(fd, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
+    close(fd)
+    throw .notPlain
+  }
+  return fd
+}

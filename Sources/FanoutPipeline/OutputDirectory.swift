@@ -142,20 +142,14 @@ package final class OutputFolder {
   private static func lock(_ lockPath: String, folder: String) throws(PipelineError) -> Int32 {
     for _ in 0..<100 {
       let fd: Int32
-      // Never through a link: the lock file is ours, created or reused as a plain file.
-      do {
-        fd = try systemCall("open") {
-          open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+      do { fd = try openLockFile(lockPath) } catch {
+        switch error {
+        case .notPlain:
+          throw .output(OutputError(path: lockPath, reason: "the lock file: \(error)"))
+        case .system(let failure):
+          throw .usage(
+            "cannot create the lock file in output folder '\(folder)': \(failure.reason)")
         }
-      } catch  where error.code == ELOOP {
-        throw .output(OutputError(path: lockPath, reason: Self.notPlain))
-      } catch {
-        throw .usage("cannot create the lock file in output folder '\(folder)': \(error.reason)")
-      }
-      var opened = stat()
-      guard fstat(fd, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
-        close(fd)
-        throw .output(OutputError(path: lockPath, reason: Self.notPlain))
       }
       if flock(fd, LOCK_EX | LOCK_NB) != 0 {
         let code = errno
@@ -182,9 +176,6 @@ package final class OutputFolder {
     }
     throw .usage("cannot lock output folder '\(folder)': its lock file keeps changing")
   }
-
-  private static let notPlain =
-    "the lock file is a symbolic link or not a plain file; remove it (Fanout never follows one)"
 
   private static func readPID(_ fd: Int32) -> Int? {
     var buffer = [UInt8](repeating: 0, count: 32)

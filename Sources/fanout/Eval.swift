@@ -1,7 +1,6 @@
 import ArgumentParser
 import FanoutModel
 import FanoutPipeline
-import FanoutTraffic
 
 extension Fanout {
   struct Eval: ParsableCommand {
@@ -91,22 +90,5 @@ extension Fanout {
         throw fail(error)
       }
     }
-  }
-}
-
-/// Says on standard error what a run rejected (a nightly job's log shows
-/// it even though the exit status is 0), and warns when nothing was evaluated.
-func reportRejections(
-  _ rejected: Int, first: Rejection?, linesRead: Int, messages: Int, folder: String
-) {
-  var stderr = StandardError()
-  if let first {
-    print(
-      "fanout: \(rejected) of \(counted(linesRead, "traffic line")) rejected "
-        + "(the first, line \(first.line): \(first.reason)); see \(folder)/rejected.ndjson",
-      to: &stderr)
-  }
-  if messages == 0 {
-    print("fanout: warning: no traffic line was evaluated", to: &stderr)
   }
 }

@@ -1,5 +1,7 @@
 import ArgumentParser
+import FanoutModel
 import FanoutPipeline
+import FanoutTraffic
 
 /// The options every run over traffic shares (`eval`, `whatif`).
 struct RunOptions: ParsableArguments {
@@ -31,4 +33,21 @@ func validateThreads(_ threads: Int?) throws {
   guard let threads else { return }
   if threads < 1 { throw ValidationError("--threads must be at least 1") }
   if threads > maxThreads { throw ValidationError("--threads must be at most \(maxThreads)") }
+}
+
+/// Says on standard error what a run rejected (a nightly job's log shows
+/// it even though the exit status is 0), and warns when nothing was evaluated.
+func reportRejections(
+  _ rejected: Int, first: Rejection?, linesRead: Int, messages: Int, folder: String
+) {
+  var stderr = StandardError()
+  if let first {
+    print(
+      "fanout: \(rejected) of \(counted(linesRead, "traffic line")) rejected "
+        + "(the first, line \(first.line): \(first.reason)); see \(folder)/rejected.ndjson",
+      to: &stderr)
+  }
+  if messages == 0 {
+    print("fanout: warning: no traffic line was evaluated", to: &stderr)
+  }
 }

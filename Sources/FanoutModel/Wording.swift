@@ -1,3 +1,5 @@
+/// How values from input and counts read in messages meant for people.
+
 /// Text from input echoed in an error, a log line or a rejected line, cut
 /// to a bounded size: a 20 MB id must not become a 20 MB message.
 public enum Bounded {
