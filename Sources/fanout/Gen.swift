@@ -97,6 +97,8 @@ extension Fanout {
         bar?.clear()
       } catch {
         bar?.clear()
+        // Removed now, so that the folder's release finds it as it was.
+        for file in files { file.discard() }
         throw fail(GenerationError(reason: "\(error)"), status: .cannotCreate)
       }
       print(

@@ -67,6 +67,21 @@ struct GenCommandTests {
     #expect(readText(notes) == "mine\n")
   }
 
+  @Test("gen on a full disk: exit 73, and neither file nor the folder it made is left")
+  func fullDisk() throws {
+    guard let disk = SmallDisk(bytes: 2 << 20) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    let run = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "20000", "--messages", "40000", "--out", disk.path + "/g"])
+    #expect(run.status == 73, "\(run.stderr)")
+    #expect(
+      !FileManager.default.fileExists(atPath: disk.path + "/g"), "\(listDirectory(disk.path))")
+  }
+
   @Test("gen interrupted leaves nothing under a final name, nor partial files")
   func interrupted() throws {
     let parent = makeTemporaryDirectory()
