@@ -30,13 +30,15 @@ public enum Generator {
     var report = GeneratorReport()
     report.snapshotPath = options.snapshotPath ?? options.out + "/snapshot.sqlite"
     report.trafficPath = options.trafficPath ?? options.out + "/traffic.ndjson"
-    var v2 = options.v2 ? V2Features(seed: options.seed) : nil
+    var v2 = options.v2 || options.v3 ? V2Features(seed: options.seed) : nil
+    var v3 = options.v3 ? V3Features(seed: options.seed) : nil
     // Rough shares of the time: users 30%, channels and members 40%, traffic 30%.
     let users = Double(population.users)
     let memberships = Double(population.channels.reduce(0) { $0 + $1.members.count })
     let messages = Double(max(1, options.messages))
     try SnapshotWriter.write(
-      population, to: report.snapshotPath, random: &random, v2: &v2, report: &report,
+      population, to: report.snapshotPath, random: &random, v2: &v2, v3: v3 != nil,
+      report: &report,
       progress: { phase, done in
         progress?(
           done,
@@ -45,7 +47,7 @@ public enum Generator {
       })
     try TrafficWriter.write(
       population, messages: options.messages, profile: options.profile, to: report.trafficPath,
-      random: &random, v2: &v2, report: &report,
+      random: &random, v2: &v2, v3: &v3, report: &report,
       progress: { done in progress?(done, 0.7 + 0.3 * Double(done) / messages) })
     return report
   }

@@ -14,6 +14,8 @@ public struct GeneratorOptions: Sendable {
   public var out: String
   /// Contract v2's settings, columns, tables and traffic fields too.
   public var v2: Bool
+  /// Contract v3 too (and v2): notification groups and read lines.
+  public var v3 = false
   /// Where the two files are written, when not `out/snapshot.sqlite` and
   /// `out/traffic.ndjson` (`fanout gen` writes them aside, then renames).
   public var snapshotPath: String?

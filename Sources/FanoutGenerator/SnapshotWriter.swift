@@ -10,7 +10,7 @@ enum SnapshotWriter {
   enum Phase { case users, channels }
 
   static func write(
-    _ p: Population, to path: String, random: inout Random, v2: inout V2Features?,
+    _ p: Population, to path: String, random: inout Random, v2: inout V2Features?, v3: Bool,
     report: inout GeneratorReport, progress: (Phase, Int) -> Void
   ) throws {
     unlink(path)
@@ -182,6 +182,7 @@ enum SnapshotWriter {
     report.channelPrefs = overrides.count
     report.channels = p.channels.count
     try v2?.write(p, db, userIDs: userIDs)
+    if v3 { try db.execute(V3Features.settingsSQL) }
     try db.execute("COMMIT")
   }
 

@@ -10,7 +10,8 @@ enum TrafficWriter {
 
   static func write(
     _ p: Population, messages: Int, profile: Profile, to path: String, random: inout Random,
-    v2: inout V2Features?, report: inout GeneratorReport, progress: (Int) -> Void
+    v2: inout V2Features?, v3: inout V3Features?, report: inout GeneratorReport,
+    progress: (Int) -> Void
   ) throws {
     guard let file = fopen(path, "w") else {
       throw GeneratorError(description: "cannot write \(path)")
@@ -75,6 +76,9 @@ enum TrafficWriter {
       if random.chance(0.005) { text += ",\"force\":true" }
       if v2 != nil { text += v2!.fields(kind: channel.kind) }
       text += "}\n"
+      if let read = v3?.readLine(after: i, channel: channel.id, members: members, ts: ts) {
+        text += read + "\n"
+      }
       line.removeAll(keepingCapacity: true)
       line.append(contentsOf: text.utf8)
       guard fwrite(line, 1, line.count, file) == line.count else {

@@ -57,6 +57,12 @@ public struct ChunkResult: Sendable {
   /// delivered with trigger 'message', and per message their end.
   public var candidateSlots: [Int32] = []
   public var candidateEnds: [Int32] = []
+  /// With `.deliveredPairs`: each message's delivered pairs (user row,
+  /// trigger, delivery time), and per message their end.
+  public var deliveredUsers: [Int32] = []
+  public var deliveredTriggers: [Trigger] = []
+  public var deliveredAt: [Int64] = []
+  public var deliveredEnds: [Int32] = []
   public var counters: Counters
 
   public init(gateways: Int) {
@@ -76,6 +82,10 @@ public struct ChunkResult: Sendable {
     messagePairEnds.removeAll(keepingCapacity: true)
     candidateSlots.removeAll(keepingCapacity: true)
     candidateEnds.removeAll(keepingCapacity: true)
+    deliveredUsers.removeAll(keepingCapacity: true)
+    deliveredTriggers.removeAll(keepingCapacity: true)
+    deliveredAt.removeAll(keepingCapacity: true)
+    deliveredEnds.removeAll(keepingCapacity: true)
     counters = Counters(gateways: gatewayLines.count)
   }
 }

@@ -23,6 +23,9 @@ public final class Evaluator {
     /// delivered with trigger 'message' before any throttle (see
     /// `ThrottleJudge`).
     case throttleCandidates
+    /// Contract v3's input: per message, its delivered pairs' users,
+    /// triggers and delivery times (see `NotificationJudge`).
+    case deliveredPairs
   }
 
   public let index: Index
@@ -31,6 +34,14 @@ public final class Evaluator {
   private let writeDecisions: Bool
   private let recordOutcomes: Bool
   private let recordCandidates: Bool
+  private let recordDelivered: Bool
+  /// The current batch's notification fields (contract v3), while lines
+  /// are written; a cursor over the current message's.
+  private var notes: NotificationFields? = nil
+  private var noteCursor = 0..<0
+  /// The current pair's notification fields, written on each of its
+  /// recipient entries and on its decision line.
+  private var pairFields: [UInt8] = []
   /// Views of `index`'s columns, valid while it is held.
   let columns: IndexColumns
   private let scratch: EvaluatorScratch
@@ -86,23 +97,40 @@ public final class Evaluator {
     writeDecisions = output == .deliveriesAndDecisions
     recordOutcomes = output == .outcomes
     recordCandidates = output == .throttleCandidates
+    recordDelivered = output == .deliveredPairs
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
 
+  /// Evaluates `messages` of `batch` in order with the ledgers' `verdicts`
+  /// for it, appending to `result`.
+  public func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: LedgerVerdicts,
+    into result: inout ChunkResult
+  ) {
+    evaluate(
+      batch, messages: messages, throttled: verdicts.throttled,
+      notifications: verdicts.notifications, into: &result)
+  }
+
   /// Evaluates `messages` of `batch` in order, appending to `result`.
   ///
-  /// - Parameter throttled: the batch's members rule 8 throttles, when the
-  ///   index sets a throttle (from `ThrottleJudge`, for this index).
+  /// - Parameters:
+  ///   - throttled: the batch's members rule 8 throttles, when the index
+  ///     sets a throttle (from `ThrottleJudge`, for this index).
+  ///   - notifications: the batch's notification fields, when the index
+  ///     turns notification groups on (from `NotificationJudge`).
   /// - Complexity: O(pairs + deliveries); allocates only to grow output
   ///   buffers. Counting only, a message in a large channel costs
   ///   O(groups + named users · log members), plus O(timed members) once
   ///   per channel and minute and O(members) once per channel and category.
   public func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, throttled: ThrottledMembers? = nil,
-    into result: inout ChunkResult
+    notifications: NotificationFields? = nil, into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
+    notes = writeLines ? notifications : nil
+    defer { notes = nil }
     batch.mentions.withUnsafeBufferPointer { mentions in
       batch.channel.withUnsafeBufferPointer { channels in
         throttled.users.withUnsafeBufferPointer { throttledUsers in
@@ -232,6 +260,7 @@ public final class Evaluator {
     }
     var pairs = 0
     var delivered = 0
+    if let notes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
 
     for slot in members {
       prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
@@ -248,6 +277,11 @@ public final class Evaluator {
       if recordCandidates && verdict.reason == nil && verdict.trigger == .message {
         result.candidateSlots.append(Int32(slot))
       }
+      if recordDelivered && verdict.reason == nil {
+        result.deliveredUsers.append(u)
+        result.deliveredTriggers.append(verdict.trigger)
+        result.deliveredAt.append(verdict.deliverAt)
+      }
       if writeDecisions { appendDecision(user: Int(u), verdict, ts: terms.ts, &result) }
       if recordOutcomes {
         result.pairUsers.append(u)
@@ -261,6 +295,7 @@ public final class Evaluator {
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
     if recordCandidates { result.candidateEnds.append(Int32(result.candidateSlots.count)) }
+    if recordDelivered { result.deliveredEnds.append(Int32(result.deliveredUsers.count)) }
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered
@@ -320,6 +355,7 @@ public final class Evaluator {
 
     if verdict.reason == nil {
       let throttled = Self.isThrottled(pair, trigger)
+      if notes != nil { takePairFields(u) }
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {
@@ -694,11 +730,12 @@ public final class Evaluator {
   }
 
   /// `,"trigger":"…","preview":…` per trigger and preview, then `}`
-  /// (delivered at ts) or `,"deliver_at":` (deferred).
+  /// (delivered at ts), `,"deliver_at":` (deferred) or nothing (notification
+  /// fields follow).
   private static let recipientSuffixes = FixedStrings(
     Trigger.allCases.flatMap { trigger in
       [false, true].flatMap { preview in
-        ["}", #","deliver_at":"#].map { end in
+        ["}", #","deliver_at":"#, ""].map { end in
           #","trigger":"\#(trigger.name)","preview":\#(preview)\#(end)"#
         }
       }
@@ -719,14 +756,31 @@ public final class Evaluator {
       result.gatewayLines[g].append(UInt8(ascii: ","))
     }
     result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
-    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 2
-    guard let deferredTo else {
-      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix])
-      return
+    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 3
+    if let deferredTo {
+      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
+      JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
+    } else {
+      result.gatewayLines[g].append(
+        contentsOf: Self.recipientSuffixes[notes == nil ? suffix : suffix &+ 2])
+      if notes == nil { return }
     }
-    result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
-    JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
+    if notes != nil { result.gatewayLines[g] += pairFields }
     result.gatewayLines[g].append(UInt8(ascii: "}"))
+  }
+
+  /// Contract v3: the notification fields of the delivered pair of user
+  /// `u` (the next of the message's that is `u`'s), into `pairFields`;
+  /// empty when it has none (a pair that will not be delivered).
+  @inline(never)
+  private func takePairFields(_ u: Int32) {
+    pairFields.removeAll(keepingCapacity: true)
+    guard let notes else { return }
+    while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
+      noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
+    }
+    guard !noteCursor.isEmpty, notes.users[noteCursor.lowerBound] == u else { return }
+    notes.appendFields(noteCursor.lowerBound, to: &pairFields)
   }
 
   private static let decisionSuffix = (
@@ -751,6 +805,7 @@ public final class Evaluator {
       result.decisionLines += #","deliver_at":"#.utf8
       JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
     }
+    if notes != nil { result.decisionLines += pairFields }
     result.decisionLines += "}\n".utf8
   }
 }

@@ -16,6 +16,9 @@ public struct AppSettings: Sendable, Equatable {
   public var defaultQuietAction: QuietAction?
   /// `throttle_messages` with `throttle_window_ms`: rule 8.
   public var throttle: Throttle?
+  /// `notification_groups` = 'on' with its caps: contract v3's
+  /// notification state (nil: off).
+  public var notificationGroups: NotificationGroups?
   /// `fanout_shard`, Fanout's own key (not the contract's): the raw "K/N"
   /// of a shard snapshot, read by `eval --mergeable` (see `ShardLabel`).
   public var shardLabel: String?
@@ -30,6 +33,18 @@ public struct AppSettings: Sendable, Equatable {
     public init(messages: Int64, windowMilliseconds: Int64) {
       self.messages = messages
       self.windowMilliseconds = windowMilliseconds
+    }
+  }
+
+  /// `notification_group_size_max` and `notification_group_count_max`
+  /// (nil: no limit), which need `notification_groups` = 'on'.
+  public struct NotificationGroups: Sendable, Equatable {
+    public var sizeMax: Int64?
+    public var countMax: Int64?
+
+    public init(sizeMax: Int64? = nil, countMax: Int64? = nil) {
+      self.sizeMax = sizeMax
+      self.countMax = countMax
     }
   }
 

@@ -17,10 +17,10 @@ public protocol ChunkWork: Sendable {
   /// comparison. Rule 8 is judged for each that sets a throttle.
   var indexes: [Index] { get }
   func makeWorker() -> Worker
-  /// - Parameter throttled: per index, the batch's members rule 8
-  ///   throttles (`.none` where the index sets no throttle).
+  /// - Parameter verdicts: per index, what its ledgers found for the
+  ///   batch: the members rule 8 throttles, contract v3's notifications.
   func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Worker
   ) -> Output
 }
@@ -45,6 +45,16 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Rule 8, per index of the work that sets a throttle; its ledger lives
   /// as long as the engine.
   public private(set) var throttleJudges: [ThrottleJudge?]
+  /// Contract v3, per index of the work that turns notification groups on.
+  public private(set) var notificationJudges: [NotificationJudge?]
+  /// Whether the update lines (contract v3) of the first index are kept
+  /// for `takeUpdates` (else dropped).
+  public var keepsUpdates = false
+  /// The update lines of the lines evaluated since the last `takeUpdates`,
+  /// in input order.
+  private var updates: [UInt8] = []
+  /// Read lines evaluated (contract v3), whatever the settings.
+  public private(set) var reads = 0
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
   public private(set) var parseSeconds = 0.0
   public private(set) var evaluateSeconds = 0.0
@@ -72,12 +82,32 @@ public final class EvaluationEngine<Work: ChunkWork> {
         ThrottleJudge(index: index, throttle: $0, threads: threads, retention: throttleRetention)
       }
     }
+    notificationJudges = work.indexes.map { index in
+      index.settings.notificationGroups.map {
+        NotificationJudge(index: index, caps: $0, threads: threads)
+      }
+    }
+  }
+
+  /// The update lines of the first index since the last call.
+  public func takeUpdates() -> [UInt8] {
+    defer { updates = [] }
+    return updates
+  }
+
+  /// Notifications hidden, removed, cancelled and unread so far, per index
+  /// (nil where notification groups are off).
+  public var notificationCounters: [NotificationCounters?] {
+    notificationJudges.map { $0?.ledger.counters }
   }
 
   /// Carries the throttle ledgers of `previous` (an engine of the snapshot
   /// this one replaces) over, side by side; see `ThrottleJudge.inherit`.
   public func inheritThrottles<Other>(from previous: EvaluationEngine<Other>) {
     for (judge, old) in zip(throttleJudges, previous.throttleJudges) {
+      if let judge, let old { judge.inherit(from: old) }
+    }
+    for (judge, old) in zip(notificationJudges, previous.notificationJudges) {
       if let judge, let old { judge.inherit(from: old) }
     }
   }
@@ -132,6 +162,19 @@ public final class EvaluationEngine<Work: ChunkWork> {
     let unthrottled = [ThrottledMembers](repeating: .none, count: batches.count)
     // Per index, per batch.
     let throttled = throttleJudges.map { $0?.judge(batches, plan: plan) ?? unthrottled }
+    let notified = zip(notificationJudges, throttled).enumerated().map { side, judged in
+      judged.0.map { judge in
+        let wave = judge.judge(batches, plan: plan, throttled: judged.1)
+        if side == 0 && keepsUpdates { updates += wave.updates }
+        return wave.fields
+      }
+    }
+    reads += batches.reduce(0) { $0 + $1.reads.count }
+    let verdicts = batches.indices.map { b in
+      throttled.indices.map { side in
+        LedgerVerdicts(throttled: throttled[side][b], notifications: notified[side]?[b])
+      }
+    }
     evaluateSeconds += (ContinuousClock.now - judged).seconds
     for groupStart in stride(from: 0, to: plan.count, by: size) {
       let started = ContinuousClock.now
@@ -140,7 +183,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
         worker, i in
         work.evaluate(
           batches[group[i].batch], messages: group[i].messages,
-          throttled: throttled.map { $0[group[i].batch] }, worker: &worker)
+          verdicts: verdicts[group[i].batch], worker: &worker)
       }
       evaluateSeconds += (ContinuousClock.now - started).seconds
       try deliver(outputs)

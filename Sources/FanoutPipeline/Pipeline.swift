@@ -128,6 +128,10 @@ public struct RunReport: Sendable {
   public var firstRejection: Rejection?
   /// Traffic lines read (blank and rejected ones included).
   public var linesRead = 0
+  /// Read lines evaluated (contract v3).
+  public var reads = 0
+  /// Contract v3's counts, when notification groups are on.
+  public var notifications: NotificationCounters?
 
   public var pairsPerSecond: Double { seconds > 0 ? Double(counters.pairs) / seconds : 0 }
 }
@@ -157,12 +161,12 @@ struct DeliveryWork: ChunkWork {
   }
 
   func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Worker
   ) -> EvaluatedChunk {
     worker.result.removeAll()
     worker.evaluator.evaluate(
-      batch, messages: messages, throttled: throttled[0], into: &worker.result)
+      batch, messages: messages, verdicts: verdicts[0], into: &worker.result)
     return EvaluatedChunk(taking: &worker.result, spares: buffers)
   }
 }
@@ -235,6 +239,7 @@ public enum Pipeline {
         index: index, output: evaluation, writesLineNumbers: shard != nil, buffers: buffers),
       sharedCounting: options.summaryOnly)
     engine.digestsTraffic = shard != nil
+    engine.keepsUpdates = true
     var compressor = RunCompressor(gateways: index.gateways.count)
     var compressSeconds = 0.0
     let output = BackgroundWriter(writer)
@@ -258,8 +263,11 @@ public enum Pipeline {
         if firstRejection == nil {
           firstRejection = batches.lazy.compactMap(\.rejections.first).first
         }
+        let updates = engine.takeUpdates()
+        let compressedUpdates = updates.isEmpty ? nil : compressor.compress(updates: updates)
         output.submit { writer throws(OutputError) in
           for batch in batches { try writer.write(batch.rejections) }
+          if let compressedUpdates { try writer.write(compressedUpdates) }
         }
         options.progress?(counters.messages, reader.fractionRead)
       })
@@ -287,6 +295,8 @@ public enum Pipeline {
       })
     report.firstRejection = firstRejection
     report.linesRead = engine.linesRead
+    report.reads = engine.reads
+    report.notifications = engine.notificationCounters[0]
     let lines = engine.linesRead
     if let limit = options.maxRejected, limit.isExceeded(rejected: rejected, lines: lines) {
       // Refused whole: the run's files are discarded (never renamed).

@@ -67,20 +67,21 @@ final class LineBuffers: Sendable {
 /// the workers' cores compress between groups of chunks while the output
 /// thread writes the previous group.
 struct RunCompressor {
-  /// Per gateway, then the decisions file.
+  /// Per gateway, then the decisions file, then the updates file.
   private var files: [ContentBlocks]
+  private var decisions: Int { files.count - 2 }
 
   init(gateways: Int) {
-    files = [ContentBlocks](repeating: ContentBlocks(), count: gateways + 1)
+    files = [ContentBlocks](repeating: ContentBlocks(), count: gateways + 2)
   }
 
   /// The compressed full blocks the chunks complete, per file (the
-  /// decisions file is the last).
+  /// decisions file after the gateways').
   mutating func compress(_ chunks: [EvaluatedChunk]) -> CompressedBlocks {
     var owners: [Int] = []
     var blocks: [ContentBlocks.Block] = []
-    for f in files.indices {
-      let gateway = f < files.count - 1
+    for f in 0...decisions {
+      let gateway = f < decisions
       let pieces = chunks.map { gateway ? $0.gatewayLines[f] : $0.decisionLines }
       for block in files[f].cut(pieces) {
         owners.append(f)
@@ -88,6 +89,15 @@ struct RunCompressor {
       }
     }
     return CompressedBlocks(files: owners, blocks: ContentBlocks.compress(blocks))
+  }
+
+  /// The compressed full blocks of the updates file (contract v3) that
+  /// `lines` complete.
+  mutating func compress(updates lines: [UInt8]) -> CompressedBlocks {
+    let blocks = files[files.count - 1].cut([lines])
+    return CompressedBlocks(
+      files: [Int](repeating: files.count - 1, count: blocks.count),
+      blocks: ContentBlocks.compress(blocks))
   }
 
   /// Every file's last, partial block.
@@ -104,8 +114,9 @@ struct RunCompressor {
   }
 }
 
-/// Frame blocks, each with the file it belongs to (a gateway's number, or
-/// the gateway count for the decisions file), in file order.
+/// Frame blocks, each with the file it belongs to (a gateway's number, the
+/// gateway count for the decisions file, one more for the updates file),
+/// in file order.
 struct CompressedBlocks: Sendable {
   var files: [Int]
   var blocks: [[UInt8]]
@@ -119,6 +130,8 @@ package final class RunWriter {
   let index: Index
   private var gatewayFiles: [LZ4FrameFile?]
   private let decisions: LZ4FrameFile?
+  /// Contract v3's update lines, when notification groups are on.
+  private let updates: LZ4FrameFile?
   private let rejected: PendingFile
   /// Whether each file's size and digest are kept, for summary.json (`--mergeable`).
   private let digested: Bool
@@ -134,13 +147,17 @@ package final class RunWriter {
       decisions
       ? try LZ4FrameFile(directory: directory, name: "decisions.ndjson.lz4", digested: digested)
       : nil
+    updates =
+      index.settings.notificationGroups != nil
+      ? try LZ4FrameFile(directory: directory, name: "updates.ndjson.lz4", digested: digested)
+      : nil
     rejected = try PendingFile(directory: directory, name: "rejected.ndjson", digested: digested)
   }
 
   func write(_ compressed: CompressedBlocks) throws(OutputError) {
     for (g, blocks) in zip(compressed.files, compressed.blocks) {
       guard g < gatewayFiles.count else {
-        try decisions?.append(blocks: blocks)
+        try (g == gatewayFiles.count ? decisions : updates)?.append(blocks: blocks)
         continue
       }
       if gatewayFiles[g] == nil {
@@ -161,6 +178,7 @@ package final class RunWriter {
   func close() throws(OutputError) {
     for file in gatewayFiles { try file?.close() }
     try decisions?.close()
+    try updates?.close()
     try rejected.sync()
   }
 
@@ -172,7 +190,8 @@ package final class RunWriter {
   func commit(summary: ([WrittenFile]) -> [UInt8]) throws(OutputError) {
     try close()
     let files =
-      gatewayFiles.compactMap { $0?.file } + [decisions?.file, rejected].compactMap { $0 }
+      gatewayFiles.compactMap { $0?.file }
+      + [decisions?.file, updates?.file, rejected].compactMap { $0 }
     let written = files.compactMap { file in
       file.contents.map {
         WrittenFile(

@@ -1,4 +1,5 @@
 import Dispatch
+import FanoutKernel
 import FanoutModel
 import FanoutOutput
 import FoundationEssentials
@@ -234,7 +235,7 @@ public enum ShardMerge {
           readers.append(try LZ4LineReader(path: folder + "/" + name))
         }
         try merge(
-          readers, into: file, byRecipient: name != "decisions.ndjson.lz4", progress: progress)
+          readers, into: file, kind: MergedLines(fileNamed: name), progress: progress)
         try file.close()
         return file.file
       }
@@ -283,12 +284,27 @@ public enum ShardMerge {
     }
   }
 
-  /// Merges the shards' lines in traffic line order. With `byRecipient`
-  /// (delivery lists), lines of one message from several shards become one
-  /// line whose recipients are merged by user; otherwise (decisions) a
-  /// message's lines from all shards are ordered by user.
+  /// How a file's lines from several shards become one file's.
+  enum MergedLines {
+    /// Delivery lists: lines of one message from several shards become one
+    /// line whose recipients are merged by user.
+    case byRecipient
+    /// Decisions: a message's lines from all shards are ordered by user.
+    case byUser
+    /// Contract v3's update lines: each read line's is in its reader's
+    /// shard only, and keeps its line number (it is part of the line).
+    case numbered
+
+    init(fileNamed name: String) {
+      self =
+        name == "decisions.ndjson.lz4"
+        ? .byUser : name == "updates.ndjson.lz4" ? .numbered : .byRecipient
+    }
+  }
+
+  /// Merges the shards' lines in traffic line order, as `kind` says.
   static func merge(
-    _ readers: [LZ4LineReader], into file: LZ4FrameFile, byRecipient: Bool,
+    _ readers: [LZ4LineReader], into file: LZ4FrameFile, kind: MergedLines,
     progress: MergeProgress? = nil
   ) throws(OutputError) {
     var content = ContentBlocks()
@@ -318,12 +334,13 @@ public enum ShardMerge {
       guard number < .max else { break }
       from.removeAll(keepingCapacity: true)
       for r in readers.indices where heads[r]?.number == number { from.append(r) }
-      if from.count == 1 {
+      if from.count == 1 || kind == .numbered {
         // One shard has this line's recipients: its lines as they are.
-        let r = from[0]
-        while heads[r]?.number == number {
-          heads[r]!.appendBody(to: &pending)
-          try advance(r)
+        for r in from {
+          while heads[r]?.number == number {
+            heads[r]!.appendBody(to: &pending, numbered: kind == .numbered)
+            try advance(r)
+          }
         }
       } else {
         // Several shards: copies of their lines, then merged by user.
@@ -337,7 +354,7 @@ public enum ShardMerge {
             try advance(r)
           }
         }
-        if byRecipient {
+        if kind == .byRecipient {
           try appendMergedRecipients(
             groupLines.map { groupBytes[$0] }, number: number, to: &pending, path: file.file.path)
         } else {
@@ -422,9 +439,15 @@ struct NumberedLine {
   /// The line after `{"line":N,`, in its reader's buffer.
   var rest: ArraySlice<UInt8>
 
-  /// The one-node line: `{`, the rest, a newline.
-  func appendBody(to bytes: inout [UInt8]) {
+  /// The one-node line: `{` (`{"line":N,` when `numbered`), the rest, a
+  /// newline.
+  func appendBody(to bytes: inout [UInt8], numbered: Bool = false) {
     bytes.append(UInt8(ascii: "{"))
+    if numbered {
+      bytes += #""line":"#.utf8
+      JSONText.appendDecimal(Int64(number), to: &bytes)
+      bytes.append(UInt8(ascii: ","))
+    }
     bytes += rest
     bytes.append(UInt8(ascii: "\n"))
   }
@@ -593,7 +616,12 @@ struct ShardSummary: Decodable {
       case trafficDigest = "traffic_digest"
     }
   }
+  struct Notifications: Decodable {
+    var hidden = 0, removed = 0, cancelled = 0, unread = 0
+  }
   var messages: Int
+  var reads: Int
+  var notifications: Notifications?
   var rejected: Int
   var pairs: Int
   var delivered: Int
@@ -630,6 +658,21 @@ struct MergedSummary {
       .map { "\"\($0)\": \(totals[$0]!)" }.joined(separator: ", ")
   }
 
+  /// Contract v3's counts, summed (each user's notifications are in one
+  /// shard), when the shards kept them.
+  var notifications: String {
+    guard shards[0].notifications != nil else { return "" }
+    var total = NotificationCounters()
+    for shard in shards {
+      let n = shard.notifications ?? .init()
+      total.hidden += n.hidden
+      total.removed += n.removed
+      total.cancelled += n.cancelled
+      total.unread += n.unread
+    }
+    return Summary.notificationsJSON(total)
+  }
+
   func json(mergeSeconds: Double) -> String {
     let seconds = shards.map(\.seconds)
     let slowest = seconds.indices.max { seconds[$0] < seconds[$1] } ?? 0
@@ -649,10 +692,11 @@ struct MergedSummary {
     return """
       {
         "messages": \(messages),
+        "reads": \(shards[0].reads),
         "rejected": \(rejected),
         "pairs": \(pairs),
         "delivered": \(sum(\.delivered)),
-        "deferred": \(sum(\.deferred)),
+        "deferred": \(sum(\.deferred)),\(notifications)
         "deliveries": {\(deliveries)},
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(Summary.seconds(slowestSeconds)),

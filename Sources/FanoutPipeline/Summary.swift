@@ -1,3 +1,4 @@
+import FanoutKernel
 import FanoutModel
 
 /// summary.json: counts in a fixed key order, then the run's times.
@@ -11,10 +12,11 @@ enum Summary {
     let text = """
       {
         "messages": \(c.messages),
+        "reads": \(report.reads),
         "rejected": \(report.rejected),
         "pairs": \(c.pairs),
         "delivered": \(c.delivered),
-        "deferred": \(c.deferred),
+        "deferred": \(c.deferred),\(report.notifications.map(notificationsJSON) ?? "")
         "deliveries": {\(deliveries.joined(separator: ", "))},
         "suppressed": {\(suppressed.joined(separator: ", "))},
         "seconds": \(seconds(report.seconds)),
@@ -24,6 +26,11 @@ enum Summary {
 
       """
     return Array(text.utf8)
+  }
+
+  /// `\n  "notifications": {…},` (contract v3).
+  static func notificationsJSON(_ n: NotificationCounters) -> String {
+    #"\#n  "notifications": {"hidden": \#(n.hidden), "removed": \#(n.removed), "cancelled": \#(n.cancelled), "unread": \#(n.unread)},"#
   }
 
   /// `,\n  "shard": {…}`: what `fanout merge` checks before merging: the

@@ -68,7 +68,11 @@ extension Load {
         try ChannelPrefRows.read(
           main, users: users, channels: channels, channelNames: channelNames))
     }
-    if changed.contains("devices") { take(try DeviceRows.read(main, users: users)) }
+    if changed.contains("devices") {
+      take(
+        try DeviceRows.read(
+          main, users: users, notificationGroups: settings.notificationGroups != nil))
+    }
     if changed.contains("categories") {
       let rows = try CategoryRows.read(main)
       guard rows.categories.pool.sameStrings(as: categories.pool) else { return nil }

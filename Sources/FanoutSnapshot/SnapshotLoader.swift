@@ -281,8 +281,9 @@ struct Load {
       count("settings", rows)
     }
     take(try UserRows.read(main, settings: settings, tzdb: tzdb))
+    let groups = settings.notificationGroups != nil
     let devicesRead = aside { [users] connection throws(SnapshotError) in
-      try DeviceRows.read(connection, users: users)
+      try DeviceRows.read(connection, users: users, notificationGroups: groups)
     }
     if present.contains("dnd_weekly") {
       weekly = try WeeklyTable.read(main, users: users)

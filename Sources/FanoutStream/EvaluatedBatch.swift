@@ -147,11 +147,11 @@ struct StreamWork: ChunkWork {
   }
 
   func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker evaluator: inout Evaluator
   ) -> Output {
     var result = ChunkResult(gateways: index.gateways.count)
-    evaluator.evaluate(batch, messages: messages, throttled: throttled[0], into: &result)
+    evaluator.evaluate(batch, messages: messages, verdicts: verdicts[0], into: &result)
     let payloads = result.gatewayLines.enumerated().map { g, lines in
       lines.isEmpty ? [] : encoding.encode(lines, gatewayJSON: gatewayJSON[g])
     }

@@ -5,7 +5,7 @@ import FanoutModel
 /// parsers give them.
 enum Field: Int, CaseIterable {
   case id, channel, sender, ts, kind, mentions, mentionAll, replyTo, category, force, silent,
-    thread
+    thread, event, user
 
   /// `allCases` builds a new array on every call; this one is built once.
   static let all = Field.allCases
@@ -47,6 +47,8 @@ enum Field: Int, CaseIterable {
     case (5, 0x65_6372_6f66, 0): self = .force
     case (6, 0x746e_656c_6973, 0): self = .silent
     case (6, 0x6461_6572_6874, 0): self = .thread
+    case (5, 0x74_6e65_7665, 0): self = .event
+    case (4, 0x7265_7375, 0): self = .user
     default: return nil
     }
   }
@@ -65,6 +67,8 @@ enum Field: Int, CaseIterable {
     case .force: "force"
     case .silent: "silent"
     case .thread: "thread"
+    case .event: "event"
+    case .user: "user"
     }
   }
 }
@@ -84,6 +88,10 @@ extension MessageKind {
 /// line) or the general parser's decoded copy. Both parsers fill it, and
 /// `TrafficParser` keeps a message from it the one way.
 struct LineFields {
+  /// Contract v3: a read line (`"event":"read"`), else a message.
+  var isRead = false
+  /// A read line's reader.
+  var user: Range<Int>?
   var id = 0..<0
   var channel = 0..<0
   /// nil: absent (or null).
@@ -102,6 +110,8 @@ struct LineFields {
 
   /// Back to no fields, keeping the mention list's storage.
   mutating func clear() {
+    isRead = false
+    user = nil
     sender = nil
     replyTo = nil
     thread = nil

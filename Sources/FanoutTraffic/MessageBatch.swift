@@ -43,6 +43,8 @@ public struct MessageBatch: Sendable {
   public var mentionOffsets: [Int32] = [0]
   public var mentions: [Int32] = []
   public var rejections: [Rejection] = []
+  /// Contract v3: the batch's read lines, beside its messages.
+  public var reads = ReadLines()
 
   public init() {}
 
@@ -71,4 +73,21 @@ public struct MessageBatch: Sendable {
   public func mentions(of m: Int) -> ArraySlice<Int32> {
     mentions[Int(mentionOffsets[m])..<Int(mentionOffsets[m + 1])]
   }
+}
+
+/// Contract v3's read lines of a batch, in line order: `user` has read
+/// `channel` up to `ts`. They form no pair; with notification groups on
+/// they remove the reader's notifications (`NotificationLedger`).
+public struct ReadLines: Sendable {
+  public var lines: [Int] = []
+  /// Each read line's id as a JSON string literal.
+  public var idJSON = BytePool()
+  public var channel: [Int32] = []
+  /// The reader's user row, or -1 (unknown: the line has no effect).
+  public var user: [Int32] = []
+  public var ts: [Int64] = []
+
+  public init() {}
+
+  public var count: Int { lines.count }
 }

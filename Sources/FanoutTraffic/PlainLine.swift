@@ -72,9 +72,13 @@ struct PlainLine {
       return !(field == .id || field == .channel || field == .ts)
     }
     switch field {
-    case .id, .channel, .sender, .replyTo, .thread, .category, .kind:
+    case .id, .channel, .sender, .replyTo, .thread, .category, .kind, .event, .user:
       guard take(Self.quote), let text = plainString() else { return false }
       switch field {
+      // A read line is the general parser's: it reads other fields.
+      case .event:
+        return UnsafeRawBufferPointer(rebasing: bytes[text]).elementsEqual("message".utf8)
+      case .user: return true  // an unknown field on a message line
       case .id: fields.id = text
       case .channel: fields.channel = text
       case .sender: fields.sender = text

@@ -40,6 +40,11 @@ public struct TrafficParser {
   private var mentions: [Int32] = []
   private var idJSON = BytePool.Builder()
   private var threads = BytePool.Builder()
+  /// Read lines kept: line, ts, the reader's position in `userNames`; their
+  /// channel names and ids beside.
+  private var keptReads: [(line: Int, ts: Int64, user: Int32)] = []
+  private var readChannelNames = BytePool.Builder()
+  private var readIdJSON = BytePool.Builder()
   /// Messages whose category is unknown, with its name.
   private var unknownCategories: [Int: String] = [:]
   // Scratch space reused from line to line, so parsing allocates only to
@@ -110,6 +115,7 @@ public struct TrafficParser {
     var users: [Int32] = []
     index.channels.find(batch: channelNames, into: &parsed.channel)
     index.users.find(batch: userNames.take(), into: &users)
+    let readsRejected = finishReads(users, into: &parsed)
     let unknownCategories = unknownCategories
     let kept = kept
     let mentions = mentions
@@ -152,9 +158,13 @@ public struct TrafficParser {
     }
 
     // Messages in unknown channels or of unknown categories are rejected.
-    guard parsed.channel.contains(-1) || !unknownCategories.isEmpty else { return parsed }
+    guard parsed.channel.contains(-1) || !unknownCategories.isEmpty else {
+      if readsRejected { parsed.rejections.sort { $0.line < $1.line } }
+      return parsed
+    }
     var done = MessageBatch()
     done.rejections = parsed.rejections
+    done.reads = parsed.reads
     for m in 0..<parsed.count {
       if parsed.channel[m] < 0 {
         done.rejections.append(
@@ -170,6 +180,33 @@ public struct TrafficParser {
     }
     done.rejections.sort { $0.line < $1.line }
     return done
+  }
+
+  /// Moves the kept read lines into `parsed.reads`, their names looked up
+  /// (`users`: rows by position in the user pool); a read of an unknown
+  /// channel is rejected. Returns whether any was.
+  private mutating func finishReads(_ users: [Int32], into parsed: inout MessageBatch) -> Bool {
+    guard !keptReads.isEmpty else { return false }
+    let names = readChannelNames.take()
+    let ids = readIdJSON.take()
+    var channels: [Int32] = []
+    index.channels.find(batch: names, into: &channels)
+    var rejected = false
+    for (k, read) in keptReads.enumerated() {
+      guard channels[k] >= 0 else {
+        parsed.rejections.append(
+          Rejection(line: read.line, reason: "unknown channel \(Bounded.quoted(names.string(k)))"))
+        rejected = true
+        continue
+      }
+      parsed.reads.lines.append(read.line)
+      ids.withBytes(k) { parsed.reads.idJSON.append($0) }
+      parsed.reads.channel.append(channels[k])
+      parsed.reads.user.append(users[Int(read.user)])
+      parsed.reads.ts.append(read.ts)
+    }
+    keptReads.removeAll()
+    return rejected
   }
 
   /// The general parser: reads any line into `fields`, its strings decoded
@@ -199,6 +236,17 @@ public struct TrafficParser {
     let values = Values(bytes: bytes, ranges: ranges)
     fields.clear()
     decoded.removeAll(keepingCapacity: true)
+    // Contract v3: the event says which fields the line has.
+    if let event = try values.string(.event, into: &decoded) {
+      let name = decoded[event]
+      if name.elementsEqual("read".utf8) {
+        fields.isRead = true
+      } else if !name.elementsEqual("message".utf8) {
+        throw Rejected(
+          reason: "unknown event \(Bounded.quoted(String(decoding: name, as: UTF8.self))) "
+            + "(expected 'message' or 'read')")
+      }
+    }
     guard let id = try values.string(.id, into: &decoded) else {
       throw Rejected(reason: "missing field 'id'")
     }
@@ -209,6 +257,14 @@ public struct TrafficParser {
     fields.channel = channel
     guard let ts = try values.timestamp() else { throw Rejected(reason: "missing field 'ts'") }
     fields.ts = ts
+    if fields.isRead {
+      // A read line's other fields are not checked.
+      guard let user = try values.string(.user, into: &decoded) else {
+        throw Rejected(reason: "missing field 'user' (a read line names its reader)")
+      }
+      fields.user = user
+      return
+    }
     fields.sender = try values.string(.sender, into: &decoded)
     if let kind = try values.string(.kind, into: &decoded) {
       let name = decoded[kind]
@@ -232,6 +288,12 @@ public struct TrafficParser {
   private mutating func keep(_ text: UnsafeRawBufferPointer, line: Int) {
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
       UnsafeRawBufferPointer(rebasing: text[range])
+    }
+    if fields.isRead, let user = fields.user {
+      readChannelNames.append(bytes(fields.channel))
+      readIdJSON.appendQuoted(bytes(fields.id))
+      keptReads.append((line, fields.ts, keepUser(bytes(user))))
+      return
     }
     var category: Int32 = -1
     if let name = fields.category {

@@ -44,13 +44,12 @@ struct ChunkComparer: ChunkWork {
   private static let outcomeJSON = FixedStrings(Outcome.allCases.map { "\"\($0.name)\"" })
 
   func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, throttled: [ThrottledMembers],
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker evaluators: inout [Evaluator]
   ) -> ComparedChunk {
     let results = indexes.indices.map { side in
       var result = ChunkResult(gateways: indexes[side].gateways.count)
-      evaluators[side].evaluate(
-        batch, messages: messages, throttled: throttled[side], into: &result)
+      evaluators[side].evaluate(batch, messages: messages, verdicts: verdicts[side], into: &result)
       return result
     }
     var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))

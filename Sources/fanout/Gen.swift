@@ -39,6 +39,12 @@ extension Fanout {
     )
     var v2 = false
 
+    @Flag(
+      help:
+        "Contract v3 data too (and v2's): notification groups with caps, and read lines (about 10% of the lines)."
+    )
+    var v3 = false
+
     @Flag(help: "Replace the snapshot.sqlite and traffic.ndjson of a previous gen in --out.")
     var overwrite = false
 
@@ -71,6 +77,7 @@ extension Fanout {
       } catch { throw fail(.output(error)) }
       var options = GeneratorOptions(
         users: users, messages: messages, seed: seed, profile: profile, out: out, v2: v2)
+      options.v3 = v3
       options.snapshotPath = files[0].partialPath
       options.trafficPath = files[1].partialPath
       let report: GeneratorReport

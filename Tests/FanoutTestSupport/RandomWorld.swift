@@ -60,6 +60,8 @@ public struct RandomWorld {
   public var defaultQuietAction: String?
   public var quietAction: [String: String] = [:]  // user -> drop | defer
   public var throttle: (messages: Int, window: Int64)?
+  /// Contract v3: `notification_groups` = 'on' with these caps (nil: off).
+  public var groups: (size: Int?, count: Int?)?
 
   public static let zones = [
     "UTC", "America/New_York", "Asia/Shanghai", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata",
@@ -73,7 +75,8 @@ public struct RandomWorld {
   /// tables and traffic fields too (drawn from a second stream, after the
   /// v1 world, which is the same as without).
   public init(
-    seed: UInt64, users userCount: Int = 40, messages messageCount: Int = 300, v2: Bool = false
+    seed: UInt64, users userCount: Int = 40, messages messageCount: Int = 300, v2: Bool = false,
+    v3: Bool = false
   ) {
     var rng = SeededRandom(seed: seed)
     func maybe<T>(_ p: Double, _ value: @autoclosure () -> T) -> T? {
@@ -197,7 +200,40 @@ public struct RandomWorld {
       if Double.random(in: 0..<1, using: &rng) < 0.1 { fields.append("\"force\":true") }
       messages.append("{" + fields.joined(separator: ",") + "}")
     }
-    if v2 { addV2(seed: seed) }
+    if v2 || v3 { addV2(seed: seed) }
+    if v3 { addV3(seed: seed) }
+  }
+
+  /// Contract v3 (drawn from a third stream): grouping on with small caps
+  /// or none, and read lines among the messages, by members and others, at
+  /// times around the messages' (so that reads remove some notifications,
+  /// leave later ones, and cancel deferred or delayed ones).
+  private mutating func addV3(seed: UInt64) {
+    var rng = SeededRandom(seed: seed ^ 0xC0DE_0003)
+    func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+    groups = (
+      chance(0.6) ? Int.random(in: 1...3, using: &rng) : nil,
+      chance(0.6) ? Int.random(in: 1...3, using: &rng) : nil
+    )
+    var lines: [String] = []
+    for (i, line) in messages.enumerated() {
+      lines.append(line)
+      guard chance(0.25) else { continue }
+      let object = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let channel =
+        chance(0.8) ? object["channel"] as! String : channels.randomElement(using: &rng)!.id
+      let reader =
+        chance(0.85)
+        ? members[channel]!.randomElement(using: &rng)!
+        : chance(0.5) ? users.randomElement(using: &rng)!.id : "ghost"
+      let ts =
+        (object["ts"] as! Int64)
+        + [-60_000, -1, 0, 1, 60_000, 3_600_000, 86_400_000].randomElement(using: &rng)!
+      lines.append(
+        #"{"id":"r\#(i % 7)","event":"read","channel":"\#(channel)","user":"\#(reader)","ts":\#(ts)}"#
+      )
+    }
+    messages = lines
   }
 
   private mutating func addV2(seed: UInt64) {
@@ -368,6 +404,15 @@ public struct RandomWorld {
     }
     if let presenceDelay {
       out += "INSERT INTO settings VALUES ('presence_delay_ms', '\(presenceDelay)');\n"
+    }
+    if let groups {
+      out += "INSERT INTO settings VALUES ('notification_groups', 'on');\n"
+      if let size = groups.size {
+        out += "INSERT INTO settings VALUES ('notification_group_size_max', '\(size)');\n"
+      }
+      if let count = groups.count {
+        out += "INSERT INTO settings VALUES ('notification_group_count_max', '\(count)');\n"
+      }
     }
     if let throttle {
       out += "INSERT INTO settings VALUES ('throttle_messages', '\(throttle.messages)');\n"

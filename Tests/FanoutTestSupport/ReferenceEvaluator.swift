@@ -36,6 +36,7 @@ public struct ReferenceEvaluator {
     var counted: [String: [Int64]] = [:]  // "user|channel" -> ts of counted lines
     for line in world.messages {
       let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      if m["event"] as? String == "read" { continue }
       let channel = m["channel"] as! String
       let ts = m["ts"] as! Int64
       let recipients = world.members[channel]!.filter { $0 != m["sender"] as? String }
@@ -55,6 +56,104 @@ public struct ReferenceEvaluator {
       }
     }
     return out.map { (message: $0.0, user: $0.1, outcome: $0.2, devices: $0.3) }
+  }
+
+  /// Section 6.3 over the lines in order, for a world with notification
+  /// groups on: per delivered pair (`message/user`) its fields as
+  /// `group,notification,badge,hide ids`, the update lines as `line|user|
+  /// channel|removed|cancelled|badge`, and the run's counts.
+  public func notifications() -> (
+    fields: [String: String], updates: [String],
+    counts: (hidden: Int, removed: Int, cancelled: Int, unread: Int)
+  ) {
+    struct Note {
+      var id: Int
+      var group: Int
+      var channel: String
+      var ts: Int64
+      var due: Int64
+      var visible = true
+      var unread = true
+    }
+    let caps = world.groups!
+    var notes: [String: [Note]] = [:]
+    var groupIDs: [String: [String: Int]] = [:]  // user -> "channel|type" -> id
+    var fields: [String: String] = [:]
+    var updates: [String] = []
+    var hidden = 0
+    var removedCount = 0
+    var cancelledCount = 0
+    var allPairs = pairs()[...]
+    for (n, line) in world.messages.enumerated() {
+      let m = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+      let channel = m["channel"] as! String
+      let ts = m["ts"] as! Int64
+      if m["event"] as? String == "read" {
+        let user = m["user"] as! String
+        guard world.members[channel]!.contains(user) else { continue }
+        var removed: [Int] = []
+        var cancelled: [Int] = []
+        for k in notes[user, default: []].indices {
+          let note = notes[user]![k]
+          guard note.unread, note.channel == channel, note.ts <= ts else { continue }
+          notes[user]![k].unread = false
+          notes[user]![k].visible = false
+          removed.append(note.id)
+          if note.due > ts { cancelled.append(note.id) }
+        }
+        removedCount += removed.count
+        cancelledCount += cancelled.count
+        if !removed.isEmpty {
+          let badge = notes[user]!.filter(\.unread).count
+          updates.append("\(n + 1)|\(user)|\(channel)|\(removed)|\(cancelled)|\(badge)")
+        }
+        continue
+      }
+      let id = "\(m["id"]!)"
+      while let pair = allPairs.first, pair.message == id {
+        allPairs = allPairs.dropFirst()
+        guard !pair.outcome.hasPrefix("-") else { continue }
+        let parts = pair.outcome.split(separator: "@")
+        let type = parts[0] == "call" ? "calls" : parts[0] == "message" ? "messages" : "mentions"
+        let due = parts.count > 1 ? Int64(parts[1])! : ts
+        let user = pair.user
+        let key = channel + "|" + type
+        let group = groupIDs[user]?[key] ?? (groupIDs[user]?.count ?? 0) + 1
+        groupIDs[user, default: [:]][key] = group
+        let note = Note(
+          id: (notes[user]?.count ?? 0) + 1, group: group, channel: channel, ts: ts, due: due)
+        notes[user, default: []].append(note)
+        var hid: [Int] = []
+        func visible(_ g: Int) -> [Int] {
+          notes[user]!.indices.filter { notes[user]![$0].visible && notes[user]![$0].group == g }
+        }
+        if let size = caps.size {
+          while visible(group).count > size {
+            let oldest = visible(group).min { notes[user]![$0].id < notes[user]![$1].id }!
+            notes[user]![oldest].visible = false
+            hid.append(notes[user]![oldest].id)
+          }
+        }
+        if let count = caps.count {
+          while Set(notes[user]!.filter(\.visible).map(\.group)).count > count {
+            let others = Set(notes[user]!.filter { $0.visible && $0.group != group }.map(\.group))
+            let victim = others.min { a, b in
+              visible(a).map { notes[user]![$0].id }.max()!
+                < visible(b).map { notes[user]![$0].id }.max()!
+            }!
+            for k in visible(victim) {
+              notes[user]![k].visible = false
+              hid.append(notes[user]![k].id)
+            }
+          }
+        }
+        hidden += hid.count
+        let badge = notes[user]!.filter(\.unread).count
+        fields["\(id)/\(user)"] = "\(group),\(note.id),\(badge),\(hid.sorted())"
+      }
+    }
+    let unread = notes.values.reduce(0) { $0 + $1.filter(\.unread).count }
+    return (fields, updates, (hidden, removedCount, cancelledCount, unread))
   }
 
   func decide(_ m: [String: Any], channel: String, user: String) -> (

@@ -152,6 +152,8 @@ extension AppSettings {
     try file.write([
       largeChannel?.members ?? -1, mentionAllMaxMembers ?? -1, presenceDelayMilliseconds ?? -1,
       throttle?.messages ?? -1, throttle?.windowMilliseconds ?? -1,
+      notificationGroups == nil ? -1 : 1, notificationGroups?.sizeMax ?? -1,
+      notificationGroups?.countMax ?? -1,
     ])
     try file.write(presenceAction?.rawValue ?? "")
     try file.write(defaultQuietAction?.rawValue ?? "")
@@ -163,7 +165,7 @@ extension AppSettings {
     self.init()
     let levels: [UInt8] = try file.read()
     let numbers: [Int64] = try file.read()
-    guard levels.count == 6, numbers.count == 5 else {
+    guard levels.count == 6, numbers.count == 8 else {
       throw IndexFileError("the settings section has the wrong shape")
     }
     func level(_ raw: UInt8) throws(IndexFileError) -> Level? {
@@ -182,6 +184,9 @@ extension AppSettings {
     presenceDelayMilliseconds = number(2)
     if let messages = number(3), let window = number(4) {
       throttle = Throttle(messages: messages, windowMilliseconds: window)
+    }
+    if number(5) != nil {
+      notificationGroups = NotificationGroups(sizeMax: number(6), countMax: number(7))
     }
     func named<T: RawRepresentable<String>>(_: T.Type) throws(IndexFileError) -> T? {
       let name = try file.readString()

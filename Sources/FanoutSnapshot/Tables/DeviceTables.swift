@@ -11,9 +11,11 @@ struct DeviceRows: Sendable {
   var gateways = StringTable()
 
   /// Users are looked up in batches (`KeyBatch`); the error reported is
-  /// still the one a row-by-row scan meets first.
-  static func read(_ connection: Connection, users: StringTable) throws(SnapshotError)
-    -> DeviceRows
+  /// still the one a row-by-row scan meets first. With `notificationGroups`
+  /// (contract v3) the gateway name `updates` is refused: it names the
+  /// update lines' file.
+  static func read(_ connection: Connection, users: StringTable, notificationGroups: Bool)
+    throws(SnapshotError) -> DeviceRows
   {
     let r = try connection.reader("devices", key: [0], orderBy: "device_id")
     var rows = DeviceRows()
@@ -53,6 +55,12 @@ struct DeviceRows: Sendable {
             "gateway \(Bounded.quoted(try r.text(2))) is not a valid name ([a-z0-9][a-z0-9._-]*, at most "
               + "\(SnapshotSchema.maxGatewayNameBytes) bytes, not decisions, summary, rejected or batches)"
           )
+        }
+        if notificationGroups && gatewayName.elementsEqual("updates".utf8) {
+          throw r.fail(
+            2,
+            "gateway 'updates' is reserved when notification_groups is 'on' (it names the "
+              + "update lines' file, updates.ndjson.lz4)")
         }
         let g = try r.gateway(2, in: &rows.gateways)
         let token = try r.textBytes(3)

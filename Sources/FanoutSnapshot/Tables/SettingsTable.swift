@@ -10,6 +10,9 @@ enum SettingsTable {
     var largeLevel: Level? = nil
     var throttleMessages: Int64? = nil
     var throttleWindow: Int64? = nil
+    var groupsOn = false
+    var groupSizeMax: Int64? = nil
+    var groupCountMax: Int64? = nil
     // Whatever the file's schema declares: a key given twice is refused, not
     // decided by row order.
     var seen: Set<String> = []
@@ -61,6 +64,10 @@ enum SettingsTable {
       case "default_quiet_action": settings.defaultQuietAction = try oneOf(QuietAction.self)
       case "throttle_messages": throttleMessages = try integer(1...Int64.max)
       case "throttle_window_ms": throttleWindow = try integer(1...Int64.max)
+      case "notification_groups":
+        groupsOn = try r.required(1, "off or on") { $0 == "on" ? true : $0 == "off" ? false : nil }
+      case "notification_group_size_max": groupSizeMax = try integer(1...Int64.max)
+      case "notification_group_count_max": groupCountMax = try integer(1...Int64.max)
       case ShardLabel.settingsKey:
         settings.shardLabel = r.textIfAny(1)
       default:
@@ -78,6 +85,17 @@ enum SettingsTable {
       "large_channel_members", largeMembers != nil, "large_channel_level", largeLevel != nil)
     try together(
       "throttle_messages", throttleMessages != nil, "throttle_window_ms", throttleWindow != nil)
+    for (key, value) in [
+      ("notification_group_size_max", groupSizeMax),
+      ("notification_group_count_max", groupCountMax),
+    ] where value != nil && !groupsOn {
+      throw SnapshotError(
+        table: "settings", key: "key=\(Bounded.quoted(key))", column: "notification_groups",
+        reason: "\(key) is set but notification_groups is not 'on' (a cap needs the groups)")
+    }
+    if groupsOn {
+      settings.notificationGroups = .init(sizeMax: groupSizeMax, countMax: groupCountMax)
+    }
     if let largeMembers, let largeLevel {
       settings.largeChannel = .init(members: largeMembers, level: largeLevel)
     }

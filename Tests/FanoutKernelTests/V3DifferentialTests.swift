@@ -1,0 +1,138 @@
+import FanoutPipeline
+import FanoutTestSupport
+import Foundation
+import Testing
+
+/// Contract v3 (section 6) end to end through `fanout eval`'s pipeline,
+/// against the reference evaluator's own plain section 6.
+@Suite("Contract v3 against the reference evaluator")
+struct V3DifferentialTests {
+  /// The run's files, parsed: decision lines, update lines, recipient
+  /// entries per gateway, summary.
+  struct Run {
+    var decisions: [[String: Any]]
+    var updates: [[String: Any]]
+    var recipients: [(message: String, entry: [String: Any])]
+    var summary: [String: Any]
+    var bytes: [String: [UInt8]]
+  }
+
+  static func run(_ world: RandomWorld, threads: Int) throws -> Run {
+    let folder = makeTemporaryDirectory("fanout-v3")
+    let traffic = folder + "/traffic.ndjson"
+    try (world.messages.joined(separator: "\n") + "\n").write(
+      toFile: traffic, atomically: true, encoding: .utf8)
+    var options = EvalOptions(
+      snapshot: world.makeSnapshot(), messages: traffic, out: folder + "/out", decisions: true,
+      threads: threads)
+    options.indexCache = nil
+    _ = try Pipeline.eval(options)
+    func lines(_ name: String) -> [[String: Any]] {
+      guard let data = FileManager.default.contents(atPath: folder + "/out/" + name) else {
+        return []
+      }
+      let text = decodeLZ4Frames(Array(data)) ?? []
+      return text.split(separator: UInt8(ascii: "\n")).map {
+        try! JSONSerialization.jsonObject(with: Data($0)) as! [String: Any]
+      }
+    }
+    var recipients: [(String, [String: Any])] = []
+    var bytes: [String: [UInt8]] = [:]
+    for name in listDirectory(folder + "/out") where name != "summary.json" {
+      bytes[name] = Array(FileManager.default.contents(atPath: folder + "/out/" + name)!)
+    }
+    for gateway in ["apns", "fcm", "email", "webpush"] {
+      for line in lines(gateway + ".ndjson.lz4") {
+        for entry in line["recipients"] as! [[String: Any]] {
+          recipients.append(("\(line["message"]!)", entry))
+        }
+      }
+    }
+    let summary =
+      try JSONSerialization.jsonObject(
+        with: FileManager.default.contents(atPath: folder + "/out/summary.json")!)
+      as! [String: Any]
+    return Run(
+      decisions: lines("decisions.ndjson.lz4"), updates: lines("updates.ndjson.lz4"),
+      recipients: recipients, summary: summary, bytes: bytes)
+  }
+
+  static func fields(_ object: [String: Any]) -> String? {
+    guard let group = object["group"] else { return nil }
+    let hide = (object["hide"] as? [Int]) ?? []
+    return "\(group),\(object["notification"]!),\(object["badge"]!),\(hide)"
+  }
+
+  @Test(
+    "random v3 worlds: every pair's notification, every update line, the counts",
+    arguments: Array(UInt64(301)...318))
+  func randomWorld(_ seed: UInt64) throws {
+    let world = RandomWorld(seed: seed, v3: true)
+    let reference = ReferenceEvaluator(world)
+    let expected = reference.notifications()
+    let run = try Self.run(world, threads: 1 + Int(seed % 3))
+
+    var actual: [String: String] = [:]
+    for line in run.decisions {
+      let key = "\(line["message"]!)/\(line["user"]!)"
+      let delivered = line["deliver"] as! Bool
+      #expect(delivered == (Self.fields(line) != nil), "seed \(seed) \(key)")
+      if let f = Self.fields(line) { actual[key] = f }
+    }
+    let differing = expected.fields.keys.sorted().filter { actual[$0] != expected.fields[$0] }
+    #expect(actual.count == expected.fields.count, "seed \(seed)")
+    #expect(
+      differing.count == 0,
+      "seed \(seed): \(differing.prefix(4).map { "\($0): \(actual[$0] ?? "nil") vs \(expected.fields[$0]!)" })"
+    )
+    // Every device entry carries its pair's fields.
+    for (message, entry) in run.recipients {
+      #expect(
+        Self.fields(entry) == expected.fields["\(message)/\(entry["user"]!)"], "seed \(seed)")
+    }
+    let updates = run.updates.map {
+      "\($0["line"]!)|\($0["user"]!)|\($0["channel"]!)|\($0["removed"] as! [Int])|\($0["cancelled"] as! [Int])|\($0["badge"]!)"
+    }
+    #expect(updates == expected.updates, "seed \(seed)")
+    let counts = run.summary["notifications"] as! [String: Int]
+    #expect(counts["hidden"] == expected.counts.hidden, "seed \(seed)")
+    #expect(counts["removed"] == expected.counts.removed, "seed \(seed)")
+    #expect(counts["cancelled"] == expected.counts.cancelled, "seed \(seed)")
+    #expect(counts["unread"] == expected.counts.unread, "seed \(seed)")
+    let reads = world.messages.filter { $0.contains(#""event":"read""#) }.count
+    #expect(run.summary["reads"] as? Int == reads)
+  }
+
+  @Test("the v3 worlds reach hides by both caps, removals and cancellations")
+  func coverage() {
+    var hidden = 0
+    var removed = 0
+    var cancelled = 0
+    var sizeCapped = 0
+    var countCapped = 0
+    for seed in UInt64(301)...318 {
+      let world = RandomWorld(seed: seed, v3: true)
+      let expected = ReferenceEvaluator(world).notifications()
+      hidden += expected.counts.hidden
+      removed += expected.counts.removed
+      cancelled += expected.counts.cancelled
+      if world.groups?.size != nil && expected.counts.hidden > 0 { sizeCapped += 1 }
+      if world.groups?.count != nil && expected.counts.hidden > 0 { countCapped += 1 }
+    }
+    #expect(hidden > 100, "\(hidden)")
+    #expect(removed > 100, "\(removed)")
+    #expect(cancelled > 5, "\(cancelled)")
+    #expect(sizeCapped > 2 && countCapped > 2, "\(sizeCapped) \(countCapped)")
+  }
+
+  @Test("the same bytes with 1, 2 and 7 threads")
+  func threads() throws {
+    let world = RandomWorld(seed: 333, users: 60, messages: 600, v3: true)
+    let one = try Self.run(world, threads: 1)
+    for threads in [2, 7] {
+      let other = try Self.run(world, threads: threads)
+      #expect(other.bytes == one.bytes, "\(threads) threads")
+    }
+    #expect(one.bytes["updates.ndjson.lz4"] != nil)
+  }
+}
