@@ -11,7 +11,7 @@ struct ScaleOutTests {
 
   /// v1 and v2 data (mutes across shards, large channels, a throttle,
   /// deferral, threads), made once.
-  static let generated: [(snapshot: String, traffic: String)] = ["", "--v2"].map { flag in
+  static let generated: [(snapshot: String, traffic: String)] = ["", "--v2", "--v3"].map { flag in
     let dir = makeTemporaryDirectory()
     let r = runProcess(
       fanoutExecutable,
@@ -103,6 +103,22 @@ struct ScaleOutTests {
       #expect(!summary.contains(#""throttled": 0"#), "no throttled pair")
       #expect(!summary.contains(#""sender_muted": 0"#), "no muted sender")
     }
+  }
+
+  @Test(
+    "generated v3 data: notification fields and update lines merge into one-node bytes",
+    arguments: [3, 5])
+  func generatedV3(_ shards: Int) {
+    let (snapshot, traffic) = Self.generated[2]
+    let (one, merged) = splitEvalMerge(
+      snapshot: snapshot, traffic: traffic, shards: shards, extra: ["--decisions"])
+    expectSameFiles(one, merged)
+    // The data reaches every part of section 6.
+    let summary = readText(one + "/summary.json")
+    for zero in [#""hidden": 0"#, #""removed": 0"#, #""cancelled": 0"#, #""reads": 0"#] {
+      #expect(!summary.contains(zero), "\(zero) in \(summary)")
+    }
+    #expect(listDirectory(merged).contains("updates.ndjson.lz4"))
   }
 
   @Test(
