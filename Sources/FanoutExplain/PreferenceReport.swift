@@ -176,6 +176,9 @@ public struct PreferenceReport: Sendable {
       ("default_quiet_action", show(app.defaultQuietAction?.name)),
       ("throttle_messages", show(app.throttle?.messages)),
       ("throttle_window_ms", show(app.throttle?.windowMilliseconds)),
+      ("notification_groups", app.notificationGroups == nil ? "off" : "on"),
+      ("notification_group_size_max", show(app.notificationGroups?.sizeMax)),
+      ("notification_group_count_max", show(app.notificationGroups?.countMax)),
     ]
     return rows
   }

@@ -101,9 +101,10 @@ public final class EvaluationEngine<Work: ChunkWork> {
     notificationJudges.map { $0?.ledger.counters }
   }
 
-  /// Carries the throttle ledgers of `previous` (an engine of the snapshot
-  /// this one replaces) over, side by side; see `ThrottleJudge.inherit`.
-  public func inheritThrottles<Other>(from previous: EvaluationEngine<Other>) {
+  /// Carries the throttle ledgers and notification states of `previous`
+  /// (an engine of the snapshot this one replaces) over, side by side; see
+  /// `ThrottleJudge.inherit` and `NotificationJudge.inherit`.
+  public func inheritLedgers<Other>(from previous: EvaluationEngine<Other>) {
     for (judge, old) in zip(throttleJudges, previous.throttleJudges) {
       if let judge, let old { judge.inherit(from: old) }
     }

@@ -92,6 +92,8 @@ public enum SnapshotSchema {
     -- 'large_channel_members' with 'large_channel_level', 'mention_all_max_members',
     -- 'presence_action', 'presence_delay_ms', 'default_quiet_action',
     -- 'throttle_messages' with 'throttle_window_ms'.
+    -- Contract v3 (docs/contract.md, "Contract v3"): 'notification_groups' ('off' | 'on'),
+    -- and with it 'notification_group_size_max', 'notification_group_count_max'.
     ALTER TABLE users ADD COLUMN mention_all_notifications INTEGER;  -- 0 | 1 | NULL (0: @all is ordinary)
     ALTER TABLE users ADD COLUMN quiet_action TEXT;                  -- 'drop' | 'defer' | NULL
     ALTER TABLE scope_prefs ADD COLUMN mention_all_notifications INTEGER;

@@ -24,7 +24,8 @@ protocol BatchSink: AnyObject {
 
 /// `--out -`: one NDJSON stream on standard output. Per batch, its delivery
 /// lines (`{"gateway":"apns","message":…}`, grouped by gateway), then its
-/// rejected lines (`{"rejected":{"line":12,"error":"…"}}`), then its record
+/// rejected lines (`{"rejected":{"line":12,"error":"…"}}`), then contract
+/// v3's update lines (`{"update":{"line":9,…}}`), then its record
 /// (`{"batch":17,…}`), in one write.
 final class StandardOutputSink: BatchSink {
   let encoding = DeliveryEncoding.taggedLines
@@ -32,14 +33,15 @@ final class StandardOutputSink: BatchSink {
   func write(_ batch: EvaluatedBatch) throws(OutputError) {
     var bytes: [UInt8] = []
     for payload in batch.deliveries { bytes += payload }
-    var start = 0
-    let rejected = batch.rejectedLines
-    while start < rejected.count {
-      let end = rejected[start...].firstIndex(of: 0x0A)!
-      bytes += #"{"rejected":"#.utf8
-      bytes += rejected[start..<end]
-      bytes += "}\n".utf8
-      start = end + 1
+    for (tag, lines) in [("rejected", batch.rejectedLines), ("update", batch.updates)] {
+      var start = 0
+      while start < lines.count {
+        let end = lines[start...].firstIndex(of: 0x0A)!
+        bytes += #"{"\#(tag)":"#.utf8
+        bytes += lines[start..<end]
+        bytes += "}\n".utf8
+        start = end + 1
+      }
     }
     bytes += batch.record(closedAtMillis: WallClock.nowMillis())
     bytes.append(0x0A)
@@ -57,7 +59,9 @@ final class StandardOutputSink: BatchSink {
 
 /// `--out DIR`: numbered segments. Segment N holds `<gateway>-N.ndjson.lz4`
 /// per gateway with deliveries (one LZ4 frame per batch), `rejected-N.ndjson`
-/// if lines were rejected, and `batches-N.ndjson`, one record per batch.
+/// if lines were rejected, `updates-N.ndjson.lz4` if read lines removed
+/// notifications (contract v3; a frame per batch), and `batches-N.ndjson`,
+/// one record per batch.
 /// Files are written aside, then synced and renamed in the background when
 /// the segment closes, the batch records last; a segment closes when a file reaches the rotation size,
 /// when it is older than the rotation age, when the snapshot changes, and at
@@ -144,6 +148,11 @@ final class SegmentWriter: BatchSink {
     }
     if !batch.rejectedLines.isEmpty {
       try append(batch.rejectedLines, to: "rejected", compressed: false)
+    }
+    if !batch.updates.isEmpty {
+      try append(
+        LZ4Frame.header + LZ4Frame.blocks(batch.updates) + LZ4Frame.endMark, to: "updates",
+        compressed: true)
     }
     // Renamed last when the segment closes: its presence means the segment is whole.
     try append(

@@ -50,6 +50,9 @@ struct EvaluatedBatch {
   let rejectedLines: [UInt8]
   /// The same rejections, as values.
   let rejections: [Rejection]
+  /// Contract v3's update lines of the batch's read lines (plain NDJSON),
+  /// when the snapshot turns notification groups on.
+  let updates: [UInt8]
   var lines: Int
   var rejected: Int
   let counters: Counters
@@ -112,7 +115,8 @@ struct EvaluatedBatch {
     }
     return EvaluatedBatch(
       number: number, snapshot: snapshot, deliveries: deliveries, rejectedLines: rejectedLines,
-      rejections: rejections, lines: lines, rejected: rejected, counters: counters)
+      rejections: rejections, updates: engine.takeUpdates(), lines: lines, rejected: rejected,
+      counters: counters)
   }
 
 }

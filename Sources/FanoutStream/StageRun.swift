@@ -67,10 +67,12 @@ struct StageRun {
   private static func engine(
     for snapshot: LoadedSnapshot, threads: Int, encoding: DeliveryEncoding
   ) -> EvaluationEngine<StreamWork> {
-    EvaluationEngine(
+    let engine = EvaluationEngine(
       index: snapshot.index, threads: threads,
       work: StreamWork(index: snapshot.index, encoding: encoding),
       throttleRetention: throttleRetention)
+    engine.keepsUpdates = true
+    return engine
   }
 
   /// Logs that the stage reads `source`, and writes the ready file (its pid).
@@ -95,7 +97,7 @@ struct StageRun {
     snapshot = loaded
     let previous = evaluation
     evaluation = Self.engine(for: loaded, threads: options.threads, encoding: encoding)
-    evaluation.inheritThrottles(from: previous)
+    evaluation.inheritLedgers(from: previous)
     log.event(
       "snapshot_in_use",
       "snapshot generation \(loaded.generation) in use from batch \(batchNumber + 1)",

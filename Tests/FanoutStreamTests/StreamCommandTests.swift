@@ -54,6 +54,31 @@ struct StreamCommandTests {
     }
   }
 
+  @Test(
+    "contract v3 data: the same notification fields and update lines as eval, batch sizes 1, 37, 1000"
+  )
+  func v3Data() throws {
+    let dir = makeTemporaryDirectory("fanout-stream-v3")
+    let gen = runProcess(
+      fanoutExecutable,
+      ["gen", "--users", "1500", "--messages", "1500", "--seed", "9", "--v3", "--out", dir])
+    #expect(gen.status == 0, "\(gen.stderr)")
+    let snapshot = dir + "/snapshot.sqlite"
+    let input = Array(readText(dir + "/traffic.ndjson").utf8)
+    let expected = evalDeliveries(snapshot: snapshot, input: input)
+    #expect(expected.gateways["updates"]?.contains(#""removed":["#) == true)
+    #expect(expected.gateways.values.contains { $0.contains(#""hide":["#) })
+    for batch in ["1", "37", "1000"] {
+      let out = makeTemporaryDirectory() + "/out"
+      let stream = StreamProcess([
+        "--snapshot", snapshot, "--out", out, "--batch-messages", batch, "--threads", "2",
+      ])
+      stream.write(input)
+      #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+      #expect(SegmentFolder(out).deliveries == expected, "batch \(batch)")
+    }
+  }
+
   @Test("--log-format json: one object per line (time, level, event, message, fields)")
   func jsonLog() throws {
     let dir = makeTemporaryDirectory()

@@ -218,6 +218,7 @@ final class RedisBus: MessageBus {
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
       try checkOutputStream(batch.snapshot.index.gateways[g])
     }
+    if !batch.updates.isEmpty { try checkOutputStream("updates") }
     let maxLength = options.maxLength.map { Array(String($0).utf8) }
     var commands = RESPCommands()
     /// `XADD key [MAXLEN ~ N] * field value field value`, the first value
@@ -262,6 +263,17 @@ final class RedisBus: MessageBus {
       xadd(
         rejected, "entry", { $0.argument(entries[lineEntries[rejection.line - 1]].id) }, "error",
         Array(rejection.reason.utf8))
+    }
+    // Contract v3: each update line with the entry of its read line.
+    var start = 0
+    while start < batch.updates.count {
+      let end = batch.updates[start...].firstIndex(of: 0x0A)!
+      let line = batch.updates[start..<end]
+      let (number, _) = Self.splitLineNumber(line)
+      xadd(
+        outputKey("updates"), "update", { $0.argument(line) }, "entry",
+        entries[lineEntries[number - 1]].id)
+      start = end + 1
     }
     for entry in entries where entry.line == nil {
       xadd(rejected, "entry", { $0.argument(entry.id) }, "error", Array("no 'message' field".utf8))
