@@ -53,6 +53,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// The update lines of the lines evaluated since the last `takeUpdates`,
   /// in input order.
   private var updates: [UInt8] = []
+  /// Per index of the work that turns notification groups on, the badges
+  /// of its delivered pairs so far.
+  public private(set) var badges: [BadgeHistogram?]
   /// Read lines evaluated (contract v3), whatever the settings.
   public private(set) var reads = 0
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
@@ -87,6 +90,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
         NotificationJudge(index: index, caps: $0, threads: threads)
       }
     }
+    badges = notificationJudges.map { $0 == nil ? nil : BadgeHistogram() }
   }
 
   /// The update lines of the first index since the last call.
@@ -167,6 +171,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
       judged.0.map { judge in
         let wave = judge.judge(batches, plan: plan, throttled: judged.1)
         if side == 0 && keepsUpdates { updates += wave.updates }
+        for fields in wave.fields { badges[side]?.add(fields) }
         return wave.fields
       }
     }

@@ -1,3 +1,4 @@
+import FanoutKernel
 import FanoutModel
 
 extension WhatIfReport {
@@ -58,6 +59,26 @@ extension WhatIfReport {
     page += "<section><h2>Where pairs went: A outcome → B outcome</h2>"
     page += transitionTable()
     page += "</section>"
+
+    if a.notifications != nil || b.notifications != nil {
+      let none = WhatIfReport.Notifications(counters: .init(), badges: .init())
+      let (x, y) = (a.notifications ?? none, b.notifications ?? none)
+      page += "<section><h2>Notifications (groups, badges, reads)</h2>"
+      page += Self.table(
+        header: "Notifications",
+        rows: [
+          ("hidden by the group caps", x.counters.hidden, y.counters.hidden),
+          ("removed by a read", x.counters.removed, y.counters.removed),
+          ("cancelled (read before due)", x.counters.cancelled, y.counters.cancelled),
+          ("unread at the end", x.counters.unread, y.counters.unread),
+        ])
+      page += Self.table(
+        header: "Badge at delivery",
+        rows: BadgeHistogram.labels.indices.map {
+          (BadgeHistogram.labels[$0], x.badges.counts[$0], y.badges.counts[$0])
+        })
+      page += "</section>"
+    }
 
     page += "<section><h2>Suppressed pairs by reason</h2>"
     page += Self.table(

@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutKernel
 import FanoutModel
 
 extension WhatIfReport {
@@ -23,7 +24,17 @@ extension WhatIfReport {
         + (t.sql.map { "\"sql\":\(q($0))," } ?? "")
         + "\"pairs\":\(t.pairs),\"delivered\":\(t.delivered),\"deferred\":\(t.deferred),"
         + "\"deliveries\":{\(deliveries.joined(separator: ","))},"
-        + "\"suppressed\":{\(suppressed.joined(separator: ","))}}"
+        + "\"suppressed\":{\(suppressed.joined(separator: ","))}"
+        + (t.notifications.map(notificationsJSON) ?? "") + "}"
+    }
+    /// `,"notifications":{…,"badges":{"1":n,…}}` (contract v3).
+    func notificationsJSON(_ n: Notifications) -> String {
+      let c = n.counters
+      let badges = BadgeHistogram.labels.indices.map {
+        "\(q(BadgeHistogram.labels[$0])):\(n.badges.counts[$0])"
+      }
+      return
+        #","notifications":{"hidden":\#(c.hidden),"removed":\#(c.removed),"cancelled":\#(c.cancelled),"unread":\#(c.unread),"badges":{\#(badges.joined(separator: ","))}}"#
     }
     func changes(_ key: String, _ list: [Change]) -> String {
       if list.isEmpty { return "[]" }

@@ -185,7 +185,10 @@ public enum WhatIf {
         options.progress?(totals.messages, reader.fractionRead)
       })
     lap("evaluate and compare")
-    var report = WhatIfReport(totals, a: a, b: b, options: options)
+    let notifications = zip(engine.notificationCounters, engine.badges).map { counters, badges in
+      counters.map { WhatIfReport.Notifications(counters: $0, badges: badges ?? .init()) }
+    }
+    var report = WhatIfReport(totals, a: a, b: b, options: options, notifications: notifications)
     report.firstRejection = firstRejection
     report.linesRead = engine.linesRead
     try writing { () throws(OutputError) in

@@ -49,6 +49,15 @@ public struct WhatIfReport: Sendable {
     public var deferred: Int
     /// Per reason, in rule order.
     public var suppressed: [Int]
+    /// Contract v3, when the side turns notification groups on.
+    public var notifications: Notifications?
+  }
+
+  /// One side's notification state over the run (contract v3).
+  public struct Notifications: Sendable {
+    public var counters: NotificationCounters
+    /// The badges of the delivered pairs.
+    public var badges: BadgeHistogram
   }
 
   /// A channel or user whose delivered pair count changed.
@@ -83,7 +92,10 @@ public struct WhatIfReport: Sendable {
   public var phases: [(phase: String, seconds: Double)] = []
   public var seconds: Double { phases.reduce(0) { $0 + $1.seconds } }
 
-  init(_ totals: ComparisonTotals, a: Index, b: Index, options: WhatIfOptions) {
+  init(
+    _ totals: ComparisonTotals, a: Index, b: Index, options: WhatIfOptions,
+    notifications: [Notifications?]
+  ) {
     let sql: String? =
       switch options.scenario {
       case .snapshot: nil
@@ -98,7 +110,7 @@ public struct WhatIfReport: Sendable {
       let c = totals.counters[s]
       return Totals(
         snapshot: side.0, sql: side.1, pairs: c.pairs, delivered: c.delivered, deferred: c.deferred,
-        suppressed: c.suppressed)
+        suppressed: c.suppressed, notifications: notifications[s])
     }
     messages = totals.messages
     rejected = totals.rejected

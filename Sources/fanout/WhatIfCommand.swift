@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutKernel
 import FanoutModel
 import FanoutPipeline
 import FanoutWhatIf
@@ -113,6 +114,15 @@ extension Fanout {
         if a.suppressed[i] != 0 || b.suppressed[i] != 0 {
           rows.append(("  \(reason.name)", a.suppressed[i], b.suppressed[i]))
         }
+      }
+      if a.notifications != nil || b.notifications != nil {
+        let none = NotificationCounters()
+        let (x, y) = (a.notifications?.counters ?? none, b.notifications?.counters ?? none)
+        rows += [
+          ("notifications hidden", x.hidden, y.hidden),
+          ("  cancelled", x.cancelled, y.cancelled),
+          ("  unread at the end", x.unread, y.unread),
+        ]
       }
       func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
         let fill = String(repeating: " ", count: max(0, n - s.count))

@@ -16,6 +16,8 @@ private struct Decision: Equatable {
 private struct EvalRun {
   var summary: [String: Any]
   var decisions: [Decision]
+  /// Contract v3: the delivered pairs' badges.
+  var badges: [Int] = []
 
   init(snapshot: String, messages: String) throws {
     let out = makeTemporaryDirectory() + "/eval"
@@ -25,6 +27,7 @@ private struct EvalRun {
     let bytes = try #require(
       decodeLZ4Frames(
         Array(try Data(contentsOf: URL(fileURLWithPath: out + "/decisions.ndjson.lz4")))))
+    badges = try ndjson(bytes).compactMap { $0["badge"] as? Int }
     decisions = try ndjson(bytes).map {
       Decision(
         message: $0["message"] as! String, user: $0["user"] as! String,
@@ -74,6 +77,22 @@ private func checkAgainstEval(
     #expect(
       side["suppressed"] as! NSDictionary == summary["suppressed"] as! NSDictionary,
       "\(key) suppressed")
+    // Contract v3: the notification counts, and the badges at delivery.
+    let notifications = side["notifications"] as? [String: Any]
+    #expect((notifications == nil) == (summary["notifications"] == nil), "\(key) notifications")
+    if let notifications, let counts = summary["notifications"] as? [String: Int] {
+      for name in ["hidden", "removed", "cancelled", "unread"] {
+        #expect(notifications[name] as? Int == counts[name], "\(key) \(name)")
+      }
+      let histogram = notifications["badges"] as! [String: Int]
+      let bounds = [1, 2, 3, 4, 6, 11, 21, 51, 101]
+      let labels = ["1", "2", "3", "4-5", "6-10", "11-20", "21-50", "51-100", "101+"]
+      for (k, label) in labels.enumerated() {
+        let upper = k + 1 < bounds.count ? bounds[k + 1] : Int.max
+        let expected = evals[s].badges.filter { $0 >= bounds[k] && $0 < upper }.count
+        #expect(histogram[label] == expected, "\(key) badges \(label)")
+      }
+    }
     #expect(report["messages"] as! Int == summary["messages"] as! Int)
     #expect(report["rejected"] as! Int == summary["rejected"] as! Int)
   }
@@ -219,6 +238,34 @@ struct WhatIfAgreesWithEvalTests {
       snapshot: data.snapshot, b: b, scenario: .sql(scenario.sql), messages: data.traffic)
     try checkAgainstEval(
       snapshot: data.snapshot, b: b, scenario: .snapshot(b), messages: data.traffic)
+  }
+}
+
+/// Contract v3 scenarios over generated v3 data (caps 4 and 3).
+let v3Scenarios: [(name: String, sql: String)] = [
+  (
+    "one notification per group",
+    "UPDATE settings SET value = '1' WHERE key = 'notification_group_size_max'"
+  ),
+  ("groups off", "DELETE FROM settings WHERE key LIKE 'notification_group%'"),
+  (
+    "presence delays ten minutes (more reads cancel)",
+    "INSERT OR REPLACE INTO settings VALUES ('presence_delay_ms', '600000')"
+  ),
+]
+
+@Suite("fanout whatif agrees with two fanout eval runs: contract v3")
+struct WhatIfV3AgreesWithEvalTests {
+  @Test("on generated v3 data", arguments: v3Scenarios)
+  func generatedV3(_ scenario: (name: String, sql: String)) throws {
+    let dir = makeTemporaryDirectory("fanout-whatif-v3")
+    var options = GeneratorOptions(
+      users: 1_500, messages: 1_500, seed: 12, profile: .chat, out: dir)
+    options.v3 = true
+    let data = try Generator.run(options)
+    let b = SQLiteFixture.copy(data.snapshotPath, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: data.snapshotPath, b: b, scenario: .sql(scenario.sql), messages: data.trafficPath)
   }
 }
 
