@@ -66,8 +66,8 @@ let package = Package(
     .target(
       name: "FanoutExplain",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutSnapshot", "FanoutTime",
-        "FanoutTraffic",
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutPipeline", "FanoutSnapshot",
+        "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutMigration",
@@ -112,7 +112,9 @@ let package = Package(
       dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutExplainTests",
-      dependencies: ["FanoutExplain", "FanoutGenerator", "FanoutModel", "FanoutTestSupport"]),
+      dependencies: [
+        "FanoutExplain", "FanoutGenerator", "FanoutModel", "FanoutPipeline", "FanoutTestSupport",
+      ]),
     .testTarget(
       name: "FanoutMigrationTests", dependencies: ["FanoutMigration", "FanoutTestSupport"]),
     .testTarget(

@@ -40,4 +40,33 @@ enum BenchmarkData {
       GeneratorOptions(users: users, messages: messages, seed: 1, profile: profile, out: directory))
     _ = FileManager.default.createFile(atPath: done, contents: nil)
   }
+
+  /// Contract v3's data (`gen --v3`: groups on, 10% read lines), and beside
+  /// it the same snapshot with the groups off: the cost of section 6 is
+  /// the difference between two runs on one traffic.
+  static let v3Directory =
+    NSTemporaryDirectory() + "/fanout-bench-\(users)-\(messages)-seed1-v3"
+    + (profile == .chat ? "" : "-\(profile)")
+  static var v3Snapshot: String { v3Directory + "/snapshot.sqlite" }
+  static var v3SnapshotGroupsOff: String { v3Directory + "/snapshot-groups-off.sqlite" }
+  static var v3Traffic: String { v3Directory + "/traffic.ndjson" }
+
+  static func ensureV3() {
+    let done = v3Directory + "/.complete"
+    if FileManager.default.fileExists(atPath: done) { return }
+    var options = GeneratorOptions(
+      users: users, messages: messages, seed: 1, profile: profile, out: v3Directory)
+    options.v3 = true
+    _ = try! Generator.run(options)
+    try? FileManager.default.removeItem(atPath: v3SnapshotGroupsOff)
+    try! FileManager.default.copyItem(atPath: v3Snapshot, toPath: v3SnapshotGroupsOff)
+    let sqlite = Process()
+    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    sqlite.arguments = [
+      v3SnapshotGroupsOff, "DELETE FROM settings WHERE key LIKE 'notification_group%'",
+    ]
+    try! sqlite.run()
+    sqlite.waitUntilExit()
+    _ = FileManager.default.createFile(atPath: done, contents: nil)
+  }
 }

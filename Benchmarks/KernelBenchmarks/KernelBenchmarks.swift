@@ -132,6 +132,23 @@ let benchmarks: @Sendable () -> Void = {
     for bytes in deliveryBytes { blackHole(LZ4Frame.blocks(bytes).count) }
   }
 
+  // Contract v3: the same traffic (10% read lines) with notification groups
+  // on and off; the target is on ≤ 1.25 × off.
+  BenchmarkData.ensureV3()
+  for (name, snapshot) in [
+    ("EvaluateAndWrite-v3-groups-on", BenchmarkData.v3Snapshot),
+    ("EvaluateAndWrite-v3-groups-off", BenchmarkData.v3SnapshotGroupsOff),
+  ] {
+    Benchmark(name, configuration: .init(maxIterations: 5)) { benchmark in
+      let out = NSTemporaryDirectory() + "/fanout-bench-out-v3"
+      var options = EvalOptions(
+        snapshot: snapshot, messages: BenchmarkData.v3Traffic, out: out, threads: threads,
+        overwrite: true)
+      options.indexCache = nil
+      blackHole(try Pipeline.eval(options).counters.delivered)
+    }
+  }
+
   Benchmark("EvaluateAndWrite", configuration: .init(maxIterations: 5)) { benchmark in
     let out = NSTemporaryDirectory() + "/fanout-bench-out"
     let start = ContinuousClock.now

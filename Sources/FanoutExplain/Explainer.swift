@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
+import FanoutPipeline
 import FanoutSnapshot
 import FanoutTime
 import FanoutTraffic
@@ -47,6 +48,8 @@ public enum ExplainError: Error, CustomStringConvertible {
 /// `fanout eval` does, so a refused snapshot is refused here too.
 public final class Explainer {
   public let index: Index
+  /// Runs the kernel's rule chain on the pairs explained.
+  private let inspector: Evaluator
   private let records: SnapshotRecords
   private var users: [String: UserRecords?] = [:]
   private var categories: [String: CategoryRecord?] = [:]
@@ -58,6 +61,7 @@ public final class Explainer {
     } catch {
       throw .snapshot(error)
     }
+    inspector = Evaluator(index: index, output: .outcomes)
   }
 
   /// Explains message line `text` (numbered `line`) for `user`; `history`
@@ -104,10 +108,69 @@ public final class Explainer {
           else { continue }  // rejected by eval too
           if e.pair == .evaluated { history.record(e) }
         }
-        return try explain(line: text, number: block.firstLine + k, user: user, history: history)
+        var explanation = try explain(
+          line: text, number: block.firstLine + k, user: user, history: history)
+        if index.settings.notificationGroups != nil, explanation.outcome?.isDelivered == true,
+          let u = index.users.find(user)
+        {
+          explanation.notification = try notification(
+            in: path, line: block.firstLine + k, user: u)
+        }
+        return explanation
       }
     }
     throw .noSuchMessage(id: id, path: path)
+  }
+
+  /// Contract v3: the notification of user row `u`'s pair on the message at
+  /// `line` of the traffic file `path`, as the engine's input-order pass
+  /// numbers it over the whole file, and the later read line that removed
+  /// it, if any.
+  private func notification(in path: String, line: Int, user u: Int32) throws(ExplainError)
+    -> Explanation.Notification?
+  {
+    let reader: LineReader
+    do { reader = try LineReader(path: path) } catch { throw .messages(error) }
+    let engine = EvaluationEngine(index: index, threads: 1, work: NoOutput(index: index))
+    engine.notificationJudges[0]?.recordsRemovals = true
+    var found: Explanation.Notification?
+    engine.onNotificationWave = { batches, wave in
+      for (b, batch) in batches.enumerated() where found == nil {
+        guard let m = batch.lines.firstIndex(of: line) else { continue }
+        let fields = wave.fields[b]
+        for k in Int(fields.starts[m])..<Int(fields.starts[m + 1]) where fields.users[k] == u {
+          let hid = (k == 0 ? 0 : Int(fields.hideEnds[k - 1]))..<Int(fields.hideEnds[k])
+          found = Explanation.Notification(
+            group: fields.group[k], id: fields.notification[k], badge: fields.badge[k],
+            hid: Array(fields.hides[hid]))
+        }
+      }
+      guard let id = found?.id, found?.removedBy == nil else { return }
+      if let read = wave.removals.first(where: { $0.user == u && $0.removed.contains(id) }) {
+        let readID = (try? JSONDecoder().decode(String.self, from: Data(read.idJSON))) ?? ""
+        found?.removedBy = (read.line, readID, read.ts, read.cancelled.contains(id))
+      }
+    }
+    do throws(TrafficInputError) {
+      try engine.run(
+        reader, groupSize: .max, readFailed: { $0 },
+        deliver: { (_: [Int]) throws(TrafficInputError) in },
+        waveDone: { (_: [MessageBatch]) throws(TrafficInputError) in })
+    } catch {
+      throw .messages(error)
+    }
+    return found
+  }
+
+  /// The engine's work when only the ledgers' passes are wanted.
+  private struct NoOutput: ChunkWork {
+    let index: Index
+    var empty: Int { 0 }
+    var indexes: [Index] { [index] }
+    func makeWorker() {}
+    func evaluate(
+      _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts], worker: inout Void
+    ) -> Int { 0 }
   }
 
   private func nextBlock(_ reader: LineReader) throws(ExplainError) -> LineBlock? {
@@ -145,20 +208,25 @@ public final class Explainer {
     guard let u = index.users.find(user), let records = try userRecords(user) else {
       throw .unknownUser(user)
     }
-    let channelRow = Int(batch.channel[m])
     let channelSettings = records.channelSettings(message.channel)
     let scopeSettings = records.scopes[Int(message.scope.rawValue)]
-    let members = index.channelSize(channelRow)
+    let members = index.channelSize(Int(batch.channel[m]))
     let settings = EffectiveSettings(
       thread: message.thread.map { records.threadLevel(channel: message.channel, thread: $0) },
       channel: channelSettings, scope: scopeSettings, user: records.user, app: index.settings,
       traits: ChannelTraits(scope: message.scope, members: members),
       levels: [.channel, .scope, .user])
 
-    // Rules 0 and 1: the sender's choice, and the user's mutes.
-    let mutedSender = message.sender.map { records.mutedUsers.contains($0) } ?? false
+    // The kernel decides; the rows say where each value came from.
+    let counted = index.settings.throttle.map {
+      history.counted(at: message.ts, window: $0.windowMilliseconds)
+    }
+    var throttleCounted = false
+    if let throttle = index.settings.throttle, let counted {
+      throttleCounted = Evaluator.reachesLimit(Int64(counted.count), throttle)
+    }
+    let inspection = inspector.inspect(batch, m, user: u, throttleCounted: throttleCounted)
 
-    // Rule 2: each level's snooze window on its own.
     var snoozeWindows: [Explanation.SnoozeWindow] = []
     for (source, level) in [
       (SettingSource.user, records.user), (.scope, scopeSettings), (.channel, channelSettings),
@@ -169,28 +237,33 @@ public final class Explainer {
           source: source, start: level.snoozeStart, until: until,
           containsTS: level.snoozes(at: message.ts)))
     }
-
-    // Rule 3: the local wall clock against the weekly or daily windows.
-    let dnd = Self.checkDND(records, zone: index.zone(ofUser: Int(u)), ts: message.ts)
-
-    // Rule 4: the mention test and the level.
+    let zone = index.zone(ofUser: Int(u))
+    let dnd = Self.dnd(
+      records, zone: zone, ts: message.ts,
+      local: (inspection.localWeekday, inspection.localMinute), holds: inspection.inDND)
     let mention = Explanation.Mention(
       listed: batch.mentions(of: m).contains(u), mentionAll: batch.mentionAll[m],
       repliedTo: batch.replyTo[m] == u, notificationsOn: settings.mentionNotifications.value,
       channelMembers: members, mentionAllMaxMembers: index.settings.mentionAllMaxMembers,
-      mentionAllNotificationsOn: settings.mentionAllNotifications.value)
-    let (levelRule, levelReason, trigger) = Self.levelRule(message.kind, settings, mention)
+      mentionAllNotificationsOn: settings.mentionAllNotifications.value,
+      mentionAllApplies: inspection.mentionAllApplies,
+      mentionAllCounts: inspection.mentionAllCounts, mentioned: inspection.mentioned)
 
-    // Rules 6 and 7: the devices and the gateway gate.
     let category: CategoryRecord?
     if let name = message.category { category = try categoryRecord(name) } else { category = nil }
-    let devices = records.devices.map {
-      let (passes, why) = Self.gate($0, records, category)
-      return Explanation.Device(record: $0, passes: passes, why: why)
+    var devices: [Explanation.Device] = []
+    for (record, gate) in zip(records.devices, inspection.devices) {
+      devices.append(
+        .init(
+          record: record, passes: gate.verdict.passes,
+          why: Words.gate(gate.verdict, gateway: record.gateway, category: category?.name)))
+    }
+    if inspection.pair == PairInspection.Pair.evaluated
+      && devices.count != inspection.devices.count
+    {
+      throw .disagreement("\(devices.count) device rows, \(inspection.devices.count) indexed")
     }
 
-    // Deferral (rules 2 and 3) and presence (rule 5).
-    let zone = index.zone(ofUser: Int(u))
     let quiet: (QuietAction, SettingSource) =
       if let own = records.quietAction {
         (own, .user)
@@ -200,263 +273,79 @@ public final class Explainer {
         (.drop, .builtIn)
       }
     var deferral = Explanation.Deferral(
-      quietAction: quiet.0, source: quiet.1, instant: nil, localClock: nil, steps: [])
-    if quiet.0 == .defer && !message.force && message.kind != .call {
-      (deferral.instant, deferral.steps) = Self.firstFreeInstant(
-        message.ts, records: records, snooze: [records.user, scopeSettings, channelSettings],
-        zone: zone)
-      deferral.localClock = deferral.instant.map {
-        Self.checkDND(records, zone: zone, ts: $0).clock
-      }
-    }
-    let presenceAction = index.settings.presenceAction ?? .ignore
+      quietAction: quiet.0, source: quiet.1, instant: inspection.deferralInstant,
+      localClock: nil, steps: Words.steps(inspection.deferralSteps))
+    deferral.localClock = deferral.instant.map { Self.clock(records, zone: zone, ts: $0) }
     let presence = Explanation.Presence(
-      action: presenceAction,
+      action: index.settings.presenceAction ?? .ignore,
       delayMilliseconds: index.settings.presenceDelay,
       windows: records.presence,
-      matched: records.presence.first { $0.from <= message.ts && message.ts < $0.until })
+      matched: inspection.inPresenceWindow
+        ? records.presence.first { $0.from <= message.ts && message.ts < $0.until } : nil)
 
     var explanation = Explanation(
       message: message, user: user, pair: .evaluated, settings: settings,
-      mutedSender: mutedSender, snoozeWindows: snoozeWindows, dnd: dnd, mention: mention,
-      levelRule: levelRule,
-      levelReason: levelReason, trigger: trigger, devices: devices, deferral: deferral,
-      presence: presence, outcome: nil, decidedBy: nil)
-    explanation.throttle = index.settings.throttle.map {
-      Explanation.Throttle(
-        messages: $0.messages, windowMilliseconds: $0.windowMilliseconds,
-        replayed: history.replayed,
-        counted: history.counted(at: message.ts, window: $0.windowMilliseconds))
+      mutedSender: inspection.mutedSender, snoozeWindows: snoozeWindows, dnd: dnd,
+      mention: mention,
+      levelRule: Words.levelRule(
+        message.kind, settings, reason: inspection.levelReason, trigger: inspection.trigger),
+      levelReason: inspection.levelReason, trigger: inspection.trigger, devices: devices,
+      deferral: deferral, presence: presence, outcome: nil, decidedBy: nil)
+    explanation.snoozed = inspection.snoozed
+    explanation.inDND = inspection.inDND
+    explanation.quiet = inspection.quiet
+    explanation.active = inspection.active
+    if let throttle = index.settings.throttle, let counted {
+      explanation.throttle = Explanation.Throttle(
+        messages: throttle.messages, windowMilliseconds: throttle.windowMilliseconds,
+        replayed: history.replayed, counted: counted,
+        holds: throttleCounted && inspection.trigger == .message)
     }
-    if !index.members(of: batch.channel[m]).contains(u) {
-      explanation.pair = .notMember
-    } else if batch.sender[m] == u {
-      explanation.pair = .sender
-    } else {
-      (explanation.outcome, explanation.decidedBy, explanation.deliverAt) = Self.decide(
-        explanation)
-      // The verdict is the kernel's: the narration must arrive at it. Rule
-      // 8's count is the narration's own (from the earlier lines it was
-      // given): the kernel is handed it and decides the rest.
-      let throttled = explanation.throttle.map { $0.holds(explanation.trigger) } ?? false
-      let verdict = kernelVerdict(batch, m, user: u, throttled: throttled)
-      let narrated = explanation.outcome.map {
-        "\($0.name)"
-          + ($0.isDelivered && explanation.deliverAt > message.ts
-            ? "@\(explanation.deliverAt)" : "")
-      }
-      guard verdict == narrated else {
-        throw .disagreement(
-          "message line \(message.line), user \(Bounded.quoted(user)): narrated \(narrated ?? "no pair"), "
-            + "evaluated \(verdict ?? "no pair")")
-      }
+    switch inspection.pair {
+    case .notMember: explanation.pair = .notMember
+    case .sender: explanation.pair = .sender
+    case .evaluated:
+      explanation.outcome =
+        inspection.reason.map(Outcome.suppressed) ?? .delivered(inspection.trigger)
+      explanation.decidedBy = inspection.decidedBy
+      explanation.deliverAt = inspection.deliverAt
     }
     return explanation
   }
 
-  /// What `fanout eval` decides for user row `u` on message `m`: the
-  /// kernel's decision line for that pair, as `outcome` or
-  /// `trigger@deliver_at` when deferred; nil when there is no pair.
-  private func kernelVerdict(_ batch: MessageBatch, _ m: Int, user u: Int32, throttled: Bool)
-    -> String?
-  {
-    let evaluator = Evaluator(index: index, output: .deliveriesAndDecisions)
-    var result = ChunkResult(gateways: index.gateways.count)
-    var members = ThrottledMembers.none
-    if throttled {
-      members.starts =
-        [Int32](repeating: 0, count: m + 1) + [Int32](repeating: 1, count: batch.count - m)
-      members.users = [u]
-    }
-    evaluator.evaluate(batch, messages: m..<(m + 1), throttled: members, into: &result)
-    struct Line: Decodable {
-      var user: String
-      var trigger: String?
-      var reason: String?
-      var deliverAt: Int64?
-      enum CodingKeys: String, CodingKey {
-        case user, trigger, reason
-        case deliverAt = "deliver_at"
-      }
-    }
-    let user = index.users[Int(u)]
-    for line in result.decisionLines.split(separator: UInt8(ascii: "\n")) {
-      guard let pair = try? JSONDecoder().decode(Line.self, from: Data(line)), pair.user == user
-      else { continue }
-      return (pair.trigger ?? pair.reason ?? "") + (pair.deliverAt.map { "@\($0)" } ?? "")
-    }
-    return nil
-  }
-
-  /// The first instant at or after `ts`, within 7 days, that no snooze
-  /// window of `snooze`'s levels holds and whose local minute lies in no DND
-  /// window — found by stepping through window ends and local minutes, as a
-  /// person would read a calendar (the kernel jumps from window to window);
-  /// with the windows that held each step, in words.
-  static func firstFreeInstant(
-    _ ts: Int64, records: UserRecords, snooze levels: [LevelSettings?], zone: ZoneTable
-  ) -> (Int64?, [String]) {
-    let horizon = ts.addingReportingOverflow(604_800_000)
-    let limit = horizon.overflow ? Int64.max : horizon.partialValue
-    var steps: [String] = []
-    var t = ts
-    var dndSince: Int64? = nil
-    func closeDND() {
-      if let since = dndSince {
-        steps.append("in DND from \(Words.time(since)) to \(Words.time(t))")
-        dndSince = nil
-      }
-    }
-    while t < limit {
-      let holding = levels.compactMap { $0 }.filter { $0.snoozes(at: t) }
-      if let end = holding.compactMap(\.snoozeUntil).max() {
-        closeDND()
-        steps.append("snoozed from \(Words.time(t)) to \(Words.time(end))")
-        t = end
-        continue
-      }
-      if checkDND(records, zone: zone, ts: t).matched != nil {
-        if dndSince == nil { dndSince = t }
-        // The next local minute, or the offset change if it comes first.
-        let span = zone.offsetSpan(atMillis: t)
-        let offset = Int64(span.offset) &* 1000
-        let next = LocalTime.floorDiv(t &+ offset, 60_000) &* 60_000 &+ 60_000 &- offset
-        let moved = min(next, span.until)
-        guard moved > t else { break }
-        t = moved
-        continue
-      }
-      closeDND()
-      return (t, steps)
-    }
-    closeDND()
-    return (nil, steps)
-  }
-
-  /// The first rule that applies, in the contract's order, and the
-  /// delivery time of a delivered pair.
-  static func decide(_ e: Explanation) -> (Outcome, Explanation.Rule?, Int64) {
-    let ts = e.message.ts
-    if e.message.silent { return (.suppressed(.silent), .silent, ts) }
-    if e.mutedSender { return (.suppressed(.senderMuted), .senderMuted, ts) }
-    var deliverAt = ts
-    if e.quiet {
-      guard e.deferred, let instant = e.deferral.instant else {
-        return e.snoozed ? (.suppressed(.snoozed), .snoozed, ts) : (.suppressed(.dnd), .dnd, ts)
-      }
-      deliverAt = instant
-    }
-    if let reason = e.levelReason { return (.suppressed(reason), .level, ts) }
-    if e.presence.action != .ignore && e.message.kind != .call && e.presence.matched != nil {
-      if e.presence.action == .suppress { return (.suppressed(.active), .active, ts) }
-      let delayed = ts.addingReportingOverflow(e.presence.delayMilliseconds)
-      deliverAt = max(deliverAt, delayed.overflow ? .max : delayed.partialValue)
-    }
-    if e.devices.isEmpty { return (.suppressed(.noDevice), .devices, ts) }
-    if !e.devices.contains(where: \.passes) { return (.suppressed(.optedOut), .gate, ts) }
-    if let throttle = e.throttle, throttle.holds(e.trigger) {
-      return (.suppressed(.throttled), .throttled, ts)
-    }
-    return (.delivered(e.trigger), nil, deliverAt)
-  }
-
-  static func checkDND(_ records: UserRecords, zone: ZoneTable, ts: Int64) -> Explanation.DND {
+  /// The user's wall clock at `ts`.
+  static func clock(_ records: UserRecords, zone: ZoneTable, ts: Int64) -> Explanation.LocalClock {
     let offset = zone.offsetSeconds(atMillis: ts)
     let minuteOfWeek = LocalTime.minuteOfWeek(utcMillis: ts, offsetSeconds: offset)
-    let weekday = minuteOfWeek / 1440 + 1
-    let minute = minuteOfWeek % 1440
     let date = LocalTime.civilFromDays(
       LocalTime.floorDiv(ts &+ Int64(offset) &* 1000, 86_400_000))  // wraps as the kernel's clock
-    let clock = Explanation.LocalClock(
+    return Explanation.LocalClock(
       timeZone: records.timeZone, offsetSeconds: offset, year: date.year, month: date.month,
-      day: date.day, weekday: weekday, minute: minute)
+      day: date.day, weekday: minuteOfWeek / 1440 + 1, minute: minuteOfWeek % 1440)
+  }
 
+  /// Rule 3 in words: the wall clock, the user's schedule, and — when the
+  /// kernel found ts in DND (`holds`) — the window that holds the kernel's
+  /// local (weekday, minute).
+  static func dnd(
+    _ records: UserRecords, zone: ZoneTable, ts: Int64, local: (weekday: Int, minute: Int),
+    holds: Bool
+  ) -> Explanation.DND {
+    let clock = clock(records, zone: zone, ts: ts)
     // An end of 1439 (23:59) runs to midnight.
     func end(_ e: Int) -> Int { e == 1439 ? 1440 : e }
     if !records.weeklyDND.isEmpty {
       let hit = records.weeklyDND.first {
-        $0.weekday == weekday && $0.start <= minute && minute < end($0.end)
+        $0.weekday == local.weekday && $0.start <= local.minute && local.minute < end($0.end)
       }
       return .init(
         clock: clock, schedule: .weekly(records.weeklyDND, replacedDaily: records.dailyDND),
-        matched: hit.map { ($0.weekday, $0.start, $0.end) })
+        matched: holds ? hit.map { ($0.weekday, $0.start, $0.end) } : nil)
     }
     guard let daily = records.dailyDND else { return .init(clock: clock, schedule: .none) }
-    let inside =
-      if daily.start == daily.end {
-        true
-      } else if daily.start < daily.end {
-        daily.start <= minute && minute < end(daily.end)
-      } else {
-        minute >= daily.start || minute < end(daily.end)
-      }
     return .init(
       clock: clock, schedule: .daily(daily),
-      matched: inside ? (nil, daily.start, daily.end) : nil)
-  }
-
-  /// Rule 3 for the message's kind: the words, the reason if it suppresses, the trigger.
-  static func levelRule(_ kind: MessageKind, _ s: EffectiveSettings, _ mention: Explanation.Mention)
-    -> (String, Reason?, Trigger)
-  {
-    let chat = s.chatLevel.value
-    switch kind {
-    case .call:
-      return s.callLevel.value == .all
-        ? ("a call with call_level all: delivered as a call", nil, .call)
-        : ("a call with call_level none: muted", .muted, .call)
-    case .pinned where s.pinnedNotifications.value:
-      return chat == .none
-        ? ("a pinned message (pinned_notifications 1) with chat_level none: muted", .muted, .pinned)
-        : (
-          "a pinned message (pinned_notifications 1) with chat_level \(chat.name): delivered as pinned",
-          nil, .pinned
-        )
-    case .message, .pinned:
-      let what =
-        kind == .pinned
-        ? "a pinned message with pinned_notifications 0, evaluated as a message" : "a message"
-      switch chat {
-      case .all:
-        return mention.mentioned
-          ? ("\(what) with chat_level all, mentioned: delivered as a mention", nil, .mention)
-          : ("\(what) with chat_level all: delivered", nil, .message)
-      case .mentions:
-        return mention.mentioned
-          ? ("\(what) with chat_level mentions, mentioned: delivered as a mention", nil, .mention)
-          : ("\(what) with chat_level mentions, not mentioned", .notMentioned, .message)
-      case .none:
-        return ("\(what) with chat_level none: muted", .muted, .message)
-      }
-    }
-  }
-
-  /// The gateway gate for one device: passes, and why.
-  static func gate(_ device: DeviceRecord, _ user: UserRecords, _ category: CategoryRecord?)
-    -> (Bool, String)
-  {
-    let g = device.gateway
-    if let category, category.mandatoryGateways.contains(g) {
-      return (true, "passes: \(g) is mandatory in category \(category.name)")
-    }
-    if user.restrictedGateways.contains(g) {
-      return (false, "blocked: restricted on \(g) (only categories in which \(g) is mandatory)")
-    }
-    guard let category else { return (true, "passes: no category, not restricted") }
-    let rows = user.categoryPreferences.filter { $0.category == category.name }
-    let whole: (Preference, String) =
-      if category.mandatory {
-        (.optIn, "category \(category.name) is mandatory")
-      } else if let row = rows.first(where: { $0.gateway == nil }) {
-        (row.preference, "the user's category_prefs row for \(category.name)")
-      } else {
-        (category.defaultPreference, "the default of category \(category.name)")
-      }
-    if whole.0 == .optOut { return (false, "blocked: opted out by \(whole.1)") }
-    if rows.contains(where: { $0.gateway == g && $0.preference == .optOut }) {
-      return (false, "blocked: the user opted out of \(category.name) on \(g)")
-    }
-    return (true, "passes: opted in by \(whole.1)")
+      matched: holds ? (nil, daily.start, daily.end) : nil)
   }
 
   private func userRecords(_ id: String) throws(ExplainError) -> UserRecords? {

@@ -1,9 +1,12 @@
+import FanoutKernel
 import FanoutModel
 import FanoutSnapshot
 
 /// The decision for one (message, recipient) pair with every step that led
-/// to it. Each check is filled in even when an earlier rule decided, so that
-/// a reader sees what would have happened next; `decidedBy` says which rule won.
+/// to it, in words: the kernel's inspection of the pair (`PairInspection`:
+/// each check made even when an earlier rule decided, so that a reader sees
+/// what would have happened next, and the chain's verdict) beside the
+/// snapshot's rows it came from. `decidedBy` says which rule won.
 public struct Explanation: Sendable {
   public enum Pair: Sendable, Equatable {
     case evaluated
@@ -11,34 +14,6 @@ public struct Explanation: Sendable {
     case notMember
     /// The user sent the message: senders are never notified.
     case sender
-  }
-
-  /// The contract's rules, numbered as in its section 5.3. (Rule 8,
-  /// throttling, is not built yet.)
-  public enum Rule: Int, Sendable {
-    case silent = 0
-    case senderMuted = 1
-    case snoozed = 2
-    case dnd = 3
-    case level = 4
-    case active = 5
-    case devices = 6
-    case gate = 7
-    case throttled = 8
-
-    public var name: String {
-      switch self {
-      case .silent: "silent"
-      case .senderMuted: "sender_muted"
-      case .snoozed: "snoozed"
-      case .dnd: "dnd"
-      case .level: "muted / not_mentioned"
-      case .active: "active"
-      case .devices: "no_device"
-      case .gate: "opted_out"
-      case .throttled: "throttled"
-      }
-    }
   }
 
   public struct Message: Sendable {
@@ -100,15 +75,12 @@ public struct Explanation: Sendable {
     public var mentionAllMaxMembers: Int64?
     /// The user's resolved mention_all_notifications.
     public var mentionAllNotificationsOn: Bool
-
-    /// Whether mention_all applies in this channel (its size is within the limit).
-    public var mentionAllApplies: Bool { mentionAllMaxMembers.map { channelMembers <= $0 } ?? true }
-    /// Whether the message's mention_all counts as a mention for this user.
-    public var mentionAllCounts: Bool {
-      mentionAll && mentionAllApplies && mentionAllNotificationsOn
-    }
-    /// Listed, replied to, or an @all that counts; and notifications on.
-    public var mentioned: Bool { notificationsOn && (listed || repliedTo || mentionAllCounts) }
+    /// The kernel's rule 4: whether mention_all applies in this channel
+    /// (its size is within the limit), counts as a mention for this user,
+    /// and whether the user is mentioned at all.
+    public var mentionAllApplies: Bool
+    public var mentionAllCounts: Bool
+    public var mentioned: Bool
   }
 
   /// What snooze and DND do for this user, and where they would deliver.
@@ -146,18 +118,29 @@ public struct Explanation: Sendable {
     /// trigger 'message' (and not throttled) whose ts lies in
     /// (ts − window, ts].
     public var counted: [ThrottleHistory.Delivery]
-
-    /// Whether the throttle holds back a pair delivered with `trigger`.
-    public func holds(_ trigger: Trigger) -> Bool {
-      trigger == .message && Int64(counted.count) >= messages
-    }
+    /// The kernel's rule 8 for this pair's trigger.
+    public var holds: Bool
   }
 
   public struct Device: Sendable {
     public var record: DeviceRecord
+    /// The kernel's gate verdict.
     public var passes: Bool
     /// The gate's reason, in words.
     public var why: String
+  }
+
+  /// Contract v3: the pair's notification, and what later read lines did
+  /// to it (`explain --messages FILE --id M` with notification groups on).
+  public struct Notification: Sendable {
+    public var group: Int64
+    public var id: Int64
+    public var badge: Int64
+    /// The notifications it hid.
+    public var hid: [Int64]
+    /// The read line that removed it, if any: its line number, id and ts,
+    /// and whether it cancelled the push (read before it was due).
+    public var removedBy: (line: Int, id: String, ts: Int64, cancelled: Bool)?
   }
 
   public var message: Message
@@ -184,14 +167,19 @@ public struct Explanation: Sendable {
   /// Nil for no pair (not a member, or the sender).
   public var outcome: Outcome?
   public var decidedBy: Rule?
-
-  public var snoozed: Bool { snoozeWindows.contains { $0.containsTS } }
-  public var inDND: Bool { dnd.matched != nil }
-  public var passingDevices: [DeviceRecord] { devices.filter(\.passes).map(\.record) }
+  /// The kernel's rules 2 and 3 at ts (force aside).
+  public var snoozed = false
+  public var inDND = false
   /// Snooze or DND would suppress the pair (force aside).
-  public var quiet: Bool { !message.force && (snoozed || inDND) }
+  public var quiet = false
+  /// The kernel's rule 5: ts lies in a presence window.
+  public var active = false
+  /// Contract v3, when notification groups are on and the pair is delivered.
+  public var notification: Notification? = nil
+
+  public var passingDevices: [DeviceRecord] { devices.filter(\.passes).map(\.record) }
   /// The pair goes on past rules 2 and 3 to a later delivery time.
-  public var deferred: Bool { quiet && message.kind != .call && deferral.instant != nil }
+  public var deferred: Bool { quiet && deferral.instant != nil }
 }
 
 /// Rule 8's memory for one (user, channel), built by explaining the earlier
@@ -216,11 +204,8 @@ public struct ThrottleHistory: Sendable {
     deliveries.append(.init(line: e.message.line, message: e.message.id, ts: e.message.ts))
   }
 
-  /// The counted deliveries whose ts' lies in (ts − window, ts].
+  /// The counted deliveries that count against a pair at `ts` (rule 8's window).
   func counted(at ts: Int64, window: Int64) -> [Delivery] {
-    deliveries.filter {
-      let (age, overflow) = ts.subtractingReportingOverflow($0.ts)
-      return $0.ts <= ts && !overflow && age < window
-    }
+    deliveries.filter { Evaluator.countsAgainst($0.ts, at: ts, window: window) }
   }
 }

@@ -1,3 +1,4 @@
+import FanoutKernel
 import FanoutModel
 import FanoutSnapshot
 import FanoutTime
@@ -27,6 +28,70 @@ enum Words {
   }
 
   static func time(_ ms: Int64) -> String { "\(ms) (\(LocalTime.rfc3339UTC(millis: ms)))" }
+
+  /// The kernel's gate verdict on a device on `gateway`, for `category`.
+  static func gate(_ verdict: GateVerdict, gateway g: String, category: String?) -> String {
+    let c = category ?? ""
+    switch verdict {
+    case .mandatoryGateway: return "passes: \(g) is mandatory in category \(c)"
+    case .restricted:
+      return "blocked: restricted on \(g) (only categories in which \(g) is mandatory)"
+    case .noCategory: return "passes: no category, not restricted"
+    case .optedInMandatory: return "passes: opted in by category \(c) is mandatory"
+    case .optedInByUser: return "passes: opted in by the user's category_prefs row for \(c)"
+    case .optedInByDefault: return "passes: opted in by the default of category \(c)"
+    case .optedOutByUser: return "blocked: opted out by the user's category_prefs row for \(c)"
+    case .optedOutByDefault: return "blocked: opted out by the default of category \(c)"
+    case .optedOutOnGateway: return "blocked: the user opted out of \(c) on \(g)"
+    }
+  }
+
+  /// The kernel's deferral steps, consecutive DND steps as one.
+  static func steps(_ steps: [DeferralStep]) -> [String] {
+    var words: [String] = []
+    var dndSince: Int64? = nil
+    for (k, step) in steps.enumerated() {
+      if step.snoozed {
+        words.append("snoozed from \(time(step.from)) to \(time(step.to))")
+        continue
+      }
+      if dndSince == nil { dndSince = step.from }
+      if k + 1 == steps.count || steps[k + 1].snoozed {
+        words.append("in DND from \(time(dndSince!)) to \(time(step.to))")
+        dndSince = nil
+      }
+    }
+    return words
+  }
+
+  /// Rule 4's verdict (the kernel's reason and trigger) in words, with the
+  /// settings it read.
+  static func levelRule(
+    _ kind: MessageKind, _ s: EffectiveSettings, reason: Reason?, trigger: Trigger
+  ) -> String {
+    let chat = s.chatLevel.value
+    if kind == .call {
+      return reason == nil
+        ? "a call with call_level all: delivered as a call"
+        : "a call with call_level none: muted"
+    }
+    if trigger == .pinned {
+      return reason == nil
+        ? "a pinned message (pinned_notifications 1) with chat_level \(chat.name): delivered as pinned"
+        : "a pinned message (pinned_notifications 1) with chat_level none: muted"
+    }
+    let what =
+      kind == .pinned
+      ? "a pinned message with pinned_notifications 0, evaluated as a message" : "a message"
+    switch reason {
+    case .muted?: return "\(what) with chat_level none: muted"
+    case .notMentioned?: return "\(what) with chat_level mentions, not mentioned"
+    default:
+      return trigger == .mention
+        ? "\(what) with chat_level \(chat.name), mentioned: delivered as a mention"
+        : "\(what) with chat_level all: delivered"
+    }
+  }
 
   static func offset(_ seconds: Int32) -> String {
     let sign = seconds < 0 ? "-" : "+"
@@ -218,7 +283,7 @@ extension Explanation {
 
     let p = presence
     let active =
-      p.action != .ignore && m.kind != .call && p.matched != nil
+      self.active
       ? (p.action == .suppress
         ? "yes"
         : "delayed by \(p.delayMilliseconds) ms to \(Words.time(m.ts &+ p.delayMilliseconds))")
@@ -243,8 +308,23 @@ extension Explanation {
     }
     if m.category == nil { lines.append("   (no category)") }
 
+    if let n = notification {
+      lines.append("")
+      lines.append(
+        "notification (contract v3): group \(n.group), notification \(n.id), badge \(n.badge)"
+          + (n.hid.isEmpty ? "" : ", hid " + n.hid.map(String.init).joined(separator: ", ")))
+      if let read = n.removedBy {
+        lines.append(
+          "   removed by read line \(read.line) (id \(read.id)) at \(Words.time(read.ts)): "
+            + (read.cancelled
+              ? "cancelled, read before it was due" : "it had been sent; the badge goes down"))
+      } else {
+        lines.append("   no later read line removed it: still unread at the end of the file")
+      }
+    }
+
     if let t = throttle {
-      heading(.throttled, t.holds(trigger) ? "yes" : "no")
+      heading(.throttled, t.holds ? "yes" : "no")
       lines.append(
         "   at most \(t.messages) 'message' deliveries per \(t.windowMilliseconds) ms in this channel"
           + (trigger == .message ? "" : " (a \(trigger.name) is neither throttled nor counted)"))
@@ -313,7 +393,7 @@ extension Explanation {
           "throttle",
           .object([
             ("messages", .int(t.messages)), ("window_ms", .int(t.windowMilliseconds)),
-            ("replayed", .bool(t.replayed)), ("throttled", .bool(t.holds(trigger))),
+            ("replayed", .bool(t.replayed)), ("throttled", .bool(t.holds)),
             (
               "counted",
               .array(
@@ -323,6 +403,25 @@ extension Explanation {
                     ("ts", .int($0.ts)),
                   ])
                 })
+            ),
+          ])
+        ))
+    }
+    if let n = notification {
+      fields.append(
+        (
+          "notification",
+          .object([
+            ("group", .int(n.group)), ("id", .int(n.id)), ("badge", .int(n.badge)),
+            ("hid", .array(n.hid.map(JSONValue.int))),
+            (
+              "removed_by",
+              n.removedBy.map {
+                .object([
+                  ("line", .int(Int64($0.line))), ("id", .string($0.id)), ("ts", .int($0.ts)),
+                  ("cancelled", .bool($0.cancelled)),
+                ])
+              } ?? .null
             ),
           ])
         ))

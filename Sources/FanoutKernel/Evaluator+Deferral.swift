@@ -11,6 +11,14 @@ import FanoutTime
 /// the zone's next offset change if that comes first, where the local clock
 /// jumps (so a window ending at 02:30 on a spring-forward night ends at the
 /// transition, and a fall-back night's repeated hour is in the window twice).
+/// One step of a deferral: a snooze window or DND that held from `from`
+/// and moved the candidate instant to `to`.
+public struct DeferralStep: Sendable, Equatable {
+  public var snoozed: Bool
+  public var from: Int64
+  public var to: Int64
+}
+
 extension Evaluator {
   /// The longest a pair is deferred: seven days, in milliseconds.
   static let deferralHorizon: Int64 = 604_800_000
@@ -34,7 +42,11 @@ extension Evaluator {
     return value
   }
 
-  private func firstFreeInstant(_ ts: Int64, snooze: Int32, _ state: UserState) -> Int64? {
+  /// The deferral instant, stepping from window to window; `record` (for
+  /// `explain`) is told each step.
+  func firstFreeInstant(
+    _ ts: Int64, snooze: Int32, _ state: UserState, record: ((DeferralStep) -> Void)? = nil
+  ) -> Int64? {
     let horizon = ts.addingReportingOverflow(Self.deferralHorizon)
     let limit = horizon.overflow ? Int64.max : horizon.partialValue
     let c = columns
@@ -44,6 +56,7 @@ extension Evaluator {
     for _ in 0..<100_000 {
       if t >= limit { return nil }
       if snooze >= 0, let end = snoozeEnd(group: snooze, holding: t) {
+        record?(DeferralStep(snoozed: true, from: t, to: end))
         t = end
         continue
       }
@@ -63,6 +76,7 @@ extension Evaluator {
       let next = localMinuteStart &+ Int64(ahead) &* 60_000 &- offsetMillis
       let moved = next >= span.until ? span.until : next
       guard moved > t else { return nil }  // only at the ends of the 64-bit range
+      record?(DeferralStep(snoozed: false, from: t, to: moved))
       t = moved
     }
     return nil

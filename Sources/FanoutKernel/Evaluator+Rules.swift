@@ -1,9 +1,78 @@
 import FanoutIndex
 import FanoutModel
 
+/// The contract's rules, numbered as in its section 5.3: the rule that
+/// decided a suppressed pair (`explain` names it).
+public enum Rule: Int, Sendable, CaseIterable {
+  case silent = 0
+  case senderMuted = 1
+  case snoozed = 2
+  case dnd = 3
+  case level = 4
+  case active = 5
+  case devices = 6
+  case gate = 7
+  case throttled = 8
+
+  /// The rule whose reason `reason` is.
+  public init(deciding reason: Reason) {
+    switch reason {
+    case .silent: self = .silent
+    case .senderMuted: self = .senderMuted
+    case .snoozed: self = .snoozed
+    case .dnd: self = .dnd
+    case .muted, .notMentioned: self = .level
+    case .active: self = .active
+    case .noDevice: self = .devices
+    case .optedOut: self = .gate
+    case .throttled: self = .throttled
+    }
+  }
+
+  public var name: String {
+    switch self {
+    case .silent: "silent"
+    case .senderMuted: "sender_muted"
+    case .snoozed: "snoozed"
+    case .dnd: "dnd"
+    case .level: "muted / not_mentioned"
+    case .active: "active"
+    case .devices: "no_device"
+    case .gate: "opted_out"
+    case .throttled: "throttled"
+    }
+  }
+}
+
+/// The gateway gate's verdict on one device, and why (section 3's gate).
+public enum GateVerdict: UInt8, Sendable {
+  /// The gateway is mandatory in the message's category.
+  case mandatoryGateway
+  /// The user restricted the gateway (and it is not mandatory here).
+  case restricted
+  /// No category, not restricted.
+  case noCategory
+  /// Opted in to the category: it is mandatory, by the user's row, or by
+  /// the category's default.
+  case optedInMandatory, optedInByUser, optedInByDefault
+  /// Opted out of the category, by the user's row or the category's default.
+  case optedOutByUser, optedOutByDefault
+  /// Opted in to the category, but out of it on this gateway.
+  case optedOutOnGateway
+
+  @inline(__always)
+  public var passes: Bool {
+    switch self {
+    case .mandatoryGateway, .noCategory, .optedInMandatory, .optedInByUser, .optedInByDefault:
+      true
+    case .restricted, .optedOutByUser, .optedOutByDefault, .optedOutOnGateway: false
+    }
+  }
+}
+
 /// The contract's rule chain, written once. `Evaluator` calls it for each
 /// pair, and for each group of alike members of a channel share; `explain`
-/// narrates what it decides.
+/// narrates what it decides (`Evaluator.inspect`).
 ///
 /// Rules 0–5 decide from the message's terms, the pair's own terms (named,
 /// muting the sender, a thread level), its time state and its settings
@@ -74,9 +143,9 @@ extension Evaluator {
     presence: PresencePolicy, deferredUntil: () -> Int64?, isActive: () -> Bool
   ) -> Verdict {
     var verdict = decide(time, terms, pair, settings, deferredUntil: deferredUntil)
-    // Rule 5: presence, at ts, for any kind but calls.
-    guard verdict.reason == nil, presence.action != .ignore, terms.kind != .call, isActive()
-    else { return verdict }
+    guard verdict.reason == nil, presence.applies(to: terms.kind), isActive() else {
+      return verdict
+    }
     if presence.action == .suppress {
       return Verdict(reason: .active, trigger: .message, deliverAt: terms.ts)
     }
@@ -124,18 +193,25 @@ extension Evaluator {
       action = settings.presenceAction ?? .ignore
       delayMilliseconds = settings.presenceDelay
     }
+
+    /// Rule 5 applies to a user active at ts: presence is in force, for
+    /// any kind but calls.
+    @inline(__always)
+    func applies(to kind: MessageKind) -> Bool { action != .ignore && kind != .call }
   }
 
-  /// Rule 4: muted / not_mentioned by kind and level, or the trigger.
+  /// Rule 4: muted / not_mentioned by kind and level, or the trigger. A
+  /// muted call or pinned message keeps its trigger (the pair has none, but
+  /// `explain` says what it would have been).
   @inline(__always)
   static func levelRule(_ settings: MemberSettings, _ kind: MessageKind, mentioned: Bool)
     -> (reason: Reason?, trigger: Trigger)
   {
     switch kind {
     case .call:
-      return settings.callsOn ? (nil, .call) : (.muted, .message)
+      return settings.callsOn ? (nil, .call) : (.muted, .call)
     case .pinned where settings.pinnedNotifications:
-      return settings.chatLevel == .none ? (.muted, .message) : (nil, .pinned)
+      return settings.chatLevel == .none ? (.muted, .pinned) : (nil, .pinned)
     case .message, .pinned:
       switch settings.chatLevel {
       case .all: return (nil, mentioned ? .mention : .message)
@@ -158,5 +234,77 @@ extension Evaluator {
   @inline(__always)
   static func isThrottled(_ pair: PairTerms, _ trigger: Trigger) -> Bool {
     pair.throttled && trigger == .message
+  }
+
+  /// Rule 8's window: whether an earlier counted delivery at `earlier`
+  /// counts against a pair at `ts` (ts − window < earlier ≤ ts).
+  @inline(__always)
+  public static func countsAgainst(_ earlier: Int64, at ts: Int64, window: Int64) -> Bool {
+    guard earlier <= ts else { return false }
+    let (age, overflow) = ts.subtractingReportingOverflow(earlier)
+    return !overflow && age < window
+  }
+
+  /// Rule 8's limit: whether `counted` earlier deliveries in the window
+  /// throttle a 'message' pair.
+  @inline(__always)
+  public static func reachesLimit(_ counted: Int64, _ throttle: AppSettings.Throttle) -> Bool {
+    counted >= throttle.messages
+  }
+
+  /// The gateway gate (rules 6 and 7's test) for one device on gateway row
+  /// `g` of user `u`, whose record is `state`, for category `cat` (or −1).
+  @inline(__always)
+  func gateVerdict(
+    gateway g: Int, restricted: Bool, user u: Int, _ state: UserState, category cat: Int
+  ) -> GateVerdict {
+    let c = columns
+    let gateways = index.gateways.count
+    if cat >= 0 && c.categoryGatewayMandatory[cat &* gateways &+ g] { return .mandatoryGateway }
+    if restricted { return .restricted }
+    if cat < 0 { return .noCategory }
+    var whole: Preference? = nil
+    var onGateway: Preference? = nil
+    let prefs =
+      state.hasCategoryPrefs ? Int(c.userCategoryPrefs[u])..<Int(c.userCategoryPrefs[u + 1]) : 0..<0
+    for r in prefs where c.categoryPrefCategory[r] == cat {
+      let prefGateway = Int(c.categoryPrefGateway[r])
+      if prefGateway < 0 {
+        whole = c.categoryPref[r]
+      } else if prefGateway == g {
+        onGateway = c.categoryPref[r]
+      }
+    }
+    if c.categoryMandatory[cat] {
+      return onGateway == .optOut ? .optedOutOnGateway : .optedInMandatory
+    }
+    if (whole ?? c.categoryDefault[cat]) == .optOut {
+      return whole != nil ? .optedOutByUser : .optedOutByDefault
+    }
+    if onGateway == .optOut { return .optedOutOnGateway }
+    return whole != nil ? .optedInByUser : .optedInByDefault
+  }
+
+  /// Rule 1: ts lies in a window of the snooze group (a slot's windows at
+  /// the user, scope and channel level), if any.
+  @inline(__always)
+  func isSnoozed(group: Int32, _ ts: Int64) -> Bool {
+    let group = Int(group)
+    if group < 0 { return false }
+    for w in Int(columns.snoozeGroups[group])..<Int(columns.snoozeGroups[group + 1])
+    where columns.snoozeBounds[2 * w] <= ts && ts < columns.snoozeBounds[2 * w + 1] {
+      return true
+    }
+    return false
+  }
+
+  /// Rule 2: the local minute of the week lies in the user's DND pattern.
+  @inline(__always)
+  func isInDND(_ state: UserState, _ ts: Int64) -> Bool {
+    let pattern = Int(state.dnd)
+    if pattern < 0 { return false }
+    let minute = localMinute(zone: Int(state.zone), ts)
+    return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6]
+      & (1 &<< UInt64(minute & 63)) != 0
   }
 }

@@ -67,6 +67,20 @@ public struct NotificationWave: Sendable {
   public var updates: [UInt8]
   /// Read lines seen (all of them, whether they removed anything).
   public var reads: Int
+  /// With `NotificationJudge.recordsRemovals`: each update, as values.
+  public var removals: [Removal] = []
+}
+
+/// One read line's removals (contract v3), as values (`explain` narrates them).
+public struct Removal: Sendable {
+  public var line: Int
+  /// The read line's id, as a JSON string literal.
+  public var idJSON: [UInt8]
+  public var user: Int32
+  public var ts: Int64
+  public var removed: [Int64]
+  public var cancelled: [Int64]
+  public var badge: Int64
 }
 
 /// Contract v3's notification state over a run, wave by wave, after rule 8
@@ -80,6 +94,8 @@ public final class NotificationJudge {
   public let index: Index
   public private(set) var ledger: NotificationLedger
   private var finders: [Evaluator]
+  /// Whether each wave lists its removals as values too (`explain`).
+  public var recordsRemovals = false
 
   /// A judge for `index` (which must turn notification groups on), with a
   /// fresh ledger.
@@ -118,6 +134,7 @@ public final class NotificationJudge {
     for (k, chunk) in plan.enumerated() { chunksByBatch[chunk.batch].append(k) }
     let chunksOf = chunksByBatch
     let ledger = ledger
+    let recordsRemovals = recordsRemovals
     let index = index
     let walked = runChunks(count: ledger.partitions.count, workers: finders.count, empty: Walk()) {
       p in
@@ -136,6 +153,12 @@ public final class NotificationJudge {
         let badge = partition.read(
           user: u, channel: channel, at: reads.ts[r], removed: &removed, cancelled: &cancelled)
         guard !removed.isEmpty else { return }
+        if recordsRemovals {
+          walk.removals.append(
+            Removal(
+              line: reads.lines[r], idJSON: Array(reads.idJSON[r]), user: u, ts: reads.ts[r],
+              removed: removed, cancelled: cancelled, badge: badge))
+        }
         walk.updateLines.append(reads.lines[r])
         walk.updates += #"{"line":"#.utf8
         JSONText.appendDecimal(Int64(reads.lines[r]), to: &walk.updates)
@@ -196,7 +219,8 @@ public final class NotificationJudge {
     }
     return NotificationWave(
       fields: Self.fields(of: batches, from: walked), updates: Self.updates(from: walked),
-      reads: batches.reduce(0) { $0 + $1.reads.count })
+      reads: batches.reduce(0) { $0 + $1.reads.count },
+      removals: walked.flatMap(\.removals).sorted { $0.line < $1.line })
   }
 
   /// Each batch's fields, the partitions' pairs merged per message by user.
@@ -276,5 +300,6 @@ public final class NotificationJudge {
     var updates: [UInt8] = []
     var updateLines: [Int] = []
     var updateEnds: [Int] = []
+    var removals: [Removal] = []
   }
 }

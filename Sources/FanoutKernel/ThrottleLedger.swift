@@ -77,11 +77,10 @@ final class ThrottlePartition: @unchecked Sendable {
       if t > ts {
         before = node
       } else {
-        // ts − t cannot trap: t ≤ ts, and an overflow means far outside.
-        let (age, overflow) = ts.subtractingReportingOverflow(t)
-        if overflow || age >= throttle.windowMilliseconds { break }
+        // Newest first: the first time outside the window ends the walk.
+        guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else { break }
         count += 1
-        if count >= throttle.messages { return false }
+        if Evaluator.reachesLimit(count, throttle) { return false }
       }
       node = nodeNext[Int(node)]
     }

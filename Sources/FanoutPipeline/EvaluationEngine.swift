@@ -56,6 +56,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Per index of the work that turns notification groups on, the badges
   /// of its delivered pairs so far.
   public private(set) var badges: [BadgeHistogram?]
+  /// Told each wave's notifications (contract v3) of the first index, with
+  /// the wave's batches, before the wave is evaluated.
+  public var onNotificationWave: (([MessageBatch], NotificationWave) -> Void)?
   /// Read lines evaluated (contract v3), whatever the settings.
   public private(set) var reads = 0
   /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
@@ -171,6 +174,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
       judged.0.map { judge in
         let wave = judge.judge(batches, plan: plan, throttled: judged.1)
         if side == 0 && keepsUpdates { updates += wave.updates }
+        if side == 0 { onNotificationWave?(batches, wave) }
         for fields in wave.fields { badges[side]?.add(fields) }
         return wave.fields
       }

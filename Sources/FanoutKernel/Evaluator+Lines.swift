@@ -1,0 +1,113 @@
+import FanoutModel
+import FanoutTraffic
+
+/// The output lines: delivery lines per gateway (a message's recipients on
+/// that gateway) and decision lines, built from fixed fragments and the
+/// index's pre-encoded JSON, with contract v3's notification fields.
+extension Evaluator {
+  /// `{"message":…,"channel":…,"ts":…,"kind":…,"recipients":[` for message m.
+  func buildLinePrefix(_ batch: MessageBatch, _ m: Int, _ channel: Int) {
+    linePrefix.removeAll(keepingCapacity: true)
+    appendLineNumber(batch, m, to: &linePrefix)
+    linePrefix += #""message":"#.utf8
+    linePrefix += batch.idJSON[m]
+    linePrefix += #","channel":"#.utf8
+    JSONText.appendQuoted(UnsafeRawBufferPointer(columns.channelNames[channel]), to: &linePrefix)
+    linePrefix += #","ts":"#.utf8
+    JSONText.appendDecimal(batch.ts[m], to: &linePrefix)
+    linePrefix += Self.kindAndRecipients[Int(batch.kind[m].rawValue)]
+  }
+
+  /// `{`, or `{"line":N,` with `writesLineNumbers`.
+  func appendLineNumber(_ batch: MessageBatch, _ m: Int, to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "{"))
+    guard writesLineNumbers else { return }
+    bytes += #""line":"#.utf8
+    JSONText.appendDecimal(Int64(batch.lines[m]), to: &bytes)
+    bytes.append(UInt8(ascii: ","))
+  }
+
+  /// `,"kind":"…","recipients":[` per `MessageKind`.
+  static let kindAndRecipients = FixedStrings(
+    MessageKind.allCases.map { #","kind":"\#($0.name)","recipients":["# })
+
+  /// `,"trigger":"…","preview":…` per trigger and preview, then `}`
+  /// (delivered at ts), `,"deliver_at":` (deferred) or nothing (notification
+  /// fields follow).
+  static let recipientSuffixes = FixedStrings(
+    Trigger.allCases.flatMap { trigger in
+      [false, true].flatMap { preview in
+        ["}", #","deliver_at":"#, ""].map { end in
+          #","trigger":"\#(trigger.name)","preview":\#(preview)\#(end)"#
+        }
+      }
+    })
+
+  @inline(__always)
+  func appendDelivery(
+    device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, deferredTo: Int64?,
+    sign: Int, _ result: inout ChunkResult
+  ) {
+    scratch.deliveries[g] &+= sign
+    guard writeLines else { return }
+    if scratch.gatewayStamp[g] != stamp {
+      scratch.gatewayStamp[g] = stamp
+      openGateways.append(g)
+      result.gatewayLines[g] += linePrefix
+    } else {
+      result.gatewayLines[g].append(UInt8(ascii: ","))
+    }
+    result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
+    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 3
+    if let deferredTo {
+      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
+      JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
+    } else {
+      result.gatewayLines[g].append(
+        contentsOf: Self.recipientSuffixes[notes == nil ? suffix : suffix &+ 2])
+      if notes == nil { return }
+    }
+    if notes != nil { result.gatewayLines[g] += pairFields }
+    result.gatewayLines[g].append(UInt8(ascii: "}"))
+  }
+
+  /// Contract v3: the notification fields of the delivered pair of user
+  /// `u` (the next of the message's that is `u`'s), into `pairFields`;
+  /// empty when it has none (a pair that will not be delivered).
+  @inline(never)
+  func takePairFields(_ u: Int32) {
+    pairFields.removeAll(keepingCapacity: true)
+    guard let notes else { return }
+    while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
+      noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
+    }
+    guard !noteCursor.isEmpty, notes.users[noteCursor.lowerBound] == u else { return }
+    notes.appendFields(noteCursor.lowerBound, to: &pairFields)
+  }
+
+  static let decisionSuffix = (
+    delivered: FixedStrings(Trigger.allCases.map { #","deliver":true,"trigger":"\#($0.name)""# }),
+    suppressed: FixedStrings(
+      Reason.allCases.map { #","deliver":false,"reason":"\#($0.name)"}\#n"# })
+  )
+
+  /// The pair's decision line; a deferred pair's carries `deliver_at`.
+  @inline(__always)
+  func appendDecision(
+    user u: Int, _ verdict: Verdict, ts: Int64, _ result: inout ChunkResult
+  ) {
+    result.decisionLines += decisionPrefix
+    result.decisionLines.append(contentsOf: columns.userJSON[u])
+    if let reason = verdict.reason {
+      result.decisionLines += Self.decisionSuffix.suppressed[Int(reason.rawValue)]
+      return
+    }
+    result.decisionLines += Self.decisionSuffix.delivered[Int(verdict.trigger.rawValue)]
+    if verdict.deliverAt > ts {
+      result.decisionLines += #","deliver_at":"#.utf8
+      JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
+    }
+    if notes != nil { result.decisionLines += pairFields }
+    result.decisionLines += "}\n".utf8
+  }
+}

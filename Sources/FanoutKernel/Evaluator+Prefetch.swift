@@ -1,0 +1,72 @@
+import CPrefetch
+
+/// Prefetching: the cache lines a message's evaluation will wait on, asked
+/// for ahead of time (see `prefetch(_:ahead:end:)`).
+extension Evaluator {
+  /// Asks for the cache lines later messages start with, far enough ahead
+  /// that each arrives in time: a message's member list bounds 8 messages
+  /// ahead, its first slots 4 ahead, its first members' user records 2
+  /// ahead; with lines on, where its channel's name lies 8 ahead and the
+  /// name 4 ahead. (Within a message, `evaluateMessage` asks 8 members
+  /// ahead.) Without this, each message waits on dependent cache misses.
+  @inline(__always)
+  func prefetch(_ channels: UnsafeBufferPointer<Int32>, ahead m: Int, end: Int) {
+    let c = columns
+    if m &+ 8 < end {
+      cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8]))
+      if writeLines { cprefetch_read(c.channelNames.offsets.baseAddress! + Int(channels[m &+ 8])) }
+    }
+    if m &+ 4 < end {
+      if writeLines {
+        let name = c.channelNames.offsets[Int(channels[m &+ 4])]
+        cprefetch_read(c.channelNames.bytes.baseAddress! + name)
+      }
+      let first = c.channelMembers[Int(channels[m &+ 4])]
+      cprefetch_read(c.memberUser.baseAddress! + first)
+      cprefetch_read(c.memberSettings.baseAddress! + first)
+    }
+    if m &+ 2 < end {
+      let channel = Int(channels[m &+ 2])
+      let first = c.channelMembers[channel]
+      for slot in first..<min(c.channelMembers[channel &+ 1], first &+ Self.membersAhead) {
+        cprefetch_read(c.userState.baseAddress! + Int(c.memberUser[slot]))
+      }
+    }
+  }
+
+  /// How many members ahead a user record is asked for.
+  static let membersAhead = 8
+
+  /// Asks for the user record of the member in `slot`, if `slot < end`.
+  @inline(__always)
+  func prefetchUser(_ slot: Int, before end: Int) {
+    if slot < end { cprefetch_read(columns.userState.baseAddress! + Int(columns.memberUser[slot])) }
+  }
+
+  /// With lines on: asks for where the device fragments of the member in
+  /// `slot` lie (its user record was asked for 3 members earlier).
+  @inline(__always)
+  func prefetchDeviceOffsets(_ slot: Int, before end: Int) {
+    guard slot < end else { return }
+    let c = columns
+    let first = Int(c.userState[Int(c.memberUser[slot])].firstDevice)
+    cprefetch_read(c.deviceJSON.offsets.baseAddress! + first)
+  }
+
+  /// With lines on: asks for the device fragments of the member in `slot`
+  /// (where they lie was asked for 3 members earlier), which a delivery copies.
+  @inline(__always)
+  func prefetchDeviceLines(_ slot: Int, before end: Int) {
+    guard slot < end else { return }
+    let c = columns
+    let u = Int(c.memberUser[slot])
+    let state = c.userState[u]
+    let first = Int(state.firstDevice)
+    let devices = c.deviceCount(user: u, state)
+    guard devices > 0 else { return }
+    let bytes = c.deviceJSON.offsets[first]..<c.deviceJSON.offsets[first &+ devices]
+    for line in stride(from: bytes.lowerBound, to: bytes.upperBound, by: 64) {
+      cprefetch_read(c.deviceJSON.bytes.baseAddress! + line)
+    }
+  }
+}
