@@ -138,82 +138,84 @@ public final class NotificationJudge {
     let index = index
     let walked = runChunks(count: ledger.partitions.count, workers: finders.count, empty: Walk()) {
       p in
-      let partition = ledger.partitions[p]
       var walk = Walk()
-      var removed: [Int64] = []
-      var cancelled: [Int64] = []
-      func read(_ reads: ReadLines, _ r: Int) {
-        let u = reads.user[r]
-        let channel = reads.channel[r]
-        guard u >= 0, ledger.partition(ofUser: u) == p,
-          index.memberSlot(user: u, channel: Int(channel)) != nil
-        else { return }
-        removed.removeAll(keepingCapacity: true)
-        cancelled.removeAll(keepingCapacity: true)
-        let badge = partition.read(
-          user: u, channel: channel, at: reads.ts[r], removed: &removed, cancelled: &cancelled)
-        guard !removed.isEmpty else { return }
-        if recordsRemovals {
-          walk.removals.append(
-            Removal(
-              line: reads.lines[r], idJSON: Array(reads.idJSON[r]), user: u, ts: reads.ts[r],
-              removed: removed, cancelled: cancelled, badge: badge))
+      ledger.partitions[p].walk { state in
+        var removed: [Int64] = []
+        var cancelled: [Int64] = []
+        func read(_ reads: ReadLines, _ r: Int) {
+          let u = reads.user[r]
+          let channel = reads.channel[r]
+          guard u >= 0, ledger.partition(ofUser: u) == p,
+            index.memberSlot(user: u, channel: Int(channel)) != nil
+          else { return }
+          removed.removeAll(keepingCapacity: true)
+          cancelled.removeAll(keepingCapacity: true)
+          let badge = state.read(
+            user: u, channel: channel, at: reads.ts[r], removed: &removed, cancelled: &cancelled)
+          guard !removed.isEmpty else { return }
+          if recordsRemovals {
+            walk.removals.append(
+              Removal(
+                line: reads.lines[r], idJSON: Array(reads.idJSON[r]), user: u, ts: reads.ts[r],
+                removed: removed, cancelled: cancelled, badge: badge))
+          }
+          walk.updateLines.append(reads.lines[r])
+          walk.updates += #"{"line":"#.utf8
+          JSONText.appendDecimal(Int64(reads.lines[r]), to: &walk.updates)
+          walk.updates += #","id":"#.utf8
+          walk.updates += reads.idJSON[r]
+          walk.updates += #","user":"#.utf8
+          walk.updates += index.userJSON[Int(u)]
+          walk.updates += #","channel":"#.utf8
+          index.channels.pool.withBytes(Int(channel)) {
+            JSONText.appendQuoted($0, to: &walk.updates)
+          }
+          walk.updates += #","ts":"#.utf8
+          JSONText.appendDecimal(reads.ts[r], to: &walk.updates)
+          walk.updates += #","removed":"#.utf8
+          appendIDs(removed[...], to: &walk.updates)
+          walk.updates += #","cancelled":"#.utf8
+          appendIDs(cancelled[...], to: &walk.updates)
+          walk.updates += #","badge":"#.utf8
+          JSONText.appendDecimal(badge, to: &walk.updates)
+          walk.updates += "}\n".utf8
+          walk.updateEnds.append(walk.updates.count)
         }
-        walk.updateLines.append(reads.lines[r])
-        walk.updates += #"{"line":"#.utf8
-        JSONText.appendDecimal(Int64(reads.lines[r]), to: &walk.updates)
-        walk.updates += #","id":"#.utf8
-        walk.updates += reads.idJSON[r]
-        walk.updates += #","user":"#.utf8
-        walk.updates += index.userJSON[Int(u)]
-        walk.updates += #","channel":"#.utf8
-        index.channels.pool.withBytes(Int(channel)) {
-          JSONText.appendQuoted($0, to: &walk.updates)
-        }
-        walk.updates += #","ts":"#.utf8
-        JSONText.appendDecimal(reads.ts[r], to: &walk.updates)
-        walk.updates += #","removed":"#.utf8
-        appendIDs(removed[...], to: &walk.updates)
-        walk.updates += #","cancelled":"#.utf8
-        appendIDs(cancelled[...], to: &walk.updates)
-        walk.updates += #","badge":"#.utf8
-        JSONText.appendDecimal(badge, to: &walk.updates)
-        walk.updates += "}\n".utf8
-        walk.updateEnds.append(walk.updates.count)
-      }
-      var message = 0
-      for (b, batch) in batches.enumerated() {
-        let reads = batch.reads
-        var r = 0
-        for k in chunksOf[b] {
-          var start = 0
-          for (j, m) in plan[k].messages.enumerated() {
-            while r < reads.count && reads.lines[r] < batch.lines[m] {
-              read(reads, r)
-              r += 1
-            }
-            let end = Int(delivered[k].ends[j])
-            defer { start = end }
-            let channel = batch.channel[m]
-            for i in start..<end where ledger.partition(ofUser: delivered[k].users[i]) == p {
-              let u = delivered[k].users[i]
-              let note = partition.add(
-                user: u, channel: channel, trigger: delivered[k].triggers[i], ts: batch.ts[m],
-                deliverAt: delivered[k].deliverAt[i], hides: &walk.hides)
-              walk.messages.append(Int32(message &+ m))
-              walk.users.append(u)
-              walk.group.append(note.group)
-              walk.notification.append(note.id)
-              walk.badge.append(note.badge)
-              walk.hideEnds.append(Int32(walk.hides.count))
+        var message = 0
+        for (b, batch) in batches.enumerated() {
+          let reads = batch.reads
+          var r = 0
+          for k in chunksOf[b] {
+            var start = 0
+            for (j, m) in plan[k].messages.enumerated() {
+              while r < reads.count && reads.lines[r] < batch.lines[m] {
+                read(reads, r)
+                r += 1
+              }
+              let end = Int(delivered[k].ends[j])
+              defer { start = end }
+              let channel = batch.channel[m]
+              let users = delivered[k].users
+              for i in start..<end where ledger.partition(ofUser: users[i]) == p {
+                let u = users[i]
+                let note = state.add(
+                  user: u, channel: channel, trigger: delivered[k].triggers[i], ts: batch.ts[m],
+                  deliverAt: delivered[k].deliverAt[i], hides: &walk.hides)
+                walk.messages.append(Int32(message &+ m))
+                walk.users.append(u)
+                walk.group.append(note.group)
+                walk.notification.append(note.id)
+                walk.badge.append(note.badge)
+                walk.hideEnds.append(Int32(walk.hides.count))
+              }
             }
           }
+          while r < reads.count {
+            read(reads, r)
+            r += 1
+          }
+          message += batch.count
         }
-        while r < reads.count {
-          read(reads, r)
-          r += 1
-        }
-        message += batch.count
       }
       return walk
     }
