@@ -115,6 +115,17 @@ public final class ScenarioCopy: Sendable {
   private let folder: String
   /// Removes the folder if a signal ends the run (`CleanupOnSignal`).
   private let cleanup: Int
+  /// Rows the SQL inserted, updated or deleted, per table it wrote (a
+  /// table it wrote no row of is listed with 0).
+  public let rowsChanged: [String: Int]
+  /// The SQL wrote no table (`SELECT 1`, a comment, nothing): the scenario
+  /// is the source itself.
+  public var changesNothing: Bool { rowsChanged.isEmpty && base != nil && isEmptyFile }
+
+  private var isEmptyFile: Bool {
+    var info = stat()
+    return stat(path, &info) != 0 || info.st_size == 0
+  }
 
   public init(of source: String, applying sql: String) throws(ScenarioError) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
@@ -127,7 +138,9 @@ public final class ScenarioCopy: Sendable {
     let (path, folder) = (path, folder)
     cleanup = CleanupOnSignal.register { Self.removeFiles(path, folder) }
     do {
-      base = try Self.make(applying: sql, to: source, at: path) ? source : nil
+      let made = try Self.make(applying: sql, to: source, at: path)
+      base = made.overlay ? source : nil
+      rowsChanged = made.rowsChanged
     } catch {
       CleanupOnSignal.withdraw(cleanup)
       Self.removeFiles(path, folder)
@@ -145,45 +158,54 @@ public final class ScenarioCopy: Sendable {
     if let folder { rmdir(folder) }
   }
 
-  /// Makes the scenario's snapshot at `path`: an overlay of `source` (true)
-  /// if it can, else a whole copy.
+  /// Makes the scenario's snapshot at `path`: an overlay of `source` if it
+  /// can, else a whole copy; with the rows the SQL changed per table.
   private static func make(applying sql: String, to source: String, at path: String)
-    throws(ScenarioError) -> Bool
+    throws(ScenarioError) -> (overlay: Bool, rowsChanged: [String: Int])
   {
-    if try applyOnOverlay(sql, over: source, at: path) { return true }
+    if let changed = try applyOnOverlay(sql, over: source, at: path) { return (true, changed) }
     removeFiles(path, nil)
     do { try copySnapshotPages(from: source, to: path) } catch { throw .copy(error.message) }
     let copy: Connection
     do { copy = try Connection(scratch: path) } catch { throw .sql(error) }
-    try apply(sql, to: copy)
-    return false
+    return (false, try apply(sql, to: copy))
   }
 
-  /// Applies `sql` to a new overlay of `source` at `path`; false when the
-  /// scenario needs a whole copy instead (the overlay is then garbage). A
-  /// refusal is final: the whole copy would refuse the same statement.
+  /// Applies `sql` to a new overlay of `source` at `path`, returning the
+  /// rows changed per table; nil when the scenario needs a whole copy
+  /// instead (the overlay is then garbage). A refusal is final: the whole
+  /// copy would refuse the same statement.
   private static func applyOnOverlay(_ sql: String, over source: String, at path: String)
-    throws(ScenarioError) -> Bool
+    throws(ScenarioError) -> [String: Int]?
   {
     let tables: OverlayTables
     do throws(SQLiteError) {
       let overlay = try Connection(scratch: path, base: source)
-      guard try OverlayTables.canOverlay(overlay) else { return false }
+      guard try OverlayTables.canOverlay(overlay) else { return nil }
       tables = OverlayTables(overlay)
     } catch {
-      return false
+      return nil
     }
     do {
-      try apply(sql, to: tables.connection, overlay: tables)
+      return try apply(sql, to: tables.connection, overlay: tables)
     } catch {
       if let refusal = tables.refusal { throw .refused(refusal) }
-      if tables.needsWholeCopy || tables.hasTablesToCopy { return false }
+      if tables.needsWholeCopy || tables.hasTablesToCopy { return nil }
       switch error {
       case .refused: throw error
-      case .sql, .copy: return false
+      case .sql, .copy: return nil
       }
     }
-    return true
+  }
+
+  /// What the authorizer learns of the statement being prepared: the table
+  /// it writes (its first INSERT, UPDATE or DELETE target), and the
+  /// overlay's answer for the rest.
+  private final class Preparing {
+    let overlay: OverlayTables?
+    var target: String?
+
+    init(_ overlay: OverlayTables?) { self.overlay = overlay }
   }
 
   static let confinement =
@@ -198,8 +220,12 @@ public final class ScenarioCopy: Sendable {
   /// rather than silently rolled back. On an `overlay`, a statement that
   /// would write a table of the base is prepared again once the table is
   /// copied into the overlay.
+  ///
+  /// - Returns: the rows each statement changed (`sqlite3_changes`), per
+  ///   the table it writes.
+  @discardableResult
   static func apply(_ sql: String, to copy: Connection, overlay: OverlayTables? = nil)
-    throws(ScenarioError)
+    throws(ScenarioError) -> [String: Int]
   {
     let authorize:
       @convention(c) (
@@ -210,11 +236,18 @@ public final class ScenarioCopy: Sendable {
         case SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA: return SQLITE_DENY
         default: break
         }
-        guard let context else { return SQLITE_OK }
-        return Unmanaged<OverlayTables>.fromOpaque(context).takeUnretainedValue()
-          .authorize(action, table: table, database: database)
+        let preparing = Unmanaged<Preparing>.fromOpaque(context!).takeUnretainedValue()
+        if action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE,
+          preparing.target == nil, let table
+        {
+          let name = String(cString: table)
+          if !name.lowercased().hasPrefix("sqlite_") { preparing.target = name }
+        }
+        return preparing.overlay?.authorize(action, table: table, database: database) ?? SQLITE_OK
       }
-    let context = overlay.map { Unmanaged.passUnretained($0).toOpaque() }
+    let preparing = Preparing(overlay)
+    var changed: [String: Int] = [:]
+    let context = Unmanaged.passUnretained(preparing).toOpaque()
     sqlite3_set_authorizer(copy.handle, authorize, context)
     defer { sqlite3_set_authorizer(copy.handle, nil, nil) }
     var failure: ScenarioError?
@@ -222,6 +255,7 @@ public final class ScenarioCopy: Sendable {
       var next: UnsafePointer<CChar>? = text
       while let start = next, start.pointee != 0 {
         var statement: OpaquePointer?
+        preparing.target = nil
         var code = sqlite3_prepare_v2(copy.handle, start, -1, &statement, &next)
         if code == SQLITE_AUTH, let overlay, overlay.hasTablesToCopy {
           // Outside the authorizer: copying reads the base's schema with PRAGMAs.
@@ -252,6 +286,9 @@ public final class ScenarioCopy: Sendable {
           failure = Self.failure(copy, code)
           return
         }
+        if let table = preparing.target {
+          changed[table.lowercased(), default: 0] += Int(sqlite3_changes(copy.handle))
+        }
       }
     }
     if let failure { throw failure }
@@ -261,6 +298,7 @@ public final class ScenarioCopy: Sendable {
         "it leaves a transaction open (BEGIN or SAVEPOINT without COMMIT or RELEASE);"
           + " end it, or leave transactions out: the scenario runs as one")
     }
+    return changed
   }
 
   private static func failure(_ copy: Connection, _ code: Int32) -> ScenarioError {

@@ -12,6 +12,7 @@ extension WhatIfReport {
     let scenario =
       if let sql = b.sql {
         "<p><b>B</b> = A with this SQL applied:</p><pre>\(HTML.escape(sql))</pre>"
+          + "<p class=\"muted\">It changed \(HTML.escape(b.rowsChangedWords ?? "")).</p>"
       } else {
         "<p><b>B</b> = <code>\(HTML.escape(b.snapshot))</code></p>"
       }

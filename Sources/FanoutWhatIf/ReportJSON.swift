@@ -25,7 +25,11 @@ extension WhatIfReport {
         + "\"pairs\":\(t.pairs),\"delivered\":\(t.delivered),\"deferred\":\(t.deferred),"
         + "\"deliveries\":{\(deliveries.joined(separator: ","))},"
         + "\"suppressed\":{\(suppressed.joined(separator: ","))}"
-        + (t.notifications.map(notificationsJSON) ?? "") + "}"
+        + (t.notifications.map(notificationsJSON) ?? "")
+        + (t.rowsChanged.map { rows in
+          ",\"rows_changed\":{" + rows.map { "\(q($0.table)):\($0.rows)" }.joined(separator: ",")
+            + "}"
+        } ?? "") + "}"
     }
     /// `,"notifications":{…,"badges":{"1":n,…}}` (contract v3).
     func notificationsJSON(_ n: Notifications) -> String {

@@ -140,7 +140,9 @@ public enum WhatIf {
       throw .run(.snapshot(error))
     }
     lap("load A")
-    let b = try loadB(options, copy: scenarioCopy, over: rowsOfA, lap: lap)
+    var rowsChanged: [String: Int]? = nil
+    let b = try loadB(
+      options, copy: scenarioCopy, over: rowsOfA, a: a, rowsChanged: &rowsChanged, lap: lap)
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(
@@ -189,6 +191,7 @@ public enum WhatIf {
       counters.map { WhatIfReport.Notifications(counters: $0, badges: badges ?? .init()) }
     }
     var report = WhatIfReport(totals, a: a, b: b, options: options, notifications: notifications)
+    report.sides[1].rowsChanged = rowsChanged?.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     report.firstRejection = firstRejection
     report.linesRead = engine.linesRead
     try writing { () throws(OutputError) in
@@ -207,14 +210,19 @@ public enum WhatIf {
   }
 
   /// Loads B: the `--against` file, or the scenario's copy of A once it is made.
+  /// SQL that writes no table (`SELECT 1`, a comment, nothing) leaves B =
+  /// A; `rowsChanged` is set to the rows the SQL changed per table.
   private static func loadB(
     _ options: WhatIfOptions, copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
-    over rowsOfA: SnapshotRows?, lap: (String) -> Void
+    over rowsOfA: SnapshotRows?, a: Index, rowsChanged: inout [String: Int]?,
+    lap: (String) -> Void
   ) throws(WhatIfError) -> Index {
     var copy: ScenarioCopy? = nil
     if let scenarioCopy {
       do { copy = try scenarioCopy.wait().get() } catch { throw .scenario(error) }
       lap("wait for the copy of A with the SQL applied")
+      rowsChanged = copy!.rowsChanged
+      if copy!.changesNothing { return a }
     }
     let path: String =
       switch options.scenario {

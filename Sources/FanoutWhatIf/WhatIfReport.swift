@@ -51,6 +51,18 @@ public struct WhatIfReport: Sendable {
     public var suppressed: [Int]
     /// Contract v3, when the side turns notification groups on.
     public var notifications: Notifications?
+    /// With `--sql`: the rows it inserted, updated or deleted, per table it
+    /// wrote, by table name (empty: it changed nothing, B is A).
+    public var rowsChanged: [(table: String, rows: Int)]? = nil
+
+    /// "3 rows (users 2, settings 1)", "no row: B is A".
+    public var rowsChangedWords: String? {
+      guard let rowsChanged else { return nil }
+      guard !rowsChanged.isEmpty else { return "no row, and wrote no table: B is A" }
+      let total = rowsChanged.reduce(0) { $0 + $1.rows }
+      return counted(total, "row") + " ("
+        + rowsChanged.map { "\($0.table) \($0.rows)" }.joined(separator: ", ") + ")"
+    }
   }
 
   /// One side's notification state over the run (contract v3).

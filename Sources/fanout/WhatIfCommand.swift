@@ -136,6 +136,7 @@ extension Fanout {
           pad(name, width, left: true) + pad(String(x), 14) + pad(String(y), 14)
           + pad(change > 0 ? "+\(change)" : String(change), 14) + "\n"
       }
+      if let words = b.rowsChangedWords { text += "the SQL changed \(words)\n" }
       text +=
         "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome; "
         + "report in \(out)/report.html\n"

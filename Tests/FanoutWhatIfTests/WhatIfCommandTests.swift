@@ -66,6 +66,51 @@ struct WhatIfCommandTests {
     #expect(result.text.contains("not_mentioned"))
   }
 
+  @Test(
+    "SQL that writes nothing runs: B is A, exit 0, and the run says so",
+    arguments: [
+      "SELECT 1", "-- only a comment", "", "SELECT count(*) FROM users; /* and */ SELECT 2",
+    ])
+  func sqlChangingNothing(_ sql: String) throws {
+    let out = makeTemporaryDirectory() + "/out"
+    // `--sql=…`: a value starting with `--` would read as an option.
+    let result = whatif(sql.hasPrefix("--") ? ["--sql=" + sql] : ["--sql", sql], out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.text.contains("the SQL changed no row, and wrote no table: B is A"), "\(result.text)")
+    let report =
+      try JSONSerialization.jsonObject(with: try #require(contents(out + "/report.json")))
+      as! [String: Any]
+    #expect(report["changed_pairs"] as? Int == 0)
+    let b = report["b"] as! [String: Any]
+    #expect(b["rows_changed"] as? [String: Int] == [:])
+    #expect(b["delivered"] as? Int == (report["a"] as! [String: Any])["delivered"] as? Int)
+  }
+
+  @Test("the rows the SQL changed, per table, also when a WHERE matches nothing")
+  func rowsChanged() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(
+      [
+        "--sql",
+        "UPDATE users SET chat_level = 'none' WHERE user_id IN ('alice', 'bob'); "
+          + "UPDATE devices SET token = 'x' WHERE user_id = 'nobody'; " + mentionsOnly,
+      ], out: out)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.text.contains("the SQL changed 3 rows (devices 0, settings 1, users 2)"),
+      "\(result.text)")
+    let report =
+      try JSONSerialization.jsonObject(with: try #require(contents(out + "/report.json")))
+      as! [String: Any]
+    #expect(
+      (report["b"] as! [String: Any])["rows_changed"] as? [String: Int]
+        == ["devices": 0, "settings": 1, "users": 2])
+    #expect(
+      readText(out + "/report.html").contains("It changed 3 rows (devices 0, settings 1, users 2).")
+    )
+  }
+
   @Test("defer instead of drop: deferred pairs per side, fewer dnd and snoozed")
   func deferral() throws {
     let out = makeTemporaryDirectory() + "/out"
