@@ -70,13 +70,22 @@ public final class Explainer {
     line text: String, number line: Int = 1, user: String,
     history: ThrottleHistory = ThrottleHistory(replayed: false)
   ) throws(ExplainError) -> Explanation {
+    let batch = try parseOne(text, number: line)
+    return try explain(batch, 0, text: text, user: user, history: history)
+  }
+
+  /// Message line `text` (numbered `line`) as a batch of one message.
+  func parseOne(_ text: String, number line: Int) throws(ExplainError) -> MessageBatch {
     var parser = TrafficParser(index: index)
     let bytes = Array(text.utf8)
     bytes.withUnsafeBytes { parser.parse($0, line: line) }
     let batch = parser.finish()
     if let rejection = batch.rejections.first { throw .rejected(rejection) }
-    guard batch.count == 1 else { throw .rejected(Rejection(line: line, reason: "blank line")) }
-    return try explain(batch, 0, text: text, user: user, history: history)
+    guard batch.count == 1 else {
+      throw .rejected(
+        Rejection(line: line, reason: batch.reads.count == 1 ? "a read line" : "blank line"))
+    }
+    return batch
   }
 
   /// Explains the first message with id `id` in the traffic file `path`.
@@ -191,14 +200,18 @@ public final class Explainer {
     _ batch: MessageBatch, _ m: Int, text: String, user: String,
     history: ThrottleHistory = ThrottleHistory(replayed: false)
   ) throws(ExplainError) -> Explanation {
+    try explain(batch, m, message: describe(batch, m, text: text), user: user, history: history)
+  }
+
+  /// Message `m` of `batch` (its line is `text`), as explanations show it.
+  func describe(_ batch: MessageBatch, _ m: Int, text: String) -> Explanation.Message {
     let fields = try? JSONDecoder().decode(TextFields.self, from: Data(text.utf8))
     let channelRow = Int(batch.channel[m])
-    let message = Explanation.Message(
+    return Explanation.Message(
       id: fields?.id ?? "", line: batch.lines[m], channel: index.channels[channelRow],
       scope: index.channelScope[channelRow], kind: batch.kind[m], ts: batch.ts[m],
       force: batch.force[m], silent: batch.silent[m], sender: fields?.sender,
       category: fields?.category, thread: batch.hasThread[m] ? fields?.thread : nil)
-    return try explain(batch, m, message: message, user: user, history: history)
   }
 
   package func explain(

@@ -9,21 +9,27 @@ extension Fanout {
   struct ExplainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
       commandName: "explain",
-      abstract: "Explain the decision for one (message, user) pair, step by step.",
+      abstract:
+        "Explain the decision for one (message, user) pair, step by step; without --user, the message's blast radius.",
       discussion: """
         Give the message as a traffic line (--message '{"id":…}') or by id in a traffic file \
-        (--messages FILE --id M: the first line with that id). Exit codes: 0 explained (whatever \
-        the decision), 64 bad command line or unknown user, 65 snapshot refused or message \
-        rejected, 66 messages unreadable or no such id, 70 internal error (the narration and \
-        the kernel's verdict disagree: please report it), 75 snapshot busy. The verdict is the \
-        kernel's own, from evaluating that one message as fanout eval does.
+        (--messages FILE --id M: the first line with that id). Without --user (and with \
+        --message), the whole channel: pairs delivered, deferred by hour, suppressed by reason, \
+        deliveries per gateway, badges — the counts of fanout eval on that one line; --users \
+        lists the pairs. Exit codes: 0 explained (whatever the decision), 64 bad command line \
+        or unknown user, 65 snapshot refused or message rejected, 66 messages unreadable or no \
+        such id, 70 internal error (please report it), 75 snapshot busy. The verdict is the \
+        kernel's own: it inspects the pair with the rule chain fanout eval runs.
         """)
 
     @Option(help: "The preferences snapshot (SQLite).")
     var snapshot: String
 
-    @Option(help: "The recipient's user id.")
-    var user: String
+    @Option(help: "The recipient's user id (without it: the message's blast radius).")
+    var user: String?
+
+    @Flag(help: "With the blast radius (no --user): list every pair too.")
+    var users = false
 
     @Option(help: "The message, as one traffic line (JSON).")
     var message: String?
@@ -47,6 +53,14 @@ extension Fanout {
       case (nil, _?, nil): throw ValidationError("--messages needs --id")
       case (nil, nil, _): throw ValidationError("give --message JSON, or --messages FILE --id M")
       }
+      if user == nil && message == nil {
+        throw ValidationError(
+          "without --user, give the message as --message JSON: its blast radius is that of one line"
+        )
+      }
+      if users && user != nil {
+        throw ValidationError("--users lists the blast radius's pairs: leave out --user")
+      }
       // A file where a line belongs: the near-miss of --messages.
       if let message, !message.drop(while: \.isWhitespace).hasPrefix("{"),
         access(message, R_OK) == 0
@@ -60,6 +74,13 @@ extension Fanout {
     func run() throws {
       do {
         let explainer = try Explainer(snapshot: snapshot, cache: indexCacheOptions.cache)
+        guard let user else {
+          let radius = try explainer.blastRadius(line: message!)
+          print(
+            json ? radius.json(users: users).rendered() : radius.text(users: users),
+            terminator: json ? "\n" : "")
+          return
+        }
         let explanation =
           if let message {
             try explainer.explain(line: message, user: user)
