@@ -96,6 +96,9 @@ public final class NotificationJudge {
   private var finders: [Evaluator]
   /// Whether each wave lists its removals as values too (`explain`).
   public var recordsRemovals = false
+  /// Whether each wave gives its pairs' fields (not when only counts are
+  /// kept: `eval --summary-only`).
+  public var buildsFields = true
 
   /// A judge for `index` (which must turn notification groups on), with a
   /// fresh ledger.
@@ -135,6 +138,7 @@ public final class NotificationJudge {
     let chunksOf = chunksByBatch
     let ledger = ledger
     let recordsRemovals = recordsRemovals
+    let buildsFields = buildsFields
     let index = index
     let walked = runChunks(count: ledger.partitions.count, workers: finders.count, empty: Walk()) {
       p in
@@ -201,6 +205,10 @@ public final class NotificationJudge {
                 let note = state.add(
                   user: u, channel: channel, trigger: delivered[k].triggers[i], ts: batch.ts[m],
                   deliverAt: delivered[k].deliverAt[i], hides: &walk.hides)
+                guard buildsFields else {
+                  walk.hides.removeAll(keepingCapacity: true)
+                  continue
+                }
                 walk.messages.append(Int32(message &+ m))
                 walk.users.append(u)
                 walk.group.append(note.group)
@@ -220,7 +228,10 @@ public final class NotificationJudge {
       return walk
     }
     return NotificationWave(
-      fields: Self.fields(of: batches, from: walked), updates: Self.updates(from: walked),
+      fields: buildsFields
+        ? Self.fields(of: batches, from: walked)
+        : [NotificationFields](repeating: NotificationFields(), count: batches.count),
+      updates: Self.updates(from: walked),
       reads: batches.reduce(0) { $0 + $1.reads.count },
       removals: walked.flatMap(\.removals).sorted { $0.line < $1.line })
   }

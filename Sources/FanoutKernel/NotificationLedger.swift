@@ -128,8 +128,8 @@ final class NotificationPartition: @unchecked Sendable {
 /// Removed notifications' places are reused.
 ///
 /// Memory: 48 bytes per notification place (the most unread at once), 56
-/// per group used plus 12 per table slot (at most half full), 48 per user
-/// with any notification, and 4 per user row / partitions.
+/// per group used plus 12 per table slot (at most half full), and 48 per
+/// user row / partitions.
 struct NotificationState {
   let caps: AppSettings.NotificationGroups
   let stride: Int
@@ -180,9 +180,10 @@ struct NotificationState {
     var visible = false
   }
 
-  /// By user row / stride: the user's record, or −1.
-  private var recordOfUser: [Int32]
-  private var users: [User] = []
+  /// By user row / stride (the record of user row u is u / stride): one
+  /// record per user of the partition, `row` −1 until the user's first
+  /// notification. A user's record is found without a lookup.
+  private var users: [User]
   private var groups: [Group] = []
   private var notes: [Note] = []
   /// Places of removed notifications, linked through `nextUnread`.
@@ -196,7 +197,7 @@ struct NotificationState {
   init(caps: AppSettings.NotificationGroups, stride: Int, users: Int) {
     self.caps = caps
     self.stride = stride
-    recordOfUser = [Int32](repeating: -1, count: users / stride &+ 1)
+    self.users = [User](repeating: User(row: -1), count: users / stride &+ 1)
   }
 
   // MARK: The rules
@@ -260,8 +261,8 @@ struct NotificationState {
     cancelled: inout [Int64]
   ) -> Int64 {
     let k = Int(u) / stride
-    guard k < recordOfUser.count, recordOfUser[k] >= 0 else { return 0 }
-    let r = Int(recordOfUser[k])
+    guard k < users.count, users[k].row >= 0 else { return 0 }
+    let r = k
     let first = removed.count
     let firstCancelled = cancelled.count
     // Only the channel's groups: a read costs that channel's unread notifications.
@@ -308,13 +309,11 @@ struct NotificationState {
   @inline(__always)
   private mutating func record(of u: Int32) -> Int {
     let k = Int(u) / stride
-    if k >= recordOfUser.count {
-      recordOfUser += [Int32](repeating: -1, count: k &+ 1 &- recordOfUser.count)
+    if k >= users.count {
+      users += [User](repeating: User(row: -1), count: k &+ 1 &- users.count)
     }
-    if recordOfUser[k] >= 0 { return Int(recordOfUser[k]) }
-    recordOfUser[k] = Int32(users.count)
-    users.append(User(row: u))
-    return users.count &- 1
+    if users[k].row < 0 { users[k].row = u }
+    return k
   }
 
   /// The group (record, channel, type), if the user has used it.
@@ -483,7 +482,7 @@ struct NotificationState {
 
   /// Calls `body` with each user row and its state.
   func forEachUser(_ body: (Int32, Exported) -> Void) {
-    for r in users.indices {
+    for r in users.indices where users[r].row >= 0 {
       var used = [(channel: Int32, type: UInt8)](
         repeating: (-1, 0), count: Int(users[r].lastGroup))
       var g = users[r].firstGroup

@@ -93,6 +93,8 @@ public final class EvaluationEngine<Work: ChunkWork> {
         NotificationJudge(index: index, caps: $0, threads: threads)
       }
     }
+    // Counting only, no line carries a notification's fields.
+    for judge in notificationJudges { judge?.buildsFields = !sharedCounting }
     badges = notificationJudges.map { $0 == nil ? nil : BadgeHistogram() }
   }
 

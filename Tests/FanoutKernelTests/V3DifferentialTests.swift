@@ -17,14 +17,14 @@ struct V3DifferentialTests {
     var bytes: [String: [UInt8]]
   }
 
-  static func run(_ world: RandomWorld, threads: Int) throws -> Run {
+  static func run(_ world: RandomWorld, threads: Int, summaryOnly: Bool = false) throws -> Run {
     let folder = makeTemporaryDirectory("fanout-v3")
     let traffic = folder + "/traffic.ndjson"
     try (world.messages.joined(separator: "\n") + "\n").write(
       toFile: traffic, atomically: true, encoding: .utf8)
     var options = EvalOptions(
-      snapshot: world.makeSnapshot(), messages: traffic, out: folder + "/out", decisions: true,
-      threads: threads)
+      snapshot: world.makeSnapshot(), messages: traffic, out: folder + "/out",
+      decisions: !summaryOnly, summaryOnly: summaryOnly, threads: threads)
     options.indexCache = nil
     _ = try Pipeline.eval(options)
     func lines(_ name: String) -> [[String: Any]] {
@@ -134,5 +134,12 @@ struct V3DifferentialTests {
       #expect(other.bytes == one.bytes, "\(threads) threads")
     }
     #expect(one.bytes["updates.ndjson.lz4"] != nil)
+    // Counting only (no fields built): the same counts and update lines.
+    let counts = try Self.run(world, threads: 2, summaryOnly: true)
+    #expect(counts.bytes["updates.ndjson.lz4"] == one.bytes["updates.ndjson.lz4"])
+    #expect(
+      counts.summary["notifications"] as? NSDictionary
+        == one.summary["notifications"] as? NSDictionary)
+    #expect((one.summary["notifications"] as? [String: Int])?["hidden"] ?? 0 > 0)
   }
 }
