@@ -14,14 +14,16 @@ struct RedisStageTests {
     let lines: [String]
     let eval: String
 
-    init(users: Int, messages: Int, seed: Int, extraLines: [String] = []) {
+    init(
+      users: Int, messages: Int, seed: Int, extraLines: [String] = [], genFlags: [String] = []
+    ) {
       let dir = makeTemporaryDirectory("fanout-redis-world")
       let gen = runProcess(
         fanoutExecutable,
         [
           "gen", "--users", "\(users)", "--messages", "\(messages)", "--seed", "\(seed)", "--out",
           dir,
-        ])
+        ] + genFlags)
       precondition(gen.status == 0, gen.stderr)
       snapshot = dir + "/snapshot.sqlite"
       lines = readText(dir + "/traffic.ndjson").split(separator: "\n").map(String.init) + extraLines
@@ -244,6 +246,33 @@ struct RedisStageTests {
     stop(restarted)
     // Its own pending entries first: eval's order exactly.
     expectEvalOutput(server, world, inOrder: true)
+  }
+
+  @Test(
+    "contract v3: notification fields as eval's, and each read's update line in a fanout:updates entry naming the read's entry"
+  )
+  func notifications() {
+    let world = World(users: 1500, messages: 2000, seed: 23, genFlags: ["--v3"])
+    let server = fedServer(world)
+    let process = stage(server, world, consumer: "c1")
+    waitUntilDone(server, entries: world.lines.count, process)
+    stop(process)
+    var expected = world.deliveries
+    let updates = expected.removeValue(forKey: "updates") ?? []
+    #expect(updates.count > 10)
+    #expect(outputLines(server, expected.keys) == expected)
+    // The same update lines in the same order; `line` is the batch's own
+    // numbering on Redis, so it is compared through the entry it names.
+    let written = server.entries("fanout:updates")
+    func body(_ line: String) -> Substring { line.drop { $0 != "," } }
+    #expect(written.map { body($0["update"]!) } == updates.map { body($0) })
+    let messageOf = Dictionary(
+      uniqueKeysWithValues: server.entries("in").map { ($0["id"]!, $0["message"] ?? "") })
+    for (entry, line) in zip(written, updates) {
+      let read = messageOf[entry["entry"] ?? ""] ?? ""
+      let id = line.split(separator: ",")[1]  // "id":"r…"
+      #expect(read.contains(#""event":"read""#) && read.contains(String(id)), "\(entry) \(line)")
+    }
   }
 
   @Test("two consumers in one group, one dead with entries pending: --claim-idle-ms finishes them")
