@@ -153,7 +153,9 @@ struct V2SnapshotTests {
       definition: "CREATE TABLE thread_prefs (user_id, channel_id, thread_id, chat_level);\n"),
   ]
 
-  @Test("refused with table, key and column named", arguments: refusals)
+  @Test(
+    "refused with table, key and column named (contract v3's keys too)",
+    arguments: refusals + V3SnapshotTests.refusals)
   func refused(_ refusal: Refusal) throws {
     let schema =
       refusal.definition.map {
