@@ -102,12 +102,18 @@ public struct EffectiveSettings: Sendable {
     if let thread { chat.append((.thread, thread)) }
     chat += chain(\.chatLevel)
     if let traits {
-      if let large = app.largeChannel, let members = traits.members {
-        chat.append((.largeChannel, members > large.members ? large.level : nil))
+      // The defaults as the index resolves them, each shown.
+      app.forEachDefaultChatLevel(scope: traits.scope, members: traits.members) { source, level in
+        switch source {
+        case .largeChannel: chat.append((.largeChannel, level))
+        case .kind: chat.append((.kind, level))
+        case .settings: chat.append((.settings, level))
+        }
+        return true
       }
-      chat.append((.kind, app.kindChatLevel[Int(traits.scope.rawValue)]))
+    } else {
+      chat.append((.settings, app.defaultChatLevel))
     }
-    chat.append((.settings, app.defaultChatLevel))
     chatLevel = Resolution(chat, builtIn: .all)
     callLevel = Resolution(chain(\.callLevel) + [(.settings, app.defaultCallLevel)], builtIn: .all)
     mentionNotifications = Resolution(chain(\.mentionNotifications), builtIn: true)

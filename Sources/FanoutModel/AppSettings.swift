@@ -62,12 +62,6 @@ public struct AppSettings: Sendable, Equatable {
 
   public init() {}
 
-  /// Whether a channel of `members` members is large (`large_channel_members`).
-  public func isLarge(members: Int64) -> Bool {
-    guard let largeChannel else { return false }
-    return members > largeChannel.members
-  }
-
   /// Whether `mention_all` counts in a channel of `members` members.
   @inlinable
   public func mentionAllApplies(members: Int64) -> Bool {
@@ -75,12 +69,40 @@ public struct AppSettings: Sendable, Equatable {
     return members <= limit
   }
 
-  /// The chat level of a user who set none at any of their own levels, in
-  /// a channel of kind `scope` with `members` members: large channel →
-  /// kind default → app default → 'all'.
+  /// Where a default chat level comes from, in the order they are tried.
+  public enum DefaultLevelSource: Sendable {
+    case largeChannel, kind, settings
+  }
+
+  /// The defaults tried for a user who set no chat level at any of their
+  /// own levels, in a channel of kind `scope` with `members` members (nil:
+  /// no channel is meant, the size rule is left out): large channel → kind
+  /// default → app default; `body` is told each (its level, or nil where it
+  /// does not apply or is not set) until it returns false. The index
+  /// (`defaultChatLevel`) and `explain`/`prefs get` both read them here.
+  @inlinable
+  public func forEachDefaultChatLevel(
+    scope: Scope, members: Int64?, _ body: (DefaultLevelSource, Level?) -> Bool
+  ) {
+    if let largeChannel, let members {
+      guard body(.largeChannel, members > largeChannel.members ? largeChannel.level : nil) else {
+        return
+      }
+    }
+    guard body(.kind, kindChatLevel[Int(scope.rawValue)]) else { return }
+    _ = body(.settings, defaultChatLevel)
+  }
+
+  /// The chat level of a user who set none at any of their own levels: the
+  /// first default that applies, else 'all'.
   public func defaultChatLevel(scope: Scope, members: Int64) -> Level {
-    if isLarge(members: members) { return largeChannel!.level }
-    return kindChatLevel[Int(scope.rawValue)] ?? defaultChatLevel ?? .all
+    var level = Level.all
+    forEachDefaultChatLevel(scope: scope, members: members) { _, found in
+      guard let found else { return true }
+      level = found
+      return false
+    }
+    return level
   }
 
   /// A settings value that must be a decimal integer: ASCII digits, no
