@@ -20,12 +20,12 @@ extension WhatIfReport {
       <!DOCTYPE html>
       <html lang="en"><head><meta charset="utf-8">
       <meta name="viewport" content="width=device-width, initial-scale=1">
-      <title>Fanout what-if report</title>
+      <title>What if: \(HTML.escape(headline))</title>
       <style>\(Self.css)</style></head><body><main>
-      <h1>What if…</h1>
+      <h1>\(HTML.escape(headline))</h1>
       <p><b>A</b> = <code>\(HTML.escape(a.snapshot))</code></p>
       \(scenario)
-      <p class="muted">\(Format.grouped(messages)) messages evaluated\(rejected > 0 ? ", \(Format.grouped(rejected)) lines rejected" : "") · \
+      <p class="muted">traffic <code>\(HTML.escape(traffic))</code>: \(Format.grouped(messages)) messages evaluated\(rejected > 0 ? ", \(Format.grouped(rejected)) lines rejected" : "") · \
       \(Format.grouped(a.pairs)) pairs in A, \(Format.grouped(b.pairs)) in B</p>
       <section class="cards">
       \(Self.card("Delivered pairs", a.delivered, b.delivered))

@@ -83,6 +83,8 @@ public struct WhatIfReport: Sendable {
   public static let topCount = 20
 
   public var sides: [Totals]
+  /// The traffic file (or `-`).
+  public var traffic: String
   public var messages: Int
   public var rejected: Int
   /// The first rejected line (in line order), and the lines read: for the
@@ -124,6 +126,7 @@ public struct WhatIfReport: Sendable {
         snapshot: side.0, sql: side.1, pairs: c.pairs, delivered: c.delivered, deferred: c.deferred,
         suppressed: c.suppressed, notifications: notifications[s])
     }
+    traffic = options.messages
     messages = totals.messages
     rejected = totals.rejected
     changedPairs = totals.changedPairs
@@ -147,6 +150,20 @@ public struct WhatIfReport: Sendable {
     }
     topChannels = Self.top(totals.channelDelivered, names: a.channels)
     topUsers = Self.top(totals.userDelivered, names: a.users)
+  }
+
+  /// The run in one sentence: what B does to the delivered pairs, and how
+  /// many pairs change outcome ("B delivers 9,820 more pairs than A
+  /// (+4.8%); 14,554 pairs change outcome").
+  public var headline: String {
+    let (a, b) = (sides[0].delivered, sides[1].delivered)
+    let delivered =
+      a == b
+      ? "B delivers as many pairs as A (\(Format.grouped(a)))"
+      : "B delivers \(Format.grouped(abs(b - a))) \(b > a ? "more" : "fewer") pairs than A "
+        + "(\(Format.percent(from: a, to: b)))"
+    return delivered + "; \(Format.grouped(changedPairs)) "
+      + (changedPairs == 1 ? "pair changes" : "pairs change") + " outcome"
   }
 
   /// Deliveries per gateway name of one side, gateways without deliveries left out.

@@ -137,6 +137,7 @@ extension Fanout {
           + pad(change > 0 ? "+\(change)" : String(change), 14) + "\n"
       }
       if let words = b.rowsChangedWords { text += "the SQL changed \(words)\n" }
+      text += r.headline + "\n"
       text +=
         "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome; "
         + "report in \(out)/report.html\n"

@@ -64,6 +64,15 @@ struct WhatIfCommandTests {
         == readText(datasetURL("sample/expected/rejected.ndjson").path))
     #expect(result.text.contains("delivered"))
     #expect(result.text.contains("not_mentioned"))
+    // A headline that says what happened, as the page's title and heading.
+    let headline = try #require(
+      result.text.split(separator: "\n").first { $0.hasPrefix("B delivers ") })
+    #expect(headline.hasSuffix("pairs change outcome"), "\(headline)")
+    #expect(headline.contains("fewer pairs than A (−"), "\(headline)")
+    let page = readText(out + "/report.html")
+    #expect(page.contains("<title>What if: \(headline)</title>"))
+    #expect(page.contains("<h1>\(headline)</h1>"))
+    #expect(page.contains("traffic <code>\(sampleTraffic)</code>"))
   }
 
   @Test(
