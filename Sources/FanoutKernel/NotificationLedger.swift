@@ -319,14 +319,24 @@ struct NotificationState {
   /// The group (record, channel, type), if the user has used it.
   @inline(__always)
   private func existingGroup(record r: Int, channel: Int32, type: UInt8) -> Int? {
-    let key = UInt64(UInt32(r)) << 32 | UInt64(UInt32(bitPattern: channel)) << 2 | UInt64(type)
+    let slot = tableSlot(Self.groupKey(record: r, channel: channel, type: type))
+    return tableKeys[slot] == .max ? nil : Int(tableGroups[slot])
+  }
+
+  /// A group's key in the table: (record, channel, type).
+  @inline(__always)
+  private static func groupKey(record r: Int, channel: Int32, type: UInt8) -> UInt64 {
+    UInt64(UInt32(r)) << 32 | UInt64(UInt32(bitPattern: channel)) << 2 | UInt64(type)
+  }
+
+  /// The table slot holding `key`, or the empty slot where it belongs
+  /// (linear probing from its hash).
+  @inline(__always)
+  private func tableSlot(_ key: UInt64) -> Int {
     let mask = tableKeys.count &- 1
     var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-    while tableKeys[slot] != .max {
-      if tableKeys[slot] == key { return Int(tableGroups[slot]) }
-      slot = (slot &+ 1) & mask
-    }
-    return nil
+    while tableKeys[slot] != .max && tableKeys[slot] != key { slot = (slot &+ 1) & mask }
+    return slot
   }
 
   /// Appends notification `n` to group `g`'s unread list.
@@ -344,14 +354,10 @@ struct NotificationState {
   /// next group id.
   @inline(__always)
   private mutating func group(record r: Int, channel: Int32, type: UInt8) -> Int {
-    let key = UInt64(UInt32(r)) << 32 | UInt64(UInt32(bitPattern: channel)) << 2 | UInt64(type)
+    let key = Self.groupKey(record: r, channel: channel, type: type)
     if 2 * (tableCount &+ 1) > tableKeys.count { growTable() }
-    let mask = tableKeys.count &- 1
-    var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-    while tableKeys[slot] != .max {
-      if tableKeys[slot] == key { return Int(tableGroups[slot]) }
-      slot = (slot &+ 1) & mask
-    }
+    let slot = tableSlot(key)
+    if tableKeys[slot] == key { return Int(tableGroups[slot]) }
     let g = newGroup(record: r, channel: channel, type: type)
     tableKeys[slot] = key
     tableGroups[slot] = Int32(g)
@@ -374,10 +380,8 @@ struct NotificationState {
     let groups = tableGroups
     tableKeys = [UInt64](repeating: .max, count: keys.count * 2)
     tableGroups = [Int32](repeating: -1, count: keys.count * 2)
-    let mask = tableKeys.count &- 1
     for i in keys.indices where keys[i] != .max {
-      var slot = Int(truncatingIfNeeded: (keys[i] &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-      while tableKeys[slot] != .max { slot = (slot &+ 1) & mask }
+      let slot = tableSlot(keys[i])
       tableKeys[slot] = keys[i]
       tableGroups[slot] = groups[i]
     }
