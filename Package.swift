@@ -70,6 +70,12 @@ let package = Package(
         "FanoutTime", "FanoutTraffic",
       ]),
     .target(
+      name: "FanoutAudit",
+      dependencies: [
+        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+      ]),
+    .target(
       name: "FanoutMigration",
       dependencies: [
         "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
@@ -78,6 +84,7 @@ let package = Package(
       name: "fanout",
       dependencies: [
         "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
+        "FanoutAudit",
         "FanoutGenerator", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],

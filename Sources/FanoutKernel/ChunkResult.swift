@@ -53,6 +53,12 @@ public struct ChunkResult: Sendable {
   /// its message's hour unless deferral or presence delay it.
   public var pairDeliveryHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
+  /// With `.audit`: per pair, its delivery time (the message's ts unless
+  /// deferral or presence delay it; meaningful for delivered pairs), and
+  /// the end of its delivered devices' rows in `pairDevices`.
+  public var pairDeliverAt: [Int64] = []
+  public var pairDeviceEnds: [Int32] = []
+  public var pairDevices: [Int32] = []
   /// With `.throttleCandidates`: the member slots of each message's pairs
   /// delivered with trigger 'message', and per message their end.
   public var candidateSlots: [Int32] = []
@@ -80,6 +86,9 @@ public struct ChunkResult: Sendable {
     pairOutcomes.removeAll(keepingCapacity: true)
     pairDeliveryHours.removeAll(keepingCapacity: true)
     messagePairEnds.removeAll(keepingCapacity: true)
+    pairDeliverAt.removeAll(keepingCapacity: true)
+    pairDeviceEnds.removeAll(keepingCapacity: true)
+    pairDevices.removeAll(keepingCapacity: true)
     candidateSlots.removeAll(keepingCapacity: true)
     candidateEnds.removeAll(keepingCapacity: true)
     deliveredUsers.removeAll(keepingCapacity: true)

@@ -25,6 +25,9 @@ public final class Evaluator {
     /// Contract v3's input: per message, its delivered pairs' users,
     /// triggers and delivery times (see `NotificationJudge`).
     case deliveredPairs
+    /// `.outcomes`, and per pair its delivery time and the devices it is
+    /// delivered to (`fanout audit` compares them with what was sent).
+    case audit
   }
 
   public let index: Index
@@ -34,6 +37,7 @@ public final class Evaluator {
   let recordOutcomes: Bool
   let recordCandidates: Bool
   let recordDelivered: Bool
+  let recordDevices: Bool
   /// The current batch's notification fields (contract v3), while lines
   /// are written; a cursor over the current message's.
   var notes: NotificationFields? = nil
@@ -94,7 +98,8 @@ public final class Evaluator {
     sharingThreshold = output == .counts && !timeShifts ? max(1, shareChannelsFrom) : .max
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
-    recordOutcomes = output == .outcomes
+    recordOutcomes = output == .outcomes || output == .audit
+    recordDevices = output == .audit
     recordCandidates = output == .throttleCandidates
     recordDelivered = output == .deliveredPairs
     columns = IndexColumns(index)
@@ -224,6 +229,10 @@ public final class Evaluator {
             ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
             : UInt8(LocalTime.utcHour(millis: terms.ts)))
       }
+      if recordDevices {
+        result.pairDeliverAt.append(verdict.deliverAt)
+        result.pairDeviceEnds.append(Int32(result.pairDevices.count))
+      }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
     if recordCandidates { result.candidateEnds.append(Int32(result.candidateSlots.count)) }
@@ -295,6 +304,9 @@ public final class Evaluator {
         if passesGate(
           gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
         {
+          if recordDevices && !throttled {
+            result.pairDevices.append(state.firstDevice &+ Int32(k))
+          }
           if !throttled {
             appendDelivery(
               device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,

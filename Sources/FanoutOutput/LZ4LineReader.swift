@@ -6,9 +6,14 @@ import FanoutModel
 #endif
 
 /// Reads the lines of an `.ndjson.lz4` file (one or more LZ4 frames), a
-/// bounded piece at a time: `fanout merge` walks several at once.
+/// bounded piece at a time: `fanout merge` walks several at once. With
+/// `plainTextAccepted`, a file that does not open with an LZ4 frame's magic
+/// number is read as plain text (`fanout audit`'s sent logs may be either).
 public final class LZ4LineReader {
   public let path: String
+  private let plainTextAccepted: Bool
+  /// Whether the file is plain text, once its first bytes were read.
+  private var isPlain: Bool? = nil
   private let fd: Int32
   private var context: OpaquePointer?
   private var input = [UInt8](repeating: 0, count: 1 << 20)
@@ -24,8 +29,9 @@ public final class LZ4LineReader {
   /// Whether the bytes read so far end a frame (an empty file ends none).
   private var frameComplete = false
 
-  public init(path: String) throws(OutputError) {
+  public init(path: String, plainTextAccepted: Bool = false) throws(OutputError) {
     self.path = path
+    self.plainTextAccepted = plainTextAccepted
     do { fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) } } catch {
       throw OutputError(path: path, error)
     }
@@ -35,6 +41,9 @@ public final class LZ4LineReader {
       throw OutputError(path: path, reason: "cannot create an LZ4 decompression context")
     }
   }
+
+  /// The first bytes of an LZ4 frame (0x184D2204, little-endian).
+  static let frameMagic: [UInt8] = [0x04, 0x22, 0x4D, 0x18]
 
   deinit {
     LZ4F_freeDecompressionContext(context)
@@ -77,9 +86,19 @@ public final class LZ4LineReader {
         if got == 0 {
           endOfFile = true
           // liblz4's hint is 0 only where a frame ended.
-          guard frameComplete else { throw OutputError(path: path, reason: "truncated LZ4 frame") }
+          guard frameComplete || isPlain == true || (plainTextAccepted && bytesRead == 0) else {
+            throw OutputError(path: path, reason: "truncated LZ4 frame")
+          }
           return false
         }
+        if isPlain == nil {
+          isPlain = plainTextAccepted && !input[0..<inputEnd].starts(with: Self.frameMagic)
+        }
+      }
+      if isPlain == true {
+        text += input[inputStart..<inputEnd]
+        inputStart = inputEnd
+        return true
       }
       var produced = chunk.count
       var consumed = inputEnd - inputStart

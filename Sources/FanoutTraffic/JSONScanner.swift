@@ -2,26 +2,28 @@
 /// decodes strings, and reports where each top-level value lies, without
 /// building a tree. Invalid UTF-8, unescaped control characters, lone
 /// surrogates and leading zeros are errors, as in the RFC.
-struct JSONScanner {
-  struct Failure: Error { let reason: String }
+package struct JSONScanner {
+  package struct Failure: Error { package let reason: String }
 
-  let bytes: UnsafeRawBufferPointer
-  var i = 0
+  package let bytes: UnsafeRawBufferPointer
+  package var i = 0
   static let maxDepth = 256
 
-  init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+  package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-  var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
+  package var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
 
-  mutating func skipWhitespace() {
+  package mutating func skipWhitespace() {
     while i < bytes.count,
       bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
     { i += 1 }
   }
 
-  func fail(_ what: String) -> Failure { Failure(reason: "invalid JSON: \(what) at byte \(i + 1)") }
+  package func fail(_ what: String) -> Failure {
+    Failure(reason: "invalid JSON: \(what) at byte \(i + 1)")
+  }
 
-  mutating func expect(_ c: UInt8) throws(Failure) {
+  package mutating func expect(_ c: UInt8) throws(Failure) {
     guard peek == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
     i += 1
   }
@@ -29,7 +31,7 @@ struct JSONScanner {
   /// Scans `{ "key": value, ... }`, decoding each key into `key` (scratch
   /// space the caller reuses) and calling `field` with it and the byte range
   /// of its value.
-  mutating func object(key: inout [UInt8], _ field: (inout [UInt8], Range<Int>) -> Void)
+  package mutating func object(key: inout [UInt8], _ field: (inout [UInt8], Range<Int>) -> Void)
     throws(Failure)
   {
     skipWhitespace()
@@ -60,7 +62,7 @@ struct JSONScanner {
   }
 
   /// Skips any value, checking its syntax.
-  mutating func value(depth: Int) throws(Failure) {
+  package mutating func value(depth: Int) throws(Failure) {
     guard depth <= Self.maxDepth else { throw fail("nesting too deep") }
     guard let c = peek else { throw fail("missing value") }
     switch c {
@@ -122,12 +124,12 @@ struct JSONScanner {
   }
 
   /// The shape of a number: whether it had a fraction or an exponent.
-  struct NumberShape {
-    let range: Range<Int>
-    let isInteger: Bool
+  package struct NumberShape {
+    package let range: Range<Int>
+    package let isInteger: Bool
   }
 
-  mutating func number() throws(Failure) -> NumberShape {
+  package mutating func number() throws(Failure) -> NumberShape {
     let start = i
     if peek == UInt8(ascii: "-") { i += 1 }
     guard let first = peek, first >= 0x30 && first <= 0x39 else { throw fail("bad number") }
@@ -162,7 +164,7 @@ struct JSONScanner {
 
   /// Decodes a string literal into UTF-8 bytes; with `keeping` false, only
   /// checks it.
-  mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
+  package mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
     try expect(UInt8(ascii: "\""))
     while true {
       // Plain printable ASCII, the bulk of ids, is copied a run at a time.

@@ -20,7 +20,8 @@ struct Fanout: ParsableCommand {
       """,
     version: fanoutVersion,
     subcommands: [
-      Eval.self, WhatIfCommand.self, StreamCommand.self, ExplainCommand.self, PrefsCommand.self,
+      Eval.self, WhatIfCommand.self, AuditCommand.self, StreamCommand.self, ExplainCommand.self,
+      PrefsCommand.self,
       SnapshotCommand.self, MergeCommand.self, Gen.self,
     ])
 

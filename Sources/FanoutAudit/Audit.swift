@@ -1,0 +1,237 @@
+/// FanoutAudit owns `fanout audit`: a delivery log (what a production
+/// system actually sent) checked, push by push, against what the rules
+/// deliver for the same traffic and snapshot. The kernel evaluates (as for
+/// `eval`, through the engine); this module reads the logs, places each
+/// push at its traffic line, matches and reports.
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+import FanoutOutput
+import FanoutPipeline
+import FanoutSnapshot
+import FanoutTime
+import FanoutTraffic
+
+/// What `fanout audit` is asked to do.
+public struct AuditOptions: Sendable {
+  public var snapshot: String
+  public var messages: String
+  /// The sent logs, in the order given.
+  public var sent: [String]
+  public var out: String
+  /// How far from a pair's delivery time a push may leave and still be on time.
+  public var toleranceMs: Int64 = AuditOptions.defaultToleranceMs
+  public var threads = 1
+  public var overwrite = false
+  public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  public var indexCache: IndexCache? = nil
+  /// Kinds of finding that make the run exit 1.
+  public var failOn: Set<FindingKind> = []
+
+  /// One minute: pushes leave within seconds; a minute absorbs a queue.
+  public static let defaultToleranceMs: Int64 = 60_000
+
+  public init(snapshot: String, messages: String, sent: [String], out: String) {
+    self.snapshot = snapshot
+    self.messages = messages
+    self.sent = sent
+    self.out = out
+  }
+}
+
+/// Why an audit stopped, with its exit code.
+public enum AuditError: Error, CustomStringConvertible {
+  /// As for `fanout eval`: usage, snapshot, traffic, output.
+  case run(PipelineError)
+  /// A sent log could not be read (66).
+  case log(OutputError)
+  /// A push behind the traffic line at hand: the logs are read again, sorted.
+  case outOfOrder(file: Int, line: Int)
+
+  public var description: String {
+    switch self {
+    case .run(let e): e.description
+    case .log(let e): "cannot read the sent log: \(e.reason) ('\(e.path)')"
+    case .outOfOrder(let file, let line):
+      "sent log \(file + 1) is not in traffic order at line \(line)"
+    }
+  }
+
+  public var exitStatus: ExitStatus {
+    switch self {
+    case .run(let e): e.exitStatus
+    case .log: .noInput
+    case .outOfOrder: .internalError
+    }
+  }
+}
+
+/// The chunk work of an audit: each pair's outcome, delivery time and
+/// devices (`Evaluator.Output.audit`), with the messages they belong to.
+struct AuditWork: ChunkWork {
+  let index: Index
+
+  struct Chunk: Sendable {
+    var batch: MessageBatch
+    var messages: Range<Int>
+    var result: ChunkResult
+  }
+
+  var empty: Chunk {
+    Chunk(batch: MessageBatch(), messages: 0..<0, result: ChunkResult(gateways: 0))
+  }
+  var indexes: [Index] { [index] }
+
+  func makeWorker() -> Evaluator { Evaluator(index: index, output: .audit) }
+
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
+    worker: inout Evaluator
+  ) -> Chunk {
+    var result = ChunkResult(gateways: index.gateways.count)
+    worker.evaluate(batch, messages: messages, verdicts: verdicts[0], into: &result)
+    return Chunk(batch: batch, messages: messages, result: result)
+  }
+}
+
+public enum Audit {
+  /// Runs `fanout audit`: the traffic evaluated as `eval` does, each push of
+  /// the logs matched with its pair and device; `findings.ndjson.lz4`,
+  /// `rejected.ndjson`, `unreadable.ndjson` and `audit.json` in `out`, all
+  /// or none.
+  public static func run(_ options: AuditOptions) throws(AuditError) -> AuditReport {
+    let clock = ContinuousClock()
+    let started = clock.now
+    guard options.messages != "-" else {
+      throw .run(.usage("--messages: audit reads the traffic twice; give a file, not '-'"))
+    }
+    guard !options.sent.isEmpty else { throw .run(.usage("--sent: give at least one log")) }
+    guard options.toleranceMs >= 0 else {
+      throw .run(.usage("--tolerance-ms: must be 0 or more"))
+    }
+    let folder: OutputFolder
+    do {
+      folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+    } catch { throw .run(error) }
+    defer { folder.release() }
+    let index: Index
+    do {
+      index = try SnapshotLoader.load(
+        path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
+        cache: options.indexCache
+      ).index
+    } catch { throw .run(.snapshot(error)) }
+    let messages: MessageLines
+    do {
+      messages = try MessageLines(
+        messages: options.messages, index: index, threads: options.threads)
+    } catch { throw .run(.input(error)) }
+
+    var report: AuditReport
+    do {
+      let logs = try SentLogs(paths: options.sent, messages: messages, index: index)
+      report = try attempt(options, index: index, logs: logs)
+    } catch .outOfOrder(let file, let line) {
+      // Read again, whole and sorted; the first attempt's files are gone.
+      let logs = try SentLogs(sortedFrom: options.sent, messages: messages, index: index)
+      report = try attempt(
+        options, index: index, logs: logs, sortedAt: "\(options.sent[file]):\(line)")
+    }
+    report.seconds = (clock.now - started).seconds
+    return report
+  }
+
+  /// One pass over the traffic; `sortedAt` says where the logs were found
+  /// out of order when they were sorted first.
+  private static func attempt(
+    _ options: AuditOptions, index: Index, logs: SentLogs, sortedAt: String? = nil
+  ) throws(AuditError) -> AuditReport {
+    func writing<T>(_ body: () throws(OutputError) -> T) throws(AuditError) -> T {
+      do { return try body() } catch { throw .run(.output(error)) }
+    }
+    let findings = try writing { () throws(OutputError) in
+      try LZ4FrameFile(directory: options.out, name: "findings.ndjson.lz4")
+    }
+    let rejected = try writing { () throws(OutputError) in
+      try PendingFile(directory: options.out, name: "rejected.ndjson")
+    }
+    let reader: LineReader
+    do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
+    let explain =
+      "fanout explain --snapshot \(ShellWord.quoted(options.snapshot)) --messages "
+      + ShellWord.quoted(options.messages)
+    var auditor = MessageAuditor(
+      index: index, toleranceMs: options.toleranceMs, explainCommand: explain,
+      logNames: options.sent)
+    var report = AuditReport(tally: auditor.tally)
+    let engine = EvaluationEngine(
+      index: index, threads: options.threads, work: AuditWork(index: index))
+    var pushes: [SentPush] = []
+    /// Finding lines are compressed a block at a time.
+    func flush(_ auditor: inout MessageAuditor, atLeast: Int) throws(AuditError) {
+      guard auditor.lines.count >= atLeast else { return }
+      let blocks = LZ4Frame.blocks(auditor.lines)
+      auditor.lines.removeAll(keepingCapacity: true)
+      try writing { () throws(OutputError) in try findings.append(blocks: blocks) }
+    }
+    try engine.run(
+      reader, groupSize: Pipeline.chunksInFlight,
+      readFailed: { AuditError.run(.input($0)) },
+      deliver: { chunks throws(AuditError) in
+        for chunk in chunks {
+          var pairStart = 0
+          for (k, m) in chunk.messages.enumerated() {
+            let pairEnd = Int(chunk.result.messagePairEnds[k])
+            pushes.removeAll(keepingCapacity: true)
+            try logs.take(line: chunk.batch.lines[m], into: &pushes)
+            auditor.audit(
+              chunk.batch, m, chunk.result, pairs: pairStart..<pairEnd, pushes: &pushes)
+            pairStart = pairEnd
+          }
+          report.messages += chunk.messages.count
+        }
+        try flush(&auditor, atLeast: 1 << 20)
+      },
+      waveDone: { batches throws(AuditError) in
+        for batch in batches where !batch.rejections.isEmpty {
+          report.rejected += batch.rejections.count
+          try writing { () throws(OutputError) in
+            try rejected.write(RejectedLines.json(batch.rejections))
+          }
+        }
+      })
+    // In log order, however the files were read.
+    for push in logs.unknown.sorted(by: { ($0.file, $0.logLine) < ($1.file, $1.logLine) }) {
+      auditor.unknownMessage(push)
+    }
+    try flush(&auditor, atLeast: 1)
+    report.tally = auditor.tally
+    report.reads = engine.reads
+    report.logFiles = options.sent
+    report.logLines = logs.logLines
+    report.unreadable = logs.unreadable.count
+    report.toleranceMs = options.toleranceMs
+    report.sortedAt = sortedAt
+    report.gatewayNames = (0..<index.gateways.count).map { index.gateways[$0] }
+    var unreadable: [UInt8] = []
+    for line in logs.unreadable {
+      unreadable += #"{"file":"#.utf8
+      unreadable += JSONText.quoted(logs.path(line.file))
+      unreadable += #","line":\#(line.line),"error":"#.utf8
+      unreadable += JSONText.quoted(line.reason)
+      unreadable += "}\n".utf8
+    }
+    let final = report
+    try writing { () throws(OutputError) in
+      try findings.close()
+      try rejected.sync()
+      let unreadableFile = try PendingFile(directory: options.out, name: "unreadable.ndjson")
+      try unreadableFile.write(unreadable)
+      let json = try PendingFile(directory: options.out, name: "audit.json")
+      try json.write(final.json())
+      // All or none; audit.json last: its presence marks completion.
+      try PendingFile.commit(together: [findings.file, rejected, unreadableFile, json])
+    }
+    return report
+  }
+}

@@ -1,0 +1,282 @@
+import FanoutIndex
+import FanoutKernel
+import FanoutModel
+import FanoutTime
+import FanoutTraffic
+
+/// Compares one message's pushes with what the rules deliver, pair by pair
+/// and device by device, and writes its findings, tallied. Allocates
+/// nothing per pair: per device, the line whose pushes it counts and how
+/// many reached it, in two flat columns.
+struct MessageAuditor {
+  let index: Index
+  let toleranceMs: Int64
+  /// `fanout explain --snapshot S --messages T`, quoted for a shell.
+  let explainCommand: String
+  let logNames: [String]
+  private var deviceLine: [Int]
+  private var deviceSends: [Int32]
+  private var found: [Found] = []
+  var tally: AuditTally
+  /// Finding lines not yet written.
+  var lines: [UInt8] = []
+
+  init(index: Index, toleranceMs: Int64, explainCommand: String, logNames: [String]) {
+    self.index = index
+    self.toleranceMs = toleranceMs
+    self.explainCommand = explainCommand
+    self.logNames = logNames
+    deviceLine = [Int](repeating: 0, count: index.deviceIDs.count)
+    deviceSends = [Int32](repeating: 0, count: index.deviceIDs.count)
+    tally = AuditTally(gateways: index.gateways.count)
+  }
+
+  /// One finding before it is written: sorted by user, a user's pushes'
+  /// findings before the devices missed.
+  private struct Found {
+    var kind: FindingKind
+    var user: Int32
+    var device: Int32
+    var push: Int?
+    var reason: String?
+    var deliverAt: Int64?
+    var order: Int
+  }
+
+  /// Audits message `m` of `batch`: its pairs are `pairs` of `result`
+  /// (evaluated with `Evaluator.Output.audit`), the log's pushes for its
+  /// line `pushes`.
+  mutating func audit(
+    _ batch: MessageBatch, _ m: Int, _ result: ChunkResult, pairs: Range<Int>,
+    pushes: inout [SentPush]
+  ) {
+    let line = batch.lines[m]
+    let hour = Int(LocalTime.utcHour(millis: batch.ts[m]))
+    found.removeAll(keepingCapacity: true)
+    pushes.sort { a, b in
+      (UInt32(bitPattern: a.user), UInt32(bitPattern: a.device), a.file, a.logLine)
+        < (UInt32(bitPattern: b.user), UInt32(bitPattern: b.device), b.file, b.logLine)
+    }
+    for (k, push) in pushes.enumerated() {
+      tally.countSent(gateway: gatewayKey(push))
+      func note(_ kind: FindingKind, reason: String? = nil, deliverAt: Int64? = nil) {
+        found.append(
+          Found(
+            kind: kind, user: push.user, device: push.device, push: k, reason: reason,
+            deliverAt: deliverAt, order: found.count))
+      }
+      guard push.user >= 0 else {
+        note(.spurious, reason: SpuriousReason.unknownUser.name)
+        tally.spurious[SpuriousReason.unknownUser.slot] += 1
+        continue
+      }
+      guard let p = pair(of: push.user, in: pairs, result) else {
+        let why: SpuriousReason = push.user == batch.sender[m] ? .sender : .notMember
+        note(.spurious, reason: why.name)
+        tally.spurious[why.slot] += 1
+        continue
+      }
+      let outcome = result.pairOutcomes[p]
+      guard outcome.isDelivered else {
+        let reason = Reason(rawValue: outcome.rawValue - UInt8(Trigger.allCases.count))!
+        note(.spurious, reason: reason.name)
+        tally.spurious[SpuriousReason.rule(reason).slot] += 1
+        continue
+      }
+      let deliverAt = result.pairDeliverAt[p]
+      guard push.device >= 0 else {
+        note(.wrongDevice, reason: WrongDeviceReason.notUsersDevice.name, deliverAt: deliverAt)
+        tally.wrongDevice[WrongDeviceReason.notUsersDevice.rawValue] += 1
+        continue
+      }
+      guard devices(of: p, result).contains(push.device) else {
+        note(.wrongDevice, reason: WrongDeviceReason.gateBlocks.name, deliverAt: deliverAt)
+        tally.wrongDevice[WrongDeviceReason.gateBlocks.rawValue] += 1
+        continue
+      }
+      let d = Int(push.device)
+      if deviceLine[d] != line {
+        deviceLine[d] = line
+        deviceSends[d] = 0
+      }
+      deviceSends[d] += 1
+      if deviceSends[d] > 1 {
+        note(.duplicate, deliverAt: deliverAt)
+      } else if let sentAt = push.sentAt, sentAt < deliverAt &- toleranceMs {
+        note(.early, deliverAt: deliverAt)
+      } else if let sentAt = push.sentAt, sentAt > deliverAt &+ toleranceMs {
+        note(.late, deliverAt: deliverAt)
+      } else {
+        tally.agree += 1
+      }
+    }
+    for p in pairs where result.pairOutcomes[p].isDelivered {
+      for d in devices(of: p, result) {
+        tally.expect(gateway: Int(index.deviceGateway[Int(d)]))
+        if deviceLine[Int(d)] != line {
+          found.append(
+            Found(
+              kind: .missed, user: result.pairUsers[p], device: d, push: nil, reason: nil,
+              deliverAt: result.pairDeliverAt[p], order: found.count + pushes.count))
+        }
+      }
+    }
+    found.sort { a, b in
+      (UInt32(bitPattern: a.user), a.order) < (UInt32(bitPattern: b.user), b.order)
+    }
+    for f in found {
+      let push = f.push.map { pushes[$0] }
+      tally.count(
+        f.kind, gateway: push.map(gatewayKey) ?? .row(Int(index.deviceGateway[Int(f.device)])),
+        hour: hour)
+      write(
+        f.kind, line: line, message: batch.idJSON.withBytes(m) { Array($0) }, user: f.user,
+        device: f.device, push: push, reason: f.reason, deliverAt: f.deliverAt)
+    }
+  }
+
+  /// A push for a message no traffic line has.
+  mutating func unknownMessage(_ push: SentPush) {
+    tally.countSent(gateway: gatewayKey(push))
+    tally.count(.unknownMessage, gateway: gatewayKey(push), hour: nil)
+    write(
+      .unknownMessage, line: nil, message: push.names?.message ?? [], user: push.user,
+      device: push.device, push: push, reason: nil, deliverAt: nil)
+  }
+
+  /// The pair of user row `u` among `pairs` (in user row order), if any.
+  private func pair(of u: Int32, in pairs: Range<Int>, _ result: ChunkResult) -> Int? {
+    var lo = pairs.lowerBound
+    var hi = pairs.upperBound
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if result.pairUsers[mid] < u { lo = mid + 1 } else { hi = mid }
+    }
+    return lo < pairs.upperBound && result.pairUsers[lo] == u ? lo : nil
+  }
+
+  /// The devices pair `p` is delivered to.
+  private func devices(of p: Int, _ result: ChunkResult) -> ArraySlice<Int32> {
+    let start = p == 0 ? 0 : Int(result.pairDeviceEnds[p - 1])
+    return result.pairDevices[start..<Int(result.pairDeviceEnds[p])]
+  }
+
+  private func gatewayKey(_ push: SentPush) -> AuditTally.GatewayKey {
+    if push.device >= 0 { return .row(Int(index.deviceGateway[Int(push.device)])) }
+    guard let names = push.names?.gateway else { return .named("") }
+    let row = names.withUnsafeBytes { raw -> Int32? in
+      var decoded: [UInt8] = []
+      var s = JSONScanner(raw)
+      guard (try? s.string(into: &decoded)) != nil else { return nil }
+      return decoded.withUnsafeBytes { index.gateways.find($0) }
+    }
+    if let row { return .row(Int(row)) }
+    return .named(String(decoding: names.dropFirst().dropLast(), as: UTF8.self))
+  }
+
+  /// One line of findings.ndjson.
+  private mutating func write(
+    _ kind: FindingKind, line: Int?, message: [UInt8], user: Int32, device: Int32,
+    push: SentPush?, reason: String?, deliverAt: Int64?
+  ) {
+    lines += #"{"kind":""#.utf8
+    lines += kind.name.utf8
+    lines.append(UInt8(ascii: "\""))
+    if let line {
+      lines += #","line":"#.utf8
+      JSONText.appendDecimal(Int64(line), to: &lines)
+    }
+    lines += #","message":"#.utf8
+    lines += message
+    lines += #","user":"#.utf8
+    let userJSON = user >= 0 ? Array(index.userJSON[Int(user)]) : push?.names?.user ?? []
+    lines += userJSON
+    if device >= 0 {
+      let d = Int(device)
+      lines += #","gateway":"#.utf8
+      lines += index.gatewayJSON[Int(index.deviceGateway[d])]
+      lines += #","token":"#.utf8
+      lines += Self.token(in: index.deviceJSON[d])
+      lines += #","device":"#.utf8
+      JSONText.appendDecimal(index.deviceIDs[d], to: &lines)
+    } else if let names = push?.names {
+      if let gateway = names.gateway {
+        lines += #","gateway":"#.utf8
+        lines += gateway
+      }
+      if let token = names.token {
+        lines += #","token":"#.utf8
+        lines += token
+      }
+      if let id = names.deviceID {
+        lines += #","device":"#.utf8
+        JSONText.appendDecimal(id, to: &lines)
+      }
+    }
+    if let reason {
+      lines += #","reason":""#.utf8
+      lines += reason.utf8
+      lines.append(UInt8(ascii: "\""))
+    }
+    if let deliverAt {
+      lines += #","deliver_at":"#.utf8
+      JSONText.appendDecimal(deliverAt, to: &lines)
+    }
+    if let sentAt = push?.sentAt {
+      lines += #","sent_at":"#.utf8
+      JSONText.appendDecimal(sentAt, to: &lines)
+    }
+    if let push {
+      lines += #","log":"#.utf8
+      lines += JSONText.quoted("\(logNames[Int(push.file)]):\(push.logLine)")
+    }
+    if line != nil {
+      lines += #","explain":"#.utf8
+      let id = Self.decoded(message)
+      let who = Self.decoded(userJSON)
+      lines += JSONText.quoted(
+        explainCommand + " --id " + ShellWord.quoted(id) + " --user " + ShellWord.quoted(who))
+    }
+    lines += "}\n".utf8
+  }
+
+  /// The quoted token at the end of a device's JSON fragment (after the
+  /// first `,"token":`, which no quoted string can hold).
+  static func token(in fragment: Slice<Column<UInt8>>) -> ArraySlice<UInt8> {
+    let marker = Array(#","token":"#.utf8)
+    var k = fragment.startIndex
+    while k + marker.count <= fragment.endIndex {
+      if fragment[k..<(k + marker.count)].elementsEqual(marker) {
+        return ArraySlice(fragment[(k + marker.count)...])
+      }
+      k += 1
+    }
+    return []
+  }
+
+  static func decoded(_ quoted: [UInt8]) -> String {
+    quoted.withUnsafeBytes { raw in
+      var out: [UInt8] = []
+      var s = JSONScanner(raw)
+      _ = try? s.string(into: &out)
+      return String(decoding: out, as: UTF8.self)
+    }
+  }
+}
+
+/// A word for a POSIX shell: as it is when it is plain, else in single quotes.
+enum ShellWord {
+  static func quoted(_ word: String) -> String {
+    let plain =
+      !word.isEmpty
+      && word.utf8.allSatisfy { c in
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+          || "_./:@%+=,-".utf8.contains(c)
+      }
+    return plain
+      ? word
+      : "'"
+        + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#)
+        + "'"
+  }
+}
