@@ -129,11 +129,13 @@ public enum Audit {
 
     var report: AuditReport
     do {
-      let logs = try SentLogs(paths: options.sent, messages: messages, index: index)
+      let logs = try SentLogs(
+        paths: options.sent, messages: messages, index: index, threads: options.threads)
       report = try attempt(options, index: index, logs: logs)
     } catch .outOfOrder(let file, let line) {
       // Read again, whole and sorted; the first attempt's files are gone.
-      let logs = try SentLogs(sortedFrom: options.sent, messages: messages, index: index)
+      let logs = try SentLogs(
+        sortedFrom: options.sent, messages: messages, index: index, threads: options.threads)
       report = try attempt(
         options, index: index, logs: logs, sortedAt: "\(options.sent[file]):\(line)")
     }

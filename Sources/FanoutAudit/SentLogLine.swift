@@ -2,6 +2,10 @@ import FanoutIndex
 import FanoutModel
 import FanoutTraffic
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One push a sent log says went out, resolved against the index: which
 /// user row, which of that user's devices, when.
 struct SentPush {
@@ -41,16 +45,21 @@ struct SentPush {
 struct SentLogParser {
   let index: Index
   private var key: [UInt8] = []
-  private var text: [UInt8] = []
-  private var quoted: [UInt8] = []
+  /// Each string field's bytes decoded, and quoted as the index quotes
+  /// (reused from line to line: nothing is allocated for a known push).
+  private var message = StringField()
+  private var user = StringField()
+  private var gateway = StringField()
+  private var token = StringField()
 
   init(index: Index) { self.index = index }
 
   struct Failure: Error { let reason: String }
 
-  /// The pushes of one line (none for a gateway line without recipients).
+  /// The pushes of one line (none for a gateway line without recipients),
+  /// with the hash of the message id quoted, and the id itself.
   mutating func parse(_ line: UnsafeRawBufferPointer, file: Int32, number: Int) throws(Failure)
-    -> (message: [UInt8], pushes: [SentPush])
+    -> [SentPush]
   {
     var fields = Fields()
     var scanner = JSONScanner(line)
@@ -61,9 +70,9 @@ struct SentLogParser {
     } catch {
       throw Failure(reason: error.reason)
     }
-    guard let message = fields.message else { throw Failure(reason: "missing field 'message'") }
-    let messageJSON = try quotedString(line, message, "message")
-    let idHash = messageJSON.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+    guard let id = fields.message else { throw Failure(reason: "missing field 'message'") }
+    try message.read(line, id, "message")
+    let idHash = message.quoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
     var pushes: [SentPush] = []
     if let recipients = fields.recipients {
       let ts = try fields.ts.map { (r) throws(Failure) in try integer(line, r, "ts") }
@@ -82,10 +91,13 @@ struct SentLogParser {
       pushes[k].idHash = idHash
       pushes[k].file = file
       pushes[k].logLine = number
-      pushes[k].names?.message = messageJSON
+      pushes[k].names?.message = message.quoted
     }
-    return (messageJSON, pushes)
+    return pushes
   }
+
+  /// The message id of the line last parsed, quoted.
+  var messageQuoted: [UInt8] { message.quoted }
 
   /// The fields of each object of the array at `range`.
   private mutating func recipientFields(_ line: UnsafeRawBufferPointer, _ range: Range<Int>)
@@ -128,79 +140,92 @@ struct SentLogParser {
     guard let userRange = fields.user else {
       throw Failure(reason: "missing field 'user' (\(what))")
     }
-    let userJSON = try quotedString(line, userRange, "user")
-    let gatewayJSON = try fields.gateway.map { (r) throws(Failure) in
-      try quotedString(line, r, "gateway")
+    try user.read(line, userRange, "user")
+    // nil: no gateway named; -2: one the snapshot does not have.
+    var gatewayRow: Int32? = nil
+    if let range = fields.gateway {
+      try gateway.read(line, range, "gateway")
+      gatewayRow = gateway.decoded.withUnsafeBytes { index.gateways.find($0) } ?? -2
     }
-    let tokenJSON = try fields.token.map { (r) throws(Failure) in try quotedString(line, r, "token")
-    }
+    if let range = fields.token { try token.read(line, range, "token") }
     let deviceID = try fields.device.map { (r) throws(Failure) in try integer(line, r, "device") }
-    guard tokenJSON != nil || deviceID != nil else {
+    guard fields.token != nil || deviceID != nil else {
       throw Failure(reason: "needs 'token' or 'device' (\(what))")
     }
     push.sentAt = try fields.sentAt.map { (r) throws(Failure) in try integer(line, r, "sent_at") }
-    push.user = find(userJSON, in: index.users) ?? -1
-    let gateway = gatewayJSON.map { find($0, in: index.gateways) ?? -2 }
-    if push.user >= 0 && gateway != -2 {
+    push.user = user.decoded.withUnsafeBytes { index.users.find($0) } ?? -1
+    if push.user >= 0 && gatewayRow != -2 {
       push.device = device(
-        of: Int(push.user), gateway: gateway, token: tokenJSON, id: deviceID)
+        of: Int(push.user), gateway: gatewayRow, byToken: fields.token != nil, id: deviceID)
     }
     if push.device < 0 {
       let names = SentPush.Names()
-      names.user = userJSON
-      names.gateway = gatewayJSON
-      names.token = tokenJSON
+      names.user = user.quoted
+      names.gateway = fields.gateway == nil ? nil : gateway.quoted
+      names.token = fields.token == nil ? nil : token.quoted
       names.deviceID = deviceID
       push.names = names
     }
     return push
   }
 
-  /// The device of user `u` with this token (else this device id), on
-  /// `gateway` when the log names one; -1 if none.
-  private func device(of u: Int, gateway: Int32?, token: [UInt8]?, id: Int64?) -> Int32 {
+  /// The device of user `u` with the token just read (else with device id
+  /// `id`), on `gateway` when the log names one; -1 if none.
+  private func device(of u: Int, gateway: Int32?, byToken: Bool, id: Int64?) -> Int32 {
     let devices = Int(index.userDevices[u])..<Int(index.userDevices[u + 1])
     for d in devices {
       if let gateway, Int32(index.deviceGateway[d]) != gateway { continue }
-      if let token {
-        // A device's JSON fragment ends with `,"token":` and its quoted token.
-        let fragment = index.deviceJSON[d]
-        if fragment.count > token.count + 9,
-          fragment.suffix(token.count).elementsEqual(token),
-          fragment.dropLast(token.count).suffix(9).elementsEqual(#","token":"#.utf8)
-        {
-          return Int32(d)
+      let found =
+        byToken
+        ? token.quoted.withUnsafeBytes { quoted in
+          index.deviceJSON.withBytes(d) { Self.endsWithToken($0, quoted) }
         }
-      } else if let id, index.deviceIDs[d] == id {
-        return Int32(d)
-      }
+        : index.deviceIDs[d] == id
+      if found { return Int32(d) }
     }
     return -1
   }
 
-  private func find(_ quoted: [UInt8], in table: StringTable) -> Int32? {
-    // The table holds the decoded strings: look the decoded form up.
-    return quoted.withUnsafeBytes { raw in
-      var decoded: [UInt8] = []
-      var s = JSONScanner(raw)
-      guard (try? s.string(into: &decoded)) != nil else { return nil }
-      return decoded.withUnsafeBytes { table.find($0) }
-    }
+  /// Whether a device's JSON fragment, which ends with `,"token":` and its
+  /// quoted token, ends with the token `quoted`.
+  static func endsWithToken(_ fragment: UnsafeRawBufferPointer, _ quoted: UnsafeRawBufferPointer)
+    -> Bool
+  {
+    let marker = StaticString(#","token":"#)
+    let n = quoted.count
+    let m = marker.utf8CodeUnitCount
+    guard fragment.count >= n + m else { return false }
+    return memcmp(fragment.baseAddress! + fragment.count - n, quoted.baseAddress!, n) == 0
+      && memcmp(fragment.baseAddress! + fragment.count - n - m, marker.utf8Start, m) == 0
   }
 
-  /// A string field, re-quoted canonically (as the index and the traffic
-  /// quote ids), so that equal strings have equal bytes.
-  private mutating func quotedString(
-    _ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String
-  ) throws(Failure) -> [UInt8] {
-    var scanner = JSONScanner(line)
-    scanner.i = range.lowerBound
-    guard scanner.peek == UInt8(ascii: "\"") else {
-      throw Failure(reason: "field '\(name)' is not a string")
+  /// A string field's value: decoded, and quoted canonically (as the index
+  /// and the traffic parser quote), so that equal strings have equal bytes.
+  /// A value without a backslash is both already, give or take its quotes.
+  struct StringField {
+    var decoded: [UInt8] = []
+    var quoted: [UInt8] = []
+
+    mutating func read(_ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String)
+      throws(Failure)
+    {
+      guard line[range.lowerBound] == UInt8(ascii: "\"") else {
+        throw Failure(reason: "field '\(name)' is not a string")
+      }
+      decoded.removeAll(keepingCapacity: true)
+      quoted.removeAll(keepingCapacity: true)
+      let inner = UnsafeRawBufferPointer(
+        rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
+      if !inner.contains(UInt8(ascii: "\\")) {
+        decoded.append(contentsOf: inner)
+        quoted.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[range]))
+        return
+      }
+      var scanner = JSONScanner(line)
+      scanner.i = range.lowerBound
+      do { try scanner.string(into: &decoded) } catch { throw Failure(reason: error.reason) }
+      decoded.withUnsafeBytes { JSONText.appendQuoted($0, to: &quoted) }
     }
-    text.removeAll(keepingCapacity: true)
-    do { try scanner.string(into: &text) } catch { throw Failure(reason: error.reason) }
-    return JSONText.quoted(text)
   }
 
   /// An integer field (no fraction or exponent), without overflow.

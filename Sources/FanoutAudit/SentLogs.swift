@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutKernel
 import FanoutOutput
 
 /// A sent log's line that could not be read: skipped, and reported with
@@ -9,6 +10,103 @@ struct UnreadableLine {
   var reason: String
 }
 
+/// One sent log, read a block of lines at a time and parsed on every core:
+/// its lines' pushes in order.
+final class ParsedLogFile {
+  /// One line, parsed.
+  enum Line {
+    case blank
+    case unreadable(String)
+    /// Pushes of a message the traffic has.
+    case pushes([SentPush])
+    /// Pushes of a message no traffic line has (with the id the log gave).
+    case unknown([SentPush])
+  }
+
+  let file: Int32
+  private let reader: LZ4LineReader
+  private let index: Index
+  private let messages: MessageLines
+  private let threads: Int
+  private var block: [Line] = []
+  private var next = 0
+  /// The number of the line `block[0]` is.
+  private var firstLine = 1
+
+  static let blockLines = 16_384
+  static let chunkLines = 1_024
+
+  init(path: String, file: Int32, index: Index, messages: MessageLines, threads: Int)
+    throws(OutputError)
+  {
+    reader = try LZ4LineReader(path: path, plainTextAccepted: true)
+    self.file = file
+    self.index = index
+    self.messages = messages
+    self.threads = threads
+  }
+
+  /// The next line and its number; nil at the end of the file.
+  func nextLine() throws(OutputError) -> (number: Int, line: Line)? {
+    if next == block.count {
+      firstLine += block.count
+      block = try readBlock()
+      next = 0
+      if block.isEmpty { return nil }
+    }
+    defer { next += 1 }
+    return (firstLine + next, block[next])
+  }
+
+  /// Reads up to `blockLines` lines, and parses them in chunks, in parallel.
+  private func readBlock() throws(OutputError) -> [Line] {
+    var bytes: [UInt8] = []
+    var ends: [Int] = []
+    while ends.count < Self.blockLines, let line = try reader.nextLine() {
+      bytes += line.last == 0x0D ? line.dropLast() : line
+      ends.append(bytes.count)
+    }
+    let count = ends.count
+    let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
+    let (index, messages, file, first) = (index, messages, file, firstLine)
+    let (text, lineEnds) = (bytes, ends)
+    let parsed = runChunks(count: chunks, workers: threads, empty: [Line]()) { c in
+      var parser = SentLogParser(index: index)
+      var lines: [Line] = []
+      text.withUnsafeBytes { raw in
+        for k in (c * Self.chunkLines)..<min((c + 1) * Self.chunkLines, count) {
+          let start = k == 0 ? 0 : lineEnds[k - 1]
+          let line = UnsafeRawBufferPointer(rebasing: raw[start..<lineEnds[k]])
+          lines.append(Self.parse(line, &parser, messages, file: file, number: first + k))
+        }
+      }
+      return lines
+    }
+    return parsed.flatMap { $0 }
+  }
+
+  private static func parse(
+    _ text: UnsafeRawBufferPointer, _ parser: inout SentLogParser, _ messages: MessageLines,
+    file: Int32, number: Int
+  ) -> Line {
+    if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return .blank }
+    do {
+      var pushes = try parser.parse(text, file: file, number: number)
+      guard let first = pushes.first, !messages.contains(hash: first.idHash) else {
+        return .pushes(pushes)
+      }
+      for k in pushes.indices {
+        let names = pushes[k].names ?? SentPush.Names()
+        names.message = parser.messageQuoted
+        pushes[k].names = names
+      }
+      return .unknown(pushes)
+    } catch {
+      return .unreadable(error.reason)
+    }
+  }
+}
+
 /// The pushes of the sent logs, handed out traffic line by traffic line.
 ///
 /// A log in traffic order (as Fanout's own gateway files are, and a log
@@ -16,67 +114,60 @@ struct UnreadableLine {
 /// the traffic is evaluated, the files side by side, holding only the
 /// pushes of the line at hand: memory does not grow with the log. When a
 /// push turns up behind the line at hand (its message's lines are all
-/// done), the log is not in traffic order: `take` throws `OutOfOrder`, and
+/// done), the log is not in traffic order: `take` throws `.outOfOrder`, and
 /// the audit starts again with `SentLogs(sortedFrom:)`, which reads every
-/// push first (about 48 bytes each) and sorts them by traffic line.
+/// push first (64 bytes each) and sorts them by traffic line.
 final class SentLogs {
   private let paths: [String]
   private let messages: MessageLines
-  private var parser: SentLogParser
-  /// Streaming: per file, its reader and the pushes of its next line.
-  private var readers: [LZ4LineReader] = []
+  /// Streaming: per file, its lines and the pushes of its next line.
+  private var files: [ParsedLogFile] = []
   private var heads: [[SentPush]] = []
-  private var lineNumbers: [Int] = []
   /// Sorted: every push, by traffic line, and the next to hand out.
   private var sorted: [SentPush]? = nil
   private var cursor = 0
 
-  /// Pushes naming a message that no traffic line has, in log order.
+  /// Pushes naming a message that no traffic line has.
   private(set) var unknown: [SentPush] = []
   private(set) var unreadable: [UnreadableLine] = []
   private(set) var logLines = 0
   private(set) var pushesRead = 0
-  var isSorted: Bool { sorted != nil }
 
   /// Opens the logs to read them in traffic order.
-  init(paths: [String], messages: MessageLines, index: Index) throws(AuditError) {
+  init(paths: [String], messages: MessageLines, index: Index, threads: Int) throws(AuditError) {
     self.paths = paths
     self.messages = messages
-    parser = SentLogParser(index: index)
-    for path in paths {
+    for (f, path) in paths.enumerated() {
       do {
-        readers.append(try LZ4LineReader(path: path, plainTextAccepted: true))
+        files.append(
+          try ParsedLogFile(
+            path: path, file: Int32(f), index: index, messages: messages, threads: threads))
       } catch { throw .log(error) }
       heads.append([])
-      lineNumbers.append(0)
     }
     for f in paths.indices { _ = try advance(f, frontier: 0) }
   }
 
   /// Reads every push of the logs, then sorts them by traffic line (each
   /// placed at its message id's first line).
-  init(sortedFrom paths: [String], messages: MessageLines, index: Index) throws(AuditError) {
+  init(sortedFrom paths: [String], messages: MessageLines, index: Index, threads: Int)
+    throws(AuditError)
+  {
     self.paths = paths
     self.messages = messages
-    parser = SentLogParser(index: index)
     var all: [SentPush] = []
     for (f, path) in paths.enumerated() {
-      var number = 0
       do {
-        let reader = try LZ4LineReader(path: path, plainTextAccepted: true)
-        while let line = try reader.nextLine() {
-          number += 1
-          guard let (message, pushes) = parsedLine(line, file: Int32(f), number: number),
-            let first = pushes.first
+        let file = try ParsedLogFile(
+          path: path, file: Int32(f), index: index, messages: messages, threads: threads)
+        while let (number, line) = try file.nextLine() {
+          guard let pushes = known(line, file: Int32(f), number: number), let first = pushes.first
           else { continue }
-          switch messages.place(hash: first.idHash, from: 0) {
-          case .line(let l):
-            all += pushes.map {
-              var placed = $0
-              placed.line = l
-              return placed
-            }
-          case .passed, .unknown: unknown += pushes.map { unknownPush($0, message: message) }
+          guard case .line(let l) = messages.place(hash: first.idHash, from: 0) else { continue }
+          all += pushes.map {
+            var placed = $0
+            placed.line = l
+            return placed
           }
         }
       } catch { throw .log(error) }
@@ -97,7 +188,7 @@ final class SentLogs {
       }
       return
     }
-    for f in readers.indices {
+    for f in files.indices {
       while let first = heads[f].first, first.line == line {
         pushes += heads[f]
         if let behind = try advance(f, frontier: line) {
@@ -108,24 +199,19 @@ final class SentLogs {
   }
 
   /// Reads file `f` on to its next line with pushes that belong to a
-  /// traffic line from `frontier` on, keeping pushes of unknown messages
-  /// aside; returns where a push behind `frontier` was met, if one was.
+  /// traffic line from `frontier` on; returns a push behind `frontier`,
+  /// if one was met.
   private func advance(_ f: Int, frontier: Int) throws(AuditError) -> SentPush? {
     heads[f] = []
     while true {
-      let next: ArraySlice<UInt8>?
-      do { next = try readers[f].nextLine() } catch { throw .log(error) }
-      guard let line = next else { return nil }
-      lineNumbers[f] += 1
-      guard let (message, parsed) = parsedLine(line, file: Int32(f), number: lineNumbers[f]),
-        let first = parsed.first
+      let next: (number: Int, line: ParsedLogFile.Line)?
+      do { next = try files[f].nextLine() } catch { throw .log(error) }
+      guard let (number, line) = next else { return nil }
+      guard var pushes = known(line, file: Int32(f), number: number), let first = pushes.first
       else { continue }
-      var pushes = parsed
       switch messages.place(hash: first.idHash, from: frontier) {
-      case .unknown:
-        unknown += pushes.map { unknownPush($0, message: message) }
-      case .passed:
-        return first
+      case .unknown: continue  // (`known` keeps those)
+      case .passed: return first
       case .line(let l):
         for k in pushes.indices { pushes[k].line = l }
         heads[f] = pushes
@@ -134,34 +220,23 @@ final class SentLogs {
     }
   }
 
-  /// A push of a message no traffic line has, with the id the log gave.
-  private func unknownPush(_ push: SentPush, message: [UInt8]) -> SentPush {
-    var push = push
-    let names = push.names ?? SentPush.Names()
-    names.message = message
-    push.names = names
-    return push
-  }
-
-  /// One log line's message id (quoted) and pushes; nil for a blank line
-  /// and for an unreadable one, which is noted.
-  private func parsedLine(_ line: ArraySlice<UInt8>, file: Int32, number: Int)
-    -> (message: [UInt8], pushes: [SentPush])?
-  {
+  /// Tallies one log line; its pushes when their message is in the traffic
+  /// (pushes of unknown messages and unreadable lines are kept aside).
+  private func known(_ line: ParsedLogFile.Line, file: Int32, number: Int) -> [SentPush]? {
     logLines += 1
-    let text = line.last == 0x0D ? line.dropLast() : line
-    if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return nil }
-    let result = text.withUnsafeBytes { raw in
-      Result { () throws(SentLogParser.Failure) in try parser.parse(raw, file: file, number: number)
-      }
-    }
-    switch result {
-    case .success(let parsed):
-      pushesRead += parsed.pushes.count
-      return parsed
-    case .failure(let failure):
-      unreadable.append(UnreadableLine(file: file, line: number, reason: failure.reason))
+    switch line {
+    case .blank:
       return nil
+    case .unreadable(let reason):
+      unreadable.append(UnreadableLine(file: file, line: number, reason: reason))
+      return nil
+    case .unknown(let pushes):
+      pushesRead += pushes.count
+      unknown += pushes
+      return nil
+    case .pushes(let pushes):
+      pushesRead += pushes.count
+      return pushes
     }
   }
 
