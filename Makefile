@@ -10,7 +10,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps test-deps build install demo whatif-demo stream-demo redis-demo spark-env spark-demo report-check lint test bench bench-thresholds clean
+.PHONY: deps test-deps build install demo whatif-demo stream-demo redis-demo spark-env spark-demo report-env report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -78,14 +78,24 @@ spark-demo: build spark-env $(SAMPLE)/snapshot.sqlite
 	  else cmp $(SPARK_OUT)/one-node/$$f $(SPARK_OUT)/merged/$$f || exit 1; fi; \
 	done; echo "Spark, 3 shards: the same files as one fanout eval ($(SPARK_OUT)/merged, $(SPARK_OUT)/one-node)"
 
-# Renders that report in headless Chromium (installed if missing) and checks
-# the screenshot, $(WHATIF_OUT)/report.png, shows the page and its charts.
-report-check: whatif-demo
-	@dpkg -s chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
-	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,3000 \
-	  --screenshot=$(CURDIR)/$(WHATIF_OUT)/report.png file://$(CURDIR)/$(WHATIF_OUT)/report.html 2>/dev/null
-	python3 .ci/check-report-screenshot.py $(WHATIF_OUT)/report.png
+# The HTML reports in a real browser: headless Chromium and chromedriver from
+# Debian, Selenium from PyPI in .venv-report. .ci/check-report.py renders each
+# page at 390 px (a phone) and 1280 px and fails on horizontal overflow, a
+# missing headline or an empty chart; screenshots land beside the pages.
+REPORT_VENV := .venv-report
+report-env: $(REPORT_VENV)/.installed
+$(REPORT_VENV)/.installed:
+	@missing=""; for p in chromium chromium-driver; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the report check:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	python3 -m venv $(REPORT_VENV)
+	$(REPORT_VENV)/bin/pip install -q --disable-pip-version-check selenium
+	touch $@
+
+report-check: whatif-demo report-env
+	$(REPORT_VENV)/bin/python .ci/check-report.py $(WHATIF_OUT)/report.html
 
 # Benchmarks: package-benchmark suites in Benchmarks/, built in their own folder.
 BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench
@@ -111,7 +121,7 @@ test-deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-test: deps test-deps lint spark-env
+test: deps test-deps lint spark-env report-check
 	swift build --build-tests --explicit-target-dependency-import-check error
 	@# A hung test (or a child holding its output open) fails the run in 25 minutes, not at the CI limit.
 	@# Everything the tests write to a temporary folder goes under one, removed after the run, pass or
@@ -130,4 +140,4 @@ install: build
 	install -D -m 0755 $(FANOUT) $(DESTDIR)$(PREFIX)/bin/fanout
 
 clean:
-	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV)
+	rm -rf .build .build-bench out $(SAMPLE)/snapshot.sqlite $(SPARK_VENV) $(REPORT_VENV)

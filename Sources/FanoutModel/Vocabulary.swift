@@ -130,7 +130,30 @@ public enum Reason: UInt8, Sendable, CaseIterable {
     case .throttled: "throttled"
     }
   }
+
+  /// What the reason means, in one line, for reports read by people.
+  public var definition: String {
+    switch self {
+    case .silent: "the message was sent silently"
+    case .senderMuted: "the recipient muted the sender"
+    case .snoozed:
+      "the recipient snoozed notifications (everywhere, this kind of channel, or this channel)"
+    case .dnd: "inside the recipient's do-not-disturb hours"
+    case .muted: "the recipient's level for this channel is none (or calls are off)"
+    case .notMentioned:
+      "the recipient asked for mentions only, and the message does not mention them"
+    case .active: "the recipient was active in the app, so no push"
+    case .noDevice: "the recipient has no device"
+    case .optedOut:
+      "every device of the recipient is blocked by their category or gateway preferences"
+    case .throttled: "over the per-channel push limit for the time window"
+    }
+  }
 }
+
+/// This program and the contract it implements (`fanout --version`, and the
+/// reports' footers).
+public let fanoutVersion = "fanout 1.4.0 (contract v3)"
 
 /// What presence does to a pair whose user is active (`presence_action`).
 public enum PresenceAction: String, Sendable, CaseIterable {

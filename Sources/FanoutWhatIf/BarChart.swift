@@ -73,3 +73,57 @@ struct BarChart {
     }
   }
 }
+
+/// B − A for each label, bars up from a zero line when B is higher and down
+/// when lower, drawn as inline SVG: a change of a few percent, invisible
+/// between two tall A and B bars, shows at full height. For counts of
+/// delivered pairs: blue where more reach people, amber where fewer.
+struct DeltaChart {
+  var labels: [String]
+  var a: [Int]
+  var b: [Int]
+  var width = 920
+  var height = 200
+  var labelStep = 1
+
+  func svg(title: String) -> String {
+    let left = 64.0
+    let right = 12.0
+    let top = 28.0
+    let bottom = 30.0
+    let plotWidth = Double(width) - left - right
+    let plotHeight = Double(height) - top - bottom
+    let deltas = zip(a, b).map { $1 - $0 }
+    let reach = BarChart.niceCeiling(max(deltas.map { abs($0) }.max() ?? 0, 1))
+    let groupWidth = plotWidth / Double(max(labels.count, 1))
+    func y(_ v: Int) -> Double { top + plotHeight / 2 - plotHeight / 2 * Double(v) / Double(reach) }
+
+    var s =
+      #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
+    s += #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
+    for v in [-reach, -reach / 2, 0, reach / 2, reach] {
+      s +=
+        #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(y(v))" y2="\#(y(v))" class="\#(v == 0 ? "axis" : "grid")"/>"#
+      s +=
+        #"<text x="\#(left - 6)" y="\#(y(v) + 4)" text-anchor="end" class="tick">\#(v > 0 ? "+" : "")\#(Format.compact(v))</text>"#
+    }
+    if deltas.allSatisfy({ $0 == 0 }) {
+      s +=
+        #"<text x="\#(left + plotWidth / 2)" y="\#(y(0) - 8)" text-anchor="middle" class="tick no-change">no change</text>"#
+    }
+    for (i, label) in labels.enumerated() {
+      let d = deltas[i]
+      let x = left + groupWidth * Double(i) + groupWidth * 0.15
+      let y0 = min(y(0), y(d))
+      let h = abs(y(d) - y(0))
+      s +=
+        #"<rect x="\#(x)" y="\#(y0)" width="\#(groupWidth * 0.7)" height="\#(h)" fill="\#(d >= 0 ? "#2563eb" : "#d97706")">"#
+      s += "<title>\(HTML.escape(label)) · B − A: \(Format.signed(d))</title></rect>"
+      if i % labelStep == 0 {
+        s +=
+          #"<text x="\#(x + groupWidth * 0.35)" y="\#(Double(height) - bottom + 16)" text-anchor="middle" class="tick">\#(HTML.escape(label))</text>"#
+      }
+    }
+    return s + "</svg>"
+  }
+}

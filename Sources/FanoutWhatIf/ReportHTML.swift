@@ -26,12 +26,17 @@ extension WhatIfReport {
       <p><b>A</b> = <code>\(HTML.escape(a.snapshot))</code></p>
       \(scenario)
       <p class="muted">traffic <code>\(HTML.escape(traffic))</code>: \(Format.grouped(messages)) messages evaluated\(rejected > 0 ? ", \(Format.grouped(rejected)) lines rejected" : "") · \
-      \(Format.grouped(a.pairs)) pairs in A, \(Format.grouped(b.pairs)) in B</p>
+      \(Format.grouped(a.pairs)) pairs in A, \(Format.grouped(b.pairs)) in B · \(HTML.escape(fanoutVersion))</p>
+      <p class="muted">Beside this page: <a href="report.json">report.json</a> (every number), \
+      <a href="changes.ndjson.lz4">changes.ndjson.lz4</a> (each pair whose outcome changed), \
+      <a href="rejected.ndjson">rejected.ndjson</a>. Colours follow what a change does to \
+      people: <span class="more">blue</span>, more pushes reach them; \
+      <span class="fewer">amber</span>, fewer.</p>
       <section class="cards">
-      \(Self.card("Delivered pairs", a.delivered, b.delivered))
-      \(Self.card("Deliveries (devices)", deliveriesA, deliveriesB))
-      \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered))
-      \(Self.card("Deferred pairs", a.deferred, b.deferred))
+      \(Self.card("Delivered pairs", a.delivered, b.delivered, .reach))
+      \(Self.card("Deliveries (devices)", deliveriesA, deliveriesB, .reach))
+      \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered, .suppression))
+      \(Self.card("Deferred pairs", a.deferred, b.deferred, .suppression))
       <div class="card"><div class="label">Pairs whose outcome changed</div>\
       <div class="value">\(Format.grouped(changedPairs))</div>\
       <div class="delta">\(Format.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
@@ -46,6 +51,11 @@ extension WhatIfReport {
         b: slices.byHourUTC(.b).map(\.delivered), labelStep: 2
       ).svg(title: "UTC hour of the message")
     page +=
+      DeltaChart(
+        labels: hours, a: slices.byHourUTC(.a).map(\.delivered),
+        b: slices.byHourUTC(.b).map(\.delivered), labelStep: 2
+      ).svg(title: "B − A: delivered pairs by UTC hour of the message")
+    page +=
       BarChart(
         labels: hours, a: slices.byDeliveryHourUTC(.a).map(\.delivered),
         b: slices.byDeliveryHourUTC(.b).map(\.delivered), labelStep: 2
@@ -58,7 +68,7 @@ extension WhatIfReport {
     page += "</section>"
 
     page += "<section><h2>Where pairs went: A outcome → B outcome</h2>"
-    page += transitionTable()
+    page += #"<div class="scroll">"# + transitionTable() + "</div>"
     page += "</section>"
 
     if a.notifications != nil || b.notifications != nil {
@@ -89,7 +99,7 @@ extension WhatIfReport {
           Outcome.suppressed($0).name, a.suppressed[Int($0.rawValue)],
           b.suppressed[Int($0.rawValue)]
         )
-      })
+      }, polarity: .suppression, definitions: Reason.allCases.map(\.definition))
     page += "</section>"
 
     page += "<section><h2>Delivered pairs by channel size</h2>"
@@ -120,10 +130,12 @@ extension WhatIfReport {
     page += Self.table(header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true)
     page += "</div><div><h2>Users who change most</h2>"
     page += Self.table(header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true)
-    page += "</div></section>"
+    page +=
+      #"</div></section><p class="muted">Delivered pairs per channel and per user, A and B.</p>"#
     page += """
       <footer>Counts are (message, recipient) pairs unless they say deliveries. \
-      Written by <code>fanout whatif</code>; the numbers are in report.json.</footer>
+      Written by <code>\(HTML.escape(fanoutVersion))</code> (<code>fanout whatif</code>); the numbers \
+      are in <a href="report.json">report.json</a>.</footer>
       </main></body></html>
 
       """
@@ -174,54 +186,72 @@ extension WhatIfReport {
     return "\(h / 100).\(h % 100 < 10 ? "0" : "")\(h % 100)"
   }
 
-  private static func card(_ label: String, _ a: Int, _ b: Int) -> String {
-    let cls = b > a ? "up" : b < a ? "down" : "same"
-    return #"<div class="card"><div class="label">\#(label)</div>"#
-      + #"<div class="value">\#(Format.grouped(a)) → \#(Format.grouped(b))</div>"#
-      + #"<div class="delta \#(cls)">\#(Format.signed(b - a)) (\#(Format.percent(from: a, to: b)))</div></div>"#
+  /// What more of a count means for the people who get the pushes: more
+  /// reach, or more held back. Colours follow that, not the sign.
+  enum Polarity {
+    case reach
+    case suppression
+
+    func cls(_ change: Int) -> String {
+      if change == 0 { return "same" }
+      return (change > 0) == (self == .reach) ? "more" : "fewer"
+    }
+  }
+
+  private static func card(_ label: String, _ a: Int, _ b: Int, _ polarity: Polarity) -> String {
+    #"<div class="card"><div class="label">\#(label)</div>"#
+      + #"<div class="value"><span>\#(Format.grouped(a))</span> <span>→ \#(Format.grouped(b))</span></div>"#
+      + #"<div class="delta \#(polarity.cls(b - a))">\#(Format.signed(b - a)) (\#(Format.percent(from: a, to: b)))</div></div>"#
   }
 
   /// A table of A, B and the change, with a bar for each change.
-  private static func table(header: String, rows: [(String, Int, Int)], code: Bool = false)
-    -> String
-  {
+  private static func table(
+    header: String, rows: [(String, Int, Int)], code: Bool = false,
+    polarity: Polarity = .reach, definitions: [String]? = nil
+  ) -> String {
     guard !rows.isEmpty else { return #"<p class="muted">No change.</p>"# }
     let widest = max(rows.map { abs($0.2 - $0.1) }.max() ?? 0, 1)
     var s =
-      #"<table class="numbers"><thead><tr><th>\#(header)</th><th>A</th><th>B</th><th>change</th><th></th></tr></thead><tbody>"#
-    for (name, a, b) in rows {
+      #"<div class="scroll"><table class="numbers"><thead><tr><th>\#(header)</th><th>A</th><th>B</th><th>change</th><th></th></tr></thead><tbody>"#
+    for (k, (name, a, b)) in rows.enumerated() {
       let change = b - a
-      let width = Int((Double(abs(change)) / Double(widest) * 120).rounded())
-      let label = code ? "<code>\(HTML.escape(name))</code>" : HTML.escape(name)
+      let width = Int((Double(abs(change)) / Double(widest) * 96).rounded())
+      var label = code ? "<code>\(HTML.escape(name))</code>" : HTML.escape(name)
+      if let definitions { label += #"<div class="def">\#(HTML.escape(definitions[k]))</div>"# }
+      let cls = polarity.cls(change)
       s += "<tr><td>\(label)</td><td>\(Format.grouped(a))</td><td>\(Format.grouped(b))</td>"
-      s +=
-        #"<td class="\#(change > 0 ? "up" : change < 0 ? "down" : "same")">\#(Format.signed(change))</td>"#
-      s +=
-        #"<td><span class="bar \#(change < 0 ? "down" : "up")" style="width:\#(width)px"></span></td></tr>"#
+      s += #"<td class="\#(cls)">\#(Format.signed(change))</td>"#
+      s += #"<td><span class="bar \#(cls)" style="width:\#(width)px"></span></td></tr>"#
     }
-    return s + "</tbody></table>"
+    return s + "</tbody></table></div>"
   }
 
   private static let css = """
     body{margin:0;background:#f6f7f9;color:#1f2937;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
-    main{max-width:960px;margin:0 auto;padding:24px}
-    h1{font-size:28px;margin:0 0 8px}h2{font-size:18px;margin:0 0 10px}
-    section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px 18px;margin:16px 0}
-    section.cards{display:grid;grid-template-columns:repeat(4,1fr);gap:12px;background:none;border:0;padding:0}
-    section.pair{display:grid;grid-template-columns:1fr 1fr;gap:20px}
-    section.pair svg{max-width:100%;height:auto}
-    .card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:12px 14px}
-    .card .label{color:#6b7280;font-size:13px}.card .value{font-size:20px;font-weight:600;margin:4px 0}
-    .up{color:#1d4ed8}.down{color:#c2410c}.same{color:#6b7280}
+    main{max-width:1120px;margin:0 auto;padding:24px}
+    h1{font-size:26px;line-height:1.25;margin:0 0 8px;overflow-wrap:anywhere}h2{font-size:18px;margin:0 0 10px}
+    section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px 18px;margin:16px 0;min-width:0}
+    section.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;background:none;border:0;padding:0}
+    section.pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:20px}
+    section.pair>div{min-width:0}
+    svg{display:block;max-width:100%;height:auto}
+    .scroll{overflow-x:auto;max-width:100%}
+    .card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:12px 14px;min-width:0}
+    .card .label{color:#6b7280;font-size:13px}.card .value{font-size:19px;font-weight:600;margin:4px 0}
+    .card .value span{white-space:nowrap}
+    .more{color:#1d4ed8}.fewer{color:#b45309}.same{color:#6b7280}
+    .def{color:#6b7280;font-size:12px;max-width:360px}
+    a{color:#1d4ed8}
     .muted{color:#6b7280;font-size:13px}
-    pre{background:#f3f4f6;border-radius:6px;padding:8px 10px;white-space:pre-wrap;font-size:13px}
-    code{font-size:13px}
+    pre{background:#f3f4f6;border-radius:6px;padding:8px 10px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:13px}
+    code{font-size:13px;overflow-wrap:anywhere}
+    @media (max-width:520px){main{padding:12px}h1{font-size:21px}section{padding:12px}.numbers td,.numbers th{padding:3px 6px}}
     table{border-collapse:collapse;font-variant-numeric:tabular-nums}
     .numbers td,.numbers th{padding:4px 10px;text-align:right;border-bottom:1px solid #f0f1f3}
     .numbers td:first-child,.numbers th:first-child{text-align:left}
     .numbers td:last-child{text-align:left}
     .bar{display:inline-block;height:10px;border-radius:2px;vertical-align:middle}
-    .bar.up{background:#2563eb}.bar.down{background:#ea580c}
+    .bar.more{background:#2563eb}.bar.fewer{background:#d97706}
     .matrix th,.matrix td{padding:6px 9px;text-align:right;border:1px solid #eef0f3;font-size:13px}
     .matrix thead th{background:#f9fafb;font-weight:600}
     .matrix .rowhead{text-align:left;background:#f9fafb}

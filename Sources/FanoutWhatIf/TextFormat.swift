@@ -31,8 +31,9 @@ enum Format {
   /// A signed change: "+1,234", "−56", "0".
   static func signed(_ n: Int) -> String { n > 0 ? "+" + grouped(n) : grouped(n) }
 
-  /// 1200 → "1.2k", 3400000 → "3.4M".
+  /// 1200 → "1.2k", 3400000 → "3.4M", −1200 → "−1.2k".
   static func compact(_ n: Int) -> String {
+    if n < 0 { return "−" + compact(-n) }
     for (unit, size) in [("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)] where n >= size {
       let tenths = (n * 10 + size / 2) / size
       return tenths % 10 == 0 ? "\(tenths / 10)\(unit)" : "\(tenths / 10).\(tenths % 10)\(unit)"

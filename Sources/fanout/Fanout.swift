@@ -87,6 +87,3 @@ struct StandardError: TextOutputStream {
 
 /// The number of cores the process may use.
 func defaultThreadCount() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-
-/// `fanout --version`: the program's version and the contract it implements.
-let fanoutVersion = "fanout 1.3.0 (contract v2)"

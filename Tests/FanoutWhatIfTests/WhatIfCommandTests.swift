@@ -202,8 +202,15 @@ struct WhatIfCommandTests {
     let addresses = html.components(separatedBy: "http").count - 1
     let svgNamespaces = html.components(separatedBy: "http://www.w3.org/2000/svg").count - 1
     #expect(addresses == svgNamespaces)
-    // Charts: hour of message, hour of delivery, local hour, kind, size.
-    #expect(html.components(separatedBy: "<svg ").count - 1 == 5)
+    // Charts: hour of message, its B − A, hour of delivery, local hour, size, gateway.
+    #expect(html.components(separatedBy: "<svg ").count - 1 == 6)
+    #expect(html.contains(#"aria-label="B − A: delivered pairs by UTC hour of the message""#))
+    // Links to the files beside it; reasons with their definitions.
+    #expect(
+      html.contains(#"<a href="report.json">"#) && html.contains(#"<a href="changes.ndjson.lz4">"#))
+    #expect(
+      html.contains("inside the recipient&#39;s do-not-disturb hours")
+        || html.contains("inside the recipient's do-not-disturb hours"))
     #expect(html.contains("messaging:general"))  // the channel that changes most
   }
 
