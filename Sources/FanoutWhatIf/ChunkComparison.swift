@@ -21,6 +21,11 @@ struct ComparedChunk: Sendable {
   /// `changes.ndjson.lz4` blocks for the changed pairs.
   var changeBlocks: [UInt8] = []
   var changedPairs = 0
+  /// The user row of every pair whose outcome changed.
+  var changedUsers: [Int32] = []
+  /// The first and last message's ts, for the days the traffic spans.
+  var firstTs = Int64.max
+  var lastTs = Int64.min
 
   init(gateways: [Int]) {
     counters = gateways.map(Counters.init(gateways:))
@@ -61,6 +66,8 @@ struct ChunkComparer: ChunkWork {
     for (k, m) in messages.enumerated() {
       let channel = Int(batch.channel[m])
       let ts = batch.ts[m]
+      chunk.firstTs = min(chunk.firstTs, ts)
+      chunk.lastTs = max(chunk.lastTs, ts)
       let utcHour = LocalTime.utcHour(millis: ts)
       sides[0].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
       sides[1].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
@@ -92,6 +99,7 @@ struct ChunkComparer: ChunkWork {
           Int(outcomeA.rawValue) * Outcome.allCases.count + Int(outcomeB.rawValue)] += 1
         if outcomeA != outcomeB {
           chunk.changedPairs += 1
+          chunk.changedUsers.append(user)
           changes += #"{"message":"#.utf8
           changes += batch.idJSON[m]
           changes += #","user":"#.utf8

@@ -40,6 +40,9 @@ extension WhatIfReport {
       <div class="card"><div class="label">Pairs whose outcome changed</div>\
       <div class="value">\(Format.grouped(changedPairs))</div>\
       <div class="delta">\(Format.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
+      <div class="card"><div class="label">Users affected</div>\
+      <div class="value">\(Format.grouped(usersAffected))</div>\
+      <div class="delta">users with a pair whose outcome changed</div></div>
       </section>
 
       """
@@ -67,6 +70,7 @@ extension WhatIfReport {
       ).svg(title: "Hour in the recipient's own time zone")
     page += "</section>"
 
+    page += pushesSection()
     page += "<section><h2>Where pairs went: A outcome → B outcome</h2>"
     page += #"<div class="scroll">"# + transitionTable() + "</div>"
     page += "</section>"
@@ -140,6 +144,34 @@ extension WhatIfReport {
 
       """
     return Array(page.utf8)
+  }
+
+  /// Notification fatigue: delivered pairs per user per day on each side,
+  /// and how many users are above the budget.
+  private func pushesSection() -> String {
+    func tenths(_ t: Int) -> String { "\(Format.grouped(t / 10)).\(t % 10)" }
+    let (x, y) = (pushesPerDay[0], pushesPerDay[1])
+    var s = "<section><h2>Pushes per user per day</h2>"
+    s +=
+      #"<div class="scroll"><table class="numbers"><thead><tr><th></th><th>A</th><th>B</th></tr></thead><tbody>"#
+    for (label, a, b) in [
+      ("median (p50)", x.p50Tenths, y.p50Tenths), ("p90", x.p90Tenths, y.p90Tenths),
+      ("p99", x.p99Tenths, y.p99Tenths), ("most", x.maxTenths, y.maxTenths),
+    ] {
+      s += "<tr><td>\(label)</td><td>\(tenths(a))</td><td>\(tenths(b))</td></tr>"
+    }
+    let cls = Polarity.suppression.cls(y.overBudget - x.overBudget)
+    s +=
+      "<tr><td>users above \(budget) a day</td><td>\(Format.grouped(x.overBudget)) "
+      + "(\(Format.share(x.overBudget, of: x.users)))</td><td class=\"\(cls == "more" ? "same" : cls)\">"
+      + "\(Format.grouped(y.overBudget)) (\(Format.share(y.overBudget, of: y.users)))</td></tr>"
+    s += "</tbody></table></div>"
+    s +=
+      #"<p class="muted">Delivered pairs (the pushes a person sees, whatever their devices) per user, "#
+      + "over the \(days == 1 ? "day" : "\(days) days") the traffic spans, among the "
+      + "\(Format.grouped(max(x.users, y.users))) users who get at least one on either side. "
+      + "The budget is <code>--budget</code> (\(budget)).</p></section>"
+    return s
   }
 
   /// The transition matrix, with only the outcomes that occur; cells are

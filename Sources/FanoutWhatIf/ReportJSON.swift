@@ -52,6 +52,10 @@ extension WhatIfReport {
       "    [" + (0..<n).map { String(transitions[r * n + $0]) }.joined(separator: ",") + "]"
     }
     let hours = (0..<24).map(String.init)
+    func tenths(_ t: Int) -> String { "\(t / 10).\(t % 10)" }
+    func pushes(_ p: PushesPerDay) -> String {
+      #"{"users":\#(p.users),"p50":\#(tenths(p.p50Tenths)),"p90":\#(tenths(p.p90Tenths)),"p99":\#(tenths(p.p99Tenths)),"max":\#(tenths(p.maxTenths)),"over_budget":\#(p.overBudget)}"#
+    }
     let text = """
       {
         "messages": \(messages),
@@ -59,6 +63,10 @@ extension WhatIfReport {
         "a": \(side(.a)),
         "b": \(side(.b)),
         "changed_pairs": \(changedPairs),
+        "users_affected": \(usersAffected),
+        "days": \(days),
+        "budget": \(budget),
+        "pushes_per_user_per_day": {"a": \(pushes(pushesPerDay[0])), "b": \(pushes(pushesPerDay[1]))},
         "outcomes": [\(Outcome.allCases.map { q($0.name) }.joined(separator: ","))],
         "transitions": [
       \(matrix.joined(separator: ",\n"))

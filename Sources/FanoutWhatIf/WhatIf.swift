@@ -28,6 +28,9 @@ public struct WhatIfOptions: Sendable {
   public var overwrite: Bool
   /// How long to wait for a writer holding a snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// Pushes per user per day above which a user counts as over budget.
+  public var budget = WhatIfOptions.defaultBudget
+  public static let defaultBudget = 20
   /// Where compiled snapshots are read from and added to (A and a named B;
   /// never a B made by `--sql`); nil for none.
   public var indexCache: IndexCache? = nil

@@ -13,11 +13,16 @@ struct ComparisonTotals {
   /// Per side: delivered pairs per channel row and per user row.
   var channelDelivered: [[Int]]
   var userDelivered: [[Int]]
+  /// Per user row: whether any of its pairs changed outcome.
+  var userChanged: [Bool]
+  var firstTs = Int64.max
+  var lastTs = Int64.min
 
   init(a: Index, b: Index) {
     counters = [Counters(gateways: a.gateways.count), Counters(gateways: b.gateways.count)]
     channelDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.channels.count), count: 2)
     userDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.users.count), count: 2)
+    userChanged = [Bool](repeating: false, count: a.users.count)
   }
 
   var messages: Int { counters[0].messages }
@@ -33,6 +38,9 @@ struct ComparisonTotals {
     for i in transitions.indices { transitions[i] += chunk.transitions[i] }
     slices.add(chunk.slices)
     changedPairs += chunk.changedPairs
+    for user in chunk.changedUsers { userChanged[Int(user)] = true }
+    firstTs = min(firstTs, chunk.firstTs)
+    lastTs = max(lastTs, chunk.lastTs)
   }
 }
 
@@ -101,6 +109,25 @@ public struct WhatIfReport: Sendable {
   public var byGateway: [[Tally]]
   public var topChannels: [Change]
   public var topUsers: [Change]
+  /// Users with at least one pair whose outcome changed.
+  public var usersAffected: Int
+  /// Whole days the traffic spans (at least 1), and per side the delivered
+  /// pairs per user per day.
+  public var days: Int
+  public var budget: Int
+  public var pushesPerDay: [PushesPerDay]
+
+  /// Delivered pairs (pushes a person sees) per user per day, among the
+  /// users who get at least one on either side: nearest-rank percentiles,
+  /// in tenths, and how many are above the budget.
+  public struct PushesPerDay: Sendable {
+    public var users = 0
+    public var p50Tenths = 0
+    public var p90Tenths = 0
+    public var p99Tenths = 0
+    public var maxTenths = 0
+    public var overBudget = 0
+  }
   /// Wall-clock seconds per phase of the run, in order (not written to the
   /// report files, which depend only on the inputs).
   public var phases: [(phase: String, seconds: Double)] = []
@@ -150,6 +177,25 @@ public struct WhatIfReport: Sendable {
     }
     topChannels = Self.top(totals.channelDelivered, names: a.channels)
     topUsers = Self.top(totals.userDelivered, names: a.users)
+    usersAffected = totals.userChanged.reduce(0) { $0 + ($1 ? 1 : 0) }
+    let dayMillis: Int64 = 86_400_000
+    days =
+      totals.firstTs > totals.lastTs
+      ? 1 : Int(max(1, (totals.lastTs - totals.firstTs + dayMillis) / dayMillis))
+    budget = options.budget
+    let received = totals.userDelivered[0].indices.filter {
+      totals.userDelivered[0][$0] > 0 || totals.userDelivered[1][$0] > 0
+    }
+    pushesPerDay = (0..<2).map { [days, budget] s in
+      // Tenths of a push per day: `count * 10 / days`, rounded down.
+      let perDay = received.map { totals.userDelivered[s][$0] * 10 / days }.sorted()
+      func rank(_ p: Int) -> Int {
+        perDay.isEmpty ? 0 : perDay[max(0, (p * perDay.count + 99) / 100 - 1)]
+      }
+      return PushesPerDay(
+        users: perDay.count, p50Tenths: rank(50), p90Tenths: rank(90), p99Tenths: rank(99),
+        maxTenths: perDay.last ?? 0, overBudget: perDay.filter { $0 > budget * 10 }.count)
+    }
   }
 
   /// The run in one sentence: what B does to the delivered pairs, and how

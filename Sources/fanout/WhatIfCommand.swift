@@ -44,10 +44,14 @@ extension Fanout {
     @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
     var out: String
 
+    @Option(help: "Pushes per user per day above which a user is over budget (default: 20).")
+    var budget = WhatIfOptions.defaultBudget
+
     @OptionGroup var runOptions: RunOptions
     @OptionGroup var indexCacheOptions: IndexCacheOptions
 
     func validate() throws {
+      if budget < 0 { throw ValidationError("--budget must be at least 0") }
       if (against == nil) == (sql.isEmpty && sqlFile.isEmpty) {
         throw ValidationError(
           "give exactly one of --against FILE and --sql \"SQL\" / --sql-file FILE")
@@ -79,6 +83,7 @@ extension Fanout {
         overwrite: runOptions.overwrite)
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
       options.indexCache = indexCacheOptions.cache
+      options.budget = budget
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
       do {
@@ -124,6 +129,8 @@ extension Fanout {
           ("  unread at the end", x.unread, y.unread),
         ]
       }
+      let (pa, pb) = (r.pushesPerDay[0], r.pushesPerDay[1])
+      rows.append(("users over \(r.budget) pushes/day", pa.overBudget, pb.overBudget))
       func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
         let fill = String(repeating: " ", count: max(0, n - s.count))
         return left ? s + fill : fill + s
@@ -139,8 +146,8 @@ extension Fanout {
       if let words = b.rowsChangedWords { text += "the SQL changed \(words)\n" }
       text += r.headline + "\n"
       text +=
-        "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome; "
-        + "report in \(out)/report.html\n"
+        "\(r.messages) messages, \(r.rejected) rejected, \(r.changedPairs) pairs changed outcome "
+        + "for \(r.usersAffected) users; report in \(out)/report.html\n"
       text +=
         "\(threeDecimals(r.seconds)) s: "
         + r.phases.map { "\($0.phase) \(threeDecimals($0.seconds)) s" }.joined(separator: ", ")

@@ -172,6 +172,38 @@ private func checkAgainstEval(
     [row["user"] as! String, String(row["a"] as! Int), String(row["b"] as! Int)]
   }
   #expect(reported == expectedTop)
+
+  // Users affected: those with a changed pair.
+  #expect(report["users_affected"] as? Int == Set(expectedChanges.map { $0[1] }).count)
+  // Pushes per user per day, among users delivered to on either side.
+  let days = try #require(report["days"] as? Int)
+  let stamps = try String(contentsOfFile: messages, encoding: .utf8).split(separator: "\n")
+    .compactMap { line -> Int64? in
+      guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+        let id = object["id"] as? String, pairs[0][id] != nil || pairs[1][id] != nil
+      else { return nil }
+      return (object["ts"] as? NSNumber)?.int64Value
+    }
+  if stamps.count == messageOrder.count, let first = stamps.min(), let last = stamps.max() {
+    #expect(days == Int(max(1, (last - first + 86_400_000) / 86_400_000)))
+  }
+  let budget = try #require(report["budget"] as? Int)
+  let receivers = Set(delivered[0].keys).union(delivered[1].keys)
+  let perDay = try #require(report["pushes_per_user_per_day"] as? [String: [String: Any]])
+  for (s, key) in ["a", "b"].enumerated() {
+    let tenths = receivers.map { (delivered[s][$0] ?? 0) * 10 / days }.sorted()
+    let reportedSide = try #require(perDay[key])
+    func rank(_ p: Int) -> Double { Double(tenths[max(0, (p * tenths.count + 99) / 100 - 1)]) / 10 }
+    #expect(reportedSide["users"] as? Int == receivers.count, "\(key) users")
+    if !tenths.isEmpty {
+      #expect((reportedSide["p50"] as? NSNumber)?.doubleValue == rank(50), "\(key) p50")
+      #expect((reportedSide["p90"] as? NSNumber)?.doubleValue == rank(90), "\(key) p90")
+      #expect((reportedSide["max"] as? NSNumber)?.doubleValue == Double(tenths.last!) / 10)
+    }
+    #expect(
+      reportedSide["over_budget"] as? Int == tenths.filter { $0 > budget * 10 }.count,
+      "\(key) over budget")
+  }
 }
 
 /// Message id → line number, for the lines of a traffic file that have an id.
