@@ -10,7 +10,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps test-deps build install demo whatif-demo stream-demo redis-demo spark-env spark-demo report-env report-check lint test bench bench-thresholds clean
+.PHONY: deps test-deps build install demo whatif-demo audit-demo stream-demo redis-demo spark-env spark-demo report-env report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -41,6 +41,19 @@ whatif-demo: build $(SAMPLE)/snapshot.sqlite
 	$(FANOUT) whatif --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
 	  --sql "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL" \
 	  --out $(WHATIF_OUT) --overwrite
+
+# An audit on the sample: eval's own gateway files, m4's FCM push left out, and
+# datasets/audit/extra-sent.ndjson (a push in quiet hours, a second push, a stale
+# token, an unknown message) as the sent log.
+AUDIT_OUT := out/audit
+audit-demo: build $(SAMPLE)/snapshot.sqlite
+	$(FANOUT) eval --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --out $(AUDIT_OUT)-day --overwrite
+	lz4 -dc $(AUDIT_OUT)-day/fcm.ndjson.lz4 | grep -v '"message":"m4"' > $(AUDIT_OUT)-fcm-without-m4.ndjson
+	$(FANOUT) audit --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --sent $(AUDIT_OUT)-day/apns.ndjson.lz4 $(AUDIT_OUT)-day/email.ndjson.lz4 \
+	  $(AUDIT_OUT)-day/webpush.ndjson.lz4 $(AUDIT_OUT)-fcm-without-m4.ndjson datasets/audit/extra-sent.ndjson \
+	  --out $(AUDIT_OUT) --overwrite
 
 # The sample through `fanout stream`, to the end of input: segment files in out/stream.
 STREAM_OUT := out/stream
@@ -94,8 +107,8 @@ $(REPORT_VENV)/.installed:
 	$(REPORT_VENV)/bin/pip install -q --disable-pip-version-check selenium
 	touch $@
 
-report-check: whatif-demo report-env
-	$(REPORT_VENV)/bin/python .ci/check-report.py $(WHATIF_OUT)/report.html
+report-check: whatif-demo audit-demo report-env
+	$(REPORT_VENV)/bin/python .ci/check-report.py $(WHATIF_OUT)/report.html $(AUDIT_OUT)/report.html
 
 # Benchmarks: package-benchmark suites in Benchmarks/, built in their own folder.
 BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench

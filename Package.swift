@@ -50,10 +50,12 @@ let package = Package(
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutSnapshot",
         "FanoutTime", "FanoutTraffic",
       ]),
+    .target(name: "FanoutReport", dependencies: ["FanoutModel"]),
     .target(
       name: "FanoutWhatIf",
       dependencies: [
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutReport",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
@@ -73,7 +75,7 @@ let package = Package(
       name: "FanoutAudit",
       dependencies: [
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
-        "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+        "FanoutReport", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutMigration",

@@ -229,10 +229,12 @@ public enum Audit {
       try rejected.sync()
       let unreadableFile = try PendingFile(directory: options.out, name: "unreadable.ndjson")
       try unreadableFile.write(unreadable)
+      let html = try PendingFile(directory: options.out, name: "report.html")
+      try html.write(final.html(snapshot: options.snapshot, traffic: options.messages))
       let json = try PendingFile(directory: options.out, name: "audit.json")
       try json.write(final.json())
       // All or none; audit.json last: its presence marks completion.
-      try PendingFile.commit(together: [findings.file, rejected, unreadableFile, json])
+      try PendingFile.commit(together: [findings.file, rejected, unreadableFile, html, json])
     }
     return report
   }

@@ -58,7 +58,7 @@ struct MessageAuditor {
         < (UInt32(bitPattern: b.user), UInt32(bitPattern: b.device), b.file, b.logLine)
     }
     for (k, push) in pushes.enumerated() {
-      tally.countSent(gateway: gatewayKey(push))
+      tally.countSent(gateway: gatewayKey(push), hour: hour)
       func note(_ kind: FindingKind, reason: String? = nil, deliverAt: Int64? = nil) {
         found.append(
           Found(
@@ -112,7 +112,7 @@ struct MessageAuditor {
     }
     for p in pairs where result.pairOutcomes[p].isDelivered {
       for d in devices(of: p, result) {
-        tally.expect(gateway: Int(index.deviceGateway[Int(d)]))
+        tally.expect(gateway: Int(index.deviceGateway[Int(d)]), hour: hour)
         if deviceLine[Int(d)] != line {
           found.append(
             Found(
@@ -137,7 +137,7 @@ struct MessageAuditor {
 
   /// A push for a message no traffic line has.
   mutating func unknownMessage(_ push: SentPush) {
-    tally.countSent(gateway: gatewayKey(push))
+    tally.countSent(gateway: gatewayKey(push), hour: nil)
     tally.count(.unknownMessage, gateway: gatewayKey(push), hour: nil)
     write(
       .unknownMessage, line: nil, message: push.names?.message ?? [], user: push.user,
@@ -230,14 +230,26 @@ struct MessageAuditor {
       lines += #","log":"#.utf8
       lines += JSONText.quoted("\(logNames[Int(push.file)]):\(push.logLine)")
     }
-    if line != nil {
+    let id = Self.decoded(message)
+    let who = Self.decoded(userJSON)
+    let explain =
+      line == nil
+      ? nil
+      : explainCommand + " --id " + ShellWord.quoted(id) + " --user " + ShellWord.quoted(who)
+    if let explain {
       lines += #","explain":"#.utf8
-      let id = Self.decoded(message)
-      let who = Self.decoded(userJSON)
-      lines += JSONText.quoted(
-        explainCommand + " --id " + ShellWord.quoted(id) + " --user " + ShellWord.quoted(who))
+      lines += JSONText.quoted(explain)
     }
     lines += "}\n".utf8
+    if tally.examples[kind.rawValue].count < AuditTally.examplesPerKind {
+      let gateway =
+        device >= 0
+        ? index.gateways[Int(index.deviceGateway[Int(device)])]
+        : push?.names?.gateway.map(Self.decoded)
+      tally.examples[kind.rawValue].append(
+        AuditTally.Example(
+          message: id, user: who, gateway: gateway, reason: reason, explain: explain))
+    }
   }
 
   /// The quoted token at the end of a device's JSON fragment (after the

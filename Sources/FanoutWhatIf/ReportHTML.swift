@@ -1,5 +1,6 @@
 import FanoutKernel
 import FanoutModel
+import FanoutReport
 
 extension WhatIfReport {
   /// `report.html`: one self-contained page (inline CSS and SVG, no scripts,
@@ -17,11 +18,6 @@ extension WhatIfReport {
         "<p><b>B</b> = <code>\(HTML.escape(b.snapshot))</code></p>"
       }
     var page = """
-      <!DOCTYPE html>
-      <html lang="en"><head><meta charset="utf-8">
-      <meta name="viewport" content="width=device-width, initial-scale=1">
-      <title>What if: \(HTML.escape(headline))</title>
-      <style>\(Self.css)</style></head><body><main>
       <h1>\(HTML.escape(headline))</h1>
       <p><b>A</b> = <code>\(HTML.escape(a.snapshot))</code></p>
       \(scenario)
@@ -33,10 +29,10 @@ extension WhatIfReport {
       people: <span class="more">blue</span>, more pushes reach them; \
       <span class="fewer">amber</span>, fewer.</p>
       <section class="cards">
-      \(Self.card("Delivered pairs", a.delivered, b.delivered, .reach))
-      \(Self.card("Deliveries (devices)", deliveriesA, deliveriesB, .reach))
-      \(Self.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered, .suppression))
-      \(Self.card("Deferred pairs", a.deferred, b.deferred, .suppression))
+      \(ReportPage.card("Delivered pairs", a.delivered, b.delivered, .reach))
+      \(ReportPage.card("Deliveries (devices)", deliveriesA, deliveriesB, .reach))
+      \(ReportPage.card("Suppressed pairs", a.pairs - a.delivered, b.pairs - b.delivered, .suppression))
+      \(ReportPage.card("Deferred pairs", a.deferred, b.deferred, .suppression))
       <div class="card"><div class="label">Pairs whose outcome changed</div>\
       <div class="value">\(Format.grouped(changedPairs))</div>\
       <div class="delta">\(Format.share(changedPairs, of: max(a.pairs, b.pairs))) of all pairs</div></div>
@@ -79,7 +75,7 @@ extension WhatIfReport {
       let none = WhatIfReport.Notifications(counters: .init(), badges: .init())
       let (x, y) = (a.notifications ?? none, b.notifications ?? none)
       page += "<section><h2>Notifications (groups, badges, reads)</h2>"
-      page += Self.table(
+      page += ReportPage.table(
         header: "Notifications",
         rows: [
           ("hidden by the group caps", x.counters.hidden, y.counters.hidden),
@@ -87,7 +83,7 @@ extension WhatIfReport {
           ("cancelled (read before due)", x.counters.cancelled, y.counters.cancelled),
           ("unread at the end", x.counters.unread, y.counters.unread),
         ])
-      page += Self.table(
+      page += ReportPage.table(
         header: "Badge at delivery",
         rows: BadgeHistogram.labels.indices.map {
           (BadgeHistogram.labels[$0], x.badges.counts[$0], y.badges.counts[$0])
@@ -96,7 +92,7 @@ extension WhatIfReport {
     }
 
     page += "<section><h2>Suppressed pairs by reason</h2>"
-    page += Self.table(
+    page += ReportPage.table(
       header: "Reason",
       rows: Reason.allCases.map {
         (
@@ -120,7 +116,7 @@ extension WhatIfReport {
         width: 450
       ).svg(title: "deliveries (one per device)")
     page += "</div><div><h2>Delivered pairs by channel kind</h2>"
-    page += Self.table(
+    page += ReportPage.table(
       header: "Kind",
       rows: Scope.allCases.map {
         (
@@ -131,19 +127,18 @@ extension WhatIfReport {
     page += "</div></section>"
 
     page += #"<section class="pair"><div><h2>Channels that change most</h2>"#
-    page += Self.table(header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true)
+    page += ReportPage.table(
+      header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true)
     page += "</div><div><h2>Users who change most</h2>"
-    page += Self.table(header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true)
+    page += ReportPage.table(header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true)
     page +=
       #"</div></section><p class="muted">Delivered pairs per channel and per user, A and B.</p>"#
     page += """
       <footer>Counts are (message, recipient) pairs unless they say deliveries. \
       Written by <code>\(HTML.escape(fanoutVersion))</code> (<code>fanout whatif</code>); the numbers \
       are in <a href="report.json">report.json</a>.</footer>
-      </main></body></html>
-
       """
-    return Array(page.utf8)
+    return ReportPage.document(title: "What if: " + headline, body: page)
   }
 
   /// Notification fatigue: delivered pairs per user per day on each side,
@@ -160,7 +155,7 @@ extension WhatIfReport {
     ] {
       s += "<tr><td>\(label)</td><td>\(tenths(a))</td><td>\(tenths(b))</td></tr>"
     }
-    let cls = Polarity.suppression.cls(y.overBudget - x.overBudget)
+    let cls = ReportPage.Polarity.suppression.cls(y.overBudget - x.overBudget)
     s +=
       "<tr><td>users above \(budget) a day</td><td>\(Format.grouped(x.overBudget)) "
       + "(\(Format.share(x.overBudget, of: x.users)))</td><td class=\"\(cls == "more" ? "same" : cls)\">"
@@ -218,80 +213,4 @@ extension WhatIfReport {
     return "\(h / 100).\(h % 100 < 10 ? "0" : "")\(h % 100)"
   }
 
-  /// What more of a count means for the people who get the pushes: more
-  /// reach, or more held back. Colours follow that, not the sign.
-  enum Polarity {
-    case reach
-    case suppression
-
-    func cls(_ change: Int) -> String {
-      if change == 0 { return "same" }
-      return (change > 0) == (self == .reach) ? "more" : "fewer"
-    }
-  }
-
-  private static func card(_ label: String, _ a: Int, _ b: Int, _ polarity: Polarity) -> String {
-    #"<div class="card"><div class="label">\#(label)</div>"#
-      + #"<div class="value"><span>\#(Format.grouped(a))</span> <span>→ \#(Format.grouped(b))</span></div>"#
-      + #"<div class="delta \#(polarity.cls(b - a))">\#(Format.signed(b - a)) (\#(Format.percent(from: a, to: b)))</div></div>"#
-  }
-
-  /// A table of A, B and the change, with a bar for each change.
-  private static func table(
-    header: String, rows: [(String, Int, Int)], code: Bool = false,
-    polarity: Polarity = .reach, definitions: [String]? = nil
-  ) -> String {
-    guard !rows.isEmpty else { return #"<p class="muted">No change.</p>"# }
-    let widest = max(rows.map { abs($0.2 - $0.1) }.max() ?? 0, 1)
-    var s =
-      #"<div class="scroll"><table class="numbers"><thead><tr><th>\#(header)</th><th>A</th><th>B</th><th>change</th><th></th></tr></thead><tbody>"#
-    for (k, (name, a, b)) in rows.enumerated() {
-      let change = b - a
-      let width = Int((Double(abs(change)) / Double(widest) * 96).rounded())
-      var label = code ? "<code>\(HTML.escape(name))</code>" : HTML.escape(name)
-      if let definitions { label += #"<div class="def">\#(HTML.escape(definitions[k]))</div>"# }
-      let cls = polarity.cls(change)
-      s += "<tr><td>\(label)</td><td>\(Format.grouped(a))</td><td>\(Format.grouped(b))</td>"
-      s += #"<td class="\#(cls)">\#(Format.signed(change))</td>"#
-      s += #"<td><span class="bar \#(cls)" style="width:\#(width)px"></span></td></tr>"#
-    }
-    return s + "</tbody></table></div>"
-  }
-
-  private static let css = """
-    body{margin:0;background:#f6f7f9;color:#1f2937;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
-    main{max-width:1120px;margin:0 auto;padding:24px}
-    h1{font-size:26px;line-height:1.25;margin:0 0 8px;overflow-wrap:anywhere}h2{font-size:18px;margin:0 0 10px}
-    section{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:16px 18px;margin:16px 0;min-width:0}
-    section.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;background:none;border:0;padding:0}
-    section.pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:20px}
-    section.pair>div{min-width:0}
-    svg{display:block;max-width:100%;height:auto}
-    .scroll{overflow-x:auto;max-width:100%}
-    .card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;padding:12px 14px;min-width:0}
-    .card .label{color:#6b7280;font-size:13px}.card .value{font-size:19px;font-weight:600;margin:4px 0}
-    .card .value span{white-space:nowrap}
-    .more{color:#1d4ed8}.fewer{color:#b45309}.same{color:#6b7280}
-    .def{color:#6b7280;font-size:12px;max-width:360px}
-    a{color:#1d4ed8}
-    .muted{color:#6b7280;font-size:13px}
-    pre{background:#f3f4f6;border-radius:6px;padding:8px 10px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:13px}
-    code{font-size:13px;overflow-wrap:anywhere}
-    @media (max-width:520px){main{padding:12px}h1{font-size:21px}section{padding:12px}.numbers td,.numbers th{padding:3px 6px}}
-    table{border-collapse:collapse;font-variant-numeric:tabular-nums}
-    .numbers td,.numbers th{padding:4px 10px;text-align:right;border-bottom:1px solid #f0f1f3}
-    .numbers td:first-child,.numbers th:first-child{text-align:left}
-    .numbers td:last-child{text-align:left}
-    .bar{display:inline-block;height:10px;border-radius:2px;vertical-align:middle}
-    .bar.more{background:#2563eb}.bar.fewer{background:#d97706}
-    .matrix th,.matrix td{padding:6px 9px;text-align:right;border:1px solid #eef0f3;font-size:13px}
-    .matrix thead th{background:#f9fafb;font-weight:600}
-    .matrix .rowhead{text-align:left;background:#f9fafb}
-    .matrix .corner{color:#6b7280;font-weight:400}
-    .matrix td.big{outline:2px solid #9a3412;outline-offset:-2px;font-weight:700}
-    svg .chart-title{font-size:13px;fill:#374151;font-weight:600}
-    svg .tick{font-size:11px;fill:#6b7280}
-    svg .grid{stroke:#eef0f3}svg .axis{stroke:#9ca3af}
-    footer{color:#9ca3af;font-size:12px;margin-top:20px}
-    """
 }

@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
+import FanoutReport
 import FanoutTraffic
 
 /// Running totals of a comparison, merged chunk by chunk in input order.

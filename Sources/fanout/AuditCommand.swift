@@ -14,7 +14,7 @@ extension Fanout {
         reason), wrong_device, duplicate, early, late, unknown_message. A log is NDJSON (plain \
         or LZ4), a push per line ({"message","user","gateway","token" or "device","sent_at"}), \
         or Fanout's own <gateway>.ndjson.lz4 files. Writes findings.ndjson.lz4, audit.json, \
-        rejected.ndjson and unreadable.ndjson to the output folder.
+        report.html, rejected.ndjson and unreadable.ndjson to the output folder.
 
         Exit codes: 0 the audit ran (findings are data), 1 a finding of a --fail-on kind, \
         64 bad command line or output folder, 65 snapshot refused, 66 messages, snapshot or \

@@ -107,9 +107,19 @@ struct AuditCommandTests {
           + ["--out", out, "--threads", String(threads)] + extra)
       let findings = (lz4CommandLineDecode(out + "/findings.ndjson.lz4") ?? "")
         .split(separator: "\n").compactMap(decodeRecord)
-      let summary =
+      var summary =
         (try? JSONSerialization.jsonObject(
           with: Data(contentsOf: URL(fileURLWithPath: out + "/audit.json")))) as? [String: Any]
+      // The page beside it: its title and heading are the headline.
+      if let headline = summary?["headline"] as? String {
+        let page = readText(out + "/report.html")
+        let escaped = headline.replacingOccurrences(of: "&", with: "&amp;")
+        if !page.contains("<title>Audit: \(escaped)</title>")
+          || !page.contains("<h1>\(escaped)</h1>")
+        {
+          summary?["page"] = "report.html lacks the headline"
+        }
+      }
       return (run.status, run.stderr, findings, summary ?? [:])
     }
 
@@ -137,6 +147,7 @@ struct AuditCommandTests {
     let plain = day.audit([day.write(day.pushes, to: "sent.ndjson")])
     #expect(plain.status == 0, "\(plain.stderr)")
     #expect(plain.findings.isEmpty, "\(plain.findings.prefix(3))")
+    #expect(plain.summary["page"] == nil)
     #expect(plain.summary["agree"] as? Int == day.pushes.count)
     #expect(plain.summary["expected"] as? Int == day.pushes.count)
     #expect((plain.summary["log"] as? [String: Any])?["order"] as? String == "traffic")
@@ -212,6 +223,7 @@ struct AuditCommandTests {
     let inOrder = day.audit([day.write(pushes, to: "faulty.ndjson")], threads: 1)
     #expect(inOrder.status == 0, "\(inOrder.stderr)")
     #expect(Set(Self.keys(inOrder.findings)) == Set(expected))
+    #expect(inOrder.summary["page"] == nil)
     #expect(inOrder.findings.count == expected.count)
     #expect((inOrder.summary["log"] as? [String: Any])?["order"] as? String == "traffic")
     let counts = inOrder.summary["findings"] as? [String: Int]
@@ -221,6 +233,8 @@ struct AuditCommandTests {
     let lines = inOrder.findings.compactMap { $0["line"] as? Int }
     #expect(lines == lines.sorted())
     #expect(inOrder.findings.last?["kind"] as? String == "unknown_message")
+    let headline = try #require(inOrder.summary["headline"] as? String)
+    #expect(headline.contains("4 missed") && headline.contains("2 spurious"), "\(headline)")
     let command = try #require(inOrder.findings.first?["explain"] as? String)
     #expect(
       command.hasPrefix("fanout explain --snapshot \(day.snapshot) --messages \(day.traffic)"))

@@ -67,8 +67,9 @@ struct DocsTests {
       "/bin/bash",
       [
         "-c",
-        "cd '\(dir)' && .build/release/fanout snapshot schema | cat - datasets/sample/snapshot.sql"
-          + " | sqlite3 datasets/sample/snapshot.sqlite",
+        // As `make demo` builds it (removing one a previous `make` left in the clone).
+        "cd '\(dir)' && rm -f datasets/*/snapshot.sqlite && .build/release/fanout snapshot schema"
+          + " | cat - datasets/sample/snapshot.sql | sqlite3 datasets/sample/snapshot.sqlite",
       ])
     #expect(sample.status == 0, "\(sample.stderr)")
     return dir

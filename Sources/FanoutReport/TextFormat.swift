@@ -1,6 +1,11 @@
+/// FanoutReport owns the pieces of the HTML reports (`fanout whatif`'s and
+/// `fanout audit`'s pages): one page shell and style, cards, tables, bar
+/// charts, and the words and numbers in them. Self-contained pages: inline
+/// CSS and SVG, no script, no network; the same bytes for the same inputs.
+
 /// Text escaping for HTML and SVG.
-enum HTML {
-  static func escape(_ s: String) -> String {
+public enum HTML {
+  public static func escape(_ s: String) -> String {
     var out = ""
     for c in s {
       switch c {
@@ -16,9 +21,9 @@ enum HTML {
 }
 
 /// Number formatting for people.
-enum Format {
+public enum Format {
   /// 1234567 → "1,234,567".
-  static func grouped(_ n: Int) -> String {
+  public static func grouped(_ n: Int) -> String {
     let digits = String(n.magnitude)
     var out = ""
     for (i, d) in digits.enumerated() {
@@ -29,10 +34,10 @@ enum Format {
   }
 
   /// A signed change: "+1,234", "−56", "0".
-  static func signed(_ n: Int) -> String { n > 0 ? "+" + grouped(n) : grouped(n) }
+  public static func signed(_ n: Int) -> String { n > 0 ? "+" + grouped(n) : grouped(n) }
 
   /// 1200 → "1.2k", 3400000 → "3.4M", −1200 → "−1.2k".
-  static func compact(_ n: Int) -> String {
+  public static func compact(_ n: Int) -> String {
     if n < 0 { return "−" + compact(-n) }
     for (unit, size) in [("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)] where n >= size {
       let tenths = (n * 10 + size / 2) / size
@@ -42,14 +47,14 @@ enum Format {
   }
 
   /// The change from a to b in percent, one decimal: "−12.5%"; "new" from 0.
-  static func percent(from a: Int, to b: Int) -> String {
+  public static func percent(from a: Int, to b: Int) -> String {
     guard a != 0 else { return b == 0 ? "0%" : "new" }
     let magnitude = share(abs(b - a), of: a)
     return (magnitude == "0.0%" ? "" : b > a ? "+" : "−") + magnitude
   }
 
   /// `part` as a percentage of `whole`, one decimal: "16.3%".
-  static func share(_ part: Int, of whole: Int) -> String {
+  public static func share(_ part: Int, of whole: Int) -> String {
     guard whole > 0 else { return "0%" }
     let tenths = Int((Double(part) / Double(whole) * 1000).rounded())
     return "\(tenths / 10).\(tenths % 10)%"

@@ -1,16 +1,30 @@
 /// A grouped bar chart, A beside B for each label, drawn as inline SVG.
-struct BarChart {
+public struct BarChart {
   static let colors = (a: "#98a2b3", b: "#2563eb")
 
-  var labels: [String]
-  var a: [Int]
-  var b: [Int]
-  var width = 920
-  var height = 260
+  public var labels: [String]
+  public var a: [Int]
+  public var b: [Int]
+  public var width = 920
+  public var height = 260
   /// Label every `labelStep`-th group only (for dense axes such as hours).
-  var labelStep = 1
+  public var labelStep = 1
+  /// The two series' names, in the legend and the bars' tooltips.
+  public var names = (a: "A", b: "B")
 
-  func svg(title: String) -> String {
+  public init(
+    labels: [String], a: [Int], b: [Int], width: Int = 920, labelStep: Int = 1,
+    names: (a: String, b: String) = ("A", "B")
+  ) {
+    self.labels = labels
+    self.a = a
+    self.b = b
+    self.width = width
+    self.labelStep = labelStep
+    self.names = names
+  }
+
+  public func svg(title: String) -> String {
     let left = 64.0
     let right = 12.0
     let top = 28.0
@@ -25,7 +39,7 @@ struct BarChart {
     var s =
       #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
     s += #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
-    s += legend(x: Double(width) - right - 150, y: 8)
+    s += legend(right: Double(width) - right, y: 8)
     for k in 0...4 {
       let v = top1 * k / 4
       let ty = y(v)
@@ -37,7 +51,7 @@ struct BarChart {
     for (i, label) in labels.enumerated() {
       let x0 = left + groupWidth * Double(i) + groupWidth * 0.1
       for (offset, value, color, side) in [
-        (0.0, a[i], Self.colors.a, "A"), (barWidth, b[i], Self.colors.b, "B"),
+        (0.0, a[i], Self.colors.a, names.a), (barWidth, b[i], Self.colors.b, names.b),
       ] {
         let h = max(0, y(0) - y(value))
         s +=
@@ -54,12 +68,15 @@ struct BarChart {
     return s + "</svg>"
   }
 
-  private func legend(x: Double, y: Double) -> String {
+  /// The two swatches and names, ending at `right` (about 7 px a character).
+  private func legend(right: Double, y: Double) -> String {
     var s = ""
-    for (k, (name, color)) in [("A", Self.colors.a), ("B", Self.colors.b)].enumerated() {
-      let lx = x + Double(k) * 70
+    let widths = [names.a, names.b].map { 17 + 7 * Double($0.count) + 16 }
+    var lx = right - widths.reduce(0, +)
+    for (k, (name, color)) in [(names.a, Self.colors.a), (names.b, Self.colors.b)].enumerated() {
+      defer { lx += widths[k] }
       s += #"<rect x="\#(lx)" y="\#(y)" width="12" height="12" fill="\#(color)"/>"#
-      s += #"<text x="\#(lx + 17)" y="\#(y + 11)" class="tick">\#(name)</text>"#
+      s += #"<text x="\#(lx + 17)" y="\#(y + 11)" class="tick">\#(HTML.escape(name))</text>"#
     }
     return s
   }
@@ -78,15 +95,22 @@ struct BarChart {
 /// when lower, drawn as inline SVG: a change of a few percent, invisible
 /// between two tall A and B bars, shows at full height. For counts of
 /// delivered pairs: blue where more reach people, amber where fewer.
-struct DeltaChart {
-  var labels: [String]
-  var a: [Int]
-  var b: [Int]
-  var width = 920
-  var height = 200
-  var labelStep = 1
+public struct DeltaChart {
+  public var labels: [String]
+  public var a: [Int]
+  public var b: [Int]
+  public var width = 920
+  public var height = 200
+  public var labelStep = 1
 
-  func svg(title: String) -> String {
+  public init(labels: [String], a: [Int], b: [Int], labelStep: Int = 1) {
+    self.labels = labels
+    self.a = a
+    self.b = b
+    self.labelStep = labelStep
+  }
+
+  public func svg(title: String) -> String {
     let left = 64.0
     let right = 12.0
     let top = 28.0
