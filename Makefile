@@ -10,7 +10,7 @@ FANOUT := .build/release/fanout
 SAMPLE := datasets/sample
 DEMO_OUT := out/demo
 
-.PHONY: deps test-deps build install demo whatif-demo audit-demo stream-demo redis-demo spark-env spark-demo report-env report-check lint test bench bench-thresholds clean
+.PHONY: deps test-deps build install demo whatif-demo sweep-demo audit-demo stream-demo redis-demo spark-env spark-demo report-env report-check lint test bench bench-thresholds clean
 
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -41,6 +41,15 @@ whatif-demo: build $(SAMPLE)/snapshot.sqlite
 	$(FANOUT) whatif --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
 	  --sql "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL" \
 	  --out $(WHATIF_OUT) --overwrite
+
+# A sweep on the sample: quiet hours 21-07, 22-08 and 23-09, each against A, in one pass.
+SWEEP_OUT := out/sweep
+sweep-demo: build $(SAMPLE)/snapshot.sqlite
+	$(FANOUT) whatif --snapshot $(SAMPLE)/snapshot.sqlite --messages $(SAMPLE)/traffic.ndjson \
+	  --out $(SWEEP_OUT) --overwrite \
+	  --variant q21-07=datasets/scenarios/quiet-hours-21-07.sql \
+	  --variant q22-08=datasets/scenarios/quiet-hours-22-08.sql \
+	  --variant q23-09=datasets/scenarios/quiet-hours-23-09.sql
 
 # An audit on the sample: eval's own gateway files, m4's FCM push left out, and
 # datasets/audit/extra-sent.ndjson (a push in quiet hours, a second push, a stale
@@ -107,8 +116,9 @@ $(REPORT_VENV)/.installed:
 	$(REPORT_VENV)/bin/pip install -q --disable-pip-version-check selenium
 	touch $@
 
-report-check: whatif-demo audit-demo report-env
-	$(REPORT_VENV)/bin/python .ci/check-report.py $(WHATIF_OUT)/report.html $(AUDIT_OUT)/report.html
+report-check: whatif-demo sweep-demo audit-demo report-env
+	$(REPORT_VENV)/bin/python .ci/check-report.py $(WHATIF_OUT)/report.html $(SWEEP_OUT)/report.html \
+	  $(AUDIT_OUT)/report.html
 
 # Benchmarks: package-benchmark suites in Benchmarks/, built in their own folder.
 BENCH := FANOUT_BENCHMARKS=1 swift package --scratch-path .build-bench

@@ -33,14 +33,16 @@ struct ComparedChunk: Sendable {
   }
 }
 
-/// Evaluates chunks against both snapshots and compares them pair by pair.
-/// Both indexes have the same users, channels and categories (checked before),
-/// so one parsed batch and one set of rows serve both. Each worker keeps an
-/// evaluator per side for the run.
+/// Evaluates chunks against A and each B (one for `fanout whatif`, one per
+/// variant for a sweep) and compares each B with A pair by pair: A is
+/// evaluated once. All indexes have the same users, channels and
+/// categories (checked before), so one parsed batch and one set of rows
+/// serve them all. Each worker keeps an evaluator per index for the run.
 struct ChunkComparer: ChunkWork {
+  /// A, then the Bs.
   let indexes: [Index]
 
-  var empty: ComparedChunk { ComparedChunk(gateways: [0, 0]) }
+  var empty: [ComparedChunk] { [] }
 
   func makeWorker() -> [Evaluator] {
     indexes.map { Evaluator(index: $0, output: .outcomes) }
@@ -48,15 +50,25 @@ struct ChunkComparer: ChunkWork {
 
   private static let outcomeJSON = FixedStrings(Outcome.allCases.map { "\"\($0.name)\"" })
 
+  /// Per B, its comparison with A.
   func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker evaluators: inout [Evaluator]
-  ) -> ComparedChunk {
+  ) -> [ComparedChunk] {
     let results = indexes.indices.map { side in
       var result = ChunkResult(gateways: indexes[side].gateways.count)
       evaluators[side].evaluate(batch, messages: messages, verdicts: verdicts[side], into: &result)
       return result
     }
+    return (1..<indexes.count).map { b in
+      compare(batch, messages, [results[0], results[b]], [indexes[0], indexes[b]])
+    }
+  }
+
+  /// One B's comparison with A (`results` and `indexes`: A's, then B's).
+  private func compare(
+    _ batch: MessageBatch, _ messages: Range<Int>, _ results: [ChunkResult], _ indexes: [Index]
+  ) -> ComparedChunk {
     var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))
     chunk.counters = results.map(\.counters)
     var sides = [SideTally(.a, indexes[0]), SideTally(.b, indexes[1])]

@@ -6,6 +6,13 @@ extension WhatIfReport {
   /// `report.html`: one self-contained page (inline CSS and SVG, no scripts,
   /// no external fonts), the same bytes for the same inputs.
   public func html() -> [UInt8] {
+    ReportPage.document(title: "What if: " + headline, body: body())
+  }
+
+  /// The page's content; under `name`, as one variant's section of a sweep
+  /// (its headline a second-level heading, its files named for it).
+  func body(variant name: String? = nil) -> String {
+    let changesFile = name.map { "changes-\($0).ndjson.lz4" } ?? "changes.ndjson.lz4"
     let a = sides[0]
     let b = sides[1]
     let deliveriesA = byGateway[0].reduce(0) { $0 + $1.delivered }
@@ -18,13 +25,14 @@ extension WhatIfReport {
         "<p><b>B</b> = <code>\(HTML.escape(b.snapshot))</code></p>"
       }
     var page = """
-      <h1>\(HTML.escape(headline))</h1>
+      \(name.map { #"<h2 class="variant" id="\#(HTML.escape($0))">\#(HTML.escape($0)): "# } ?? "<h1>")\
+      \(HTML.escape(headline))\(name == nil ? "</h1>" : "</h2>")
       <p><b>A</b> = <code>\(HTML.escape(a.snapshot))</code></p>
       \(scenario)
       <p class="muted">traffic <code>\(HTML.escape(traffic))</code>: \(Format.grouped(messages)) messages evaluated\(rejected > 0 ? ", \(Format.grouped(rejected)) lines rejected" : "") · \
       \(Format.grouped(a.pairs)) pairs in A, \(Format.grouped(b.pairs)) in B · \(HTML.escape(fanoutVersion))</p>
       <p class="muted">Beside this page: <a href="report.json">report.json</a> (every number), \
-      <a href="changes.ndjson.lz4">changes.ndjson.lz4</a> (each pair whose outcome changed), \
+      <a href="\(changesFile)">\(changesFile)</a> (each pair whose outcome changed), \
       <a href="rejected.ndjson">rejected.ndjson</a>. Colours follow what a change does to \
       people: <span class="more">blue</span>, more pushes reach them; \
       <span class="fewer">amber</span>, fewer.</p>
@@ -138,7 +146,7 @@ extension WhatIfReport {
       Written by <code>\(HTML.escape(fanoutVersion))</code> (<code>fanout whatif</code>); the numbers \
       are in <a href="report.json">report.json</a>.</footer>
       """
-    return ReportPage.document(title: "What if: " + headline, body: page)
+    return page
   }
 
   /// Notification fatigue: delivered pairs per user per day on each side,

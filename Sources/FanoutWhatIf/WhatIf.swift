@@ -20,6 +20,21 @@ public struct WhatIfOptions: Sendable {
     case sql(String)
   }
 
+  /// One variant of a sweep: its name (in file names and the report) and
+  /// its SQL, applied to a private copy of A.
+  public struct Variant: Sendable {
+    public var name: String
+    public var sql: String
+
+    public init(name: String, sql: String) {
+      self.name = name
+      self.sql = sql
+    }
+  }
+
+  /// Sweeps take from 2 to this many variants.
+  public static let maxVariants = 16
+
   public var snapshot: String
   public var scenario: Scenario
   public var messages: String
@@ -87,20 +102,108 @@ public enum WhatIf {
   /// Runs `fanout whatif`: loads both snapshots, evaluates the traffic against
   /// both in one pass, and writes the report files.
   public static func run(_ options: WhatIfOptions) throws(WhatIfError) -> WhatIfReport {
+    let compared = try compare(options, bs: [(nil, options.scenario)])
+    var report = compared.reports[0]
+    try compared.writing { () throws(OutputError) in
+      let changes = compared.changes[0]
+      try changes.close()
+      let html = try PendingFile(directory: options.out, name: "report.html")
+      try html.write(report.html())
+      let json = try PendingFile(directory: options.out, name: "report.json")
+      try json.write(report.json())
+      // All or none; report.json last: its presence marks completion.
+      try PendingFile.commit(together: [changes.file, compared.rejected, html, json])
+    }
+    compared.lap("report")
+    report.phases = compared.phases()
+    return report
+  }
+
+  /// Runs a sweep: every variant against A in one pass over the traffic
+  /// (A evaluated once), each compared with A as `run` would; writes
+  /// `changes-NAME.ndjson.lz4` per variant, one page and one report.json.
+  public static func sweep(_ options: WhatIfOptions, variants: [WhatIfOptions.Variant])
+    throws(WhatIfError) -> SweepReport
+  {
+    let compared = try compare(
+      options, bs: variants.map { ($0.name, WhatIfOptions.Scenario.sql($0.sql)) })
+    var sweep = SweepReport(variants: zip(variants, compared.reports).map { ($0.name, $1) })
+    try compared.writing { () throws(OutputError) in
+      var files = [compared.rejected]
+      for changes in compared.changes {
+        try changes.close()
+        files.append(changes.file)
+      }
+      let html = try PendingFile(directory: options.out, name: "report.html")
+      try html.write(sweep.html())
+      let json = try PendingFile(directory: options.out, name: "report.json")
+      try json.write(sweep.json())
+      // All or none; report.json last: its presence marks completion.
+      try PendingFile.commit(together: files + [html, json])
+    }
+    compared.lap("report")
+    sweep.phases = compared.phases()
+    return sweep
+  }
+
+  /// A comparison's results before its report files are written: per B,
+  /// its report and its changes file (still pending); the run's rejected
+  /// lines, folder and timings.
+  private final class Compared {
+    var reports: [WhatIfReport] = []
+    var changes: [LZ4FrameFile] = []
+    var rejected: PendingFile
+    let folder: OutputFolder
     let clock = ContinuousClock()
-    let started = clock.now
-    var phases: [(phase: String, seconds: Double)] = []
-    var phaseStart = started
+    var phaseStart: ContinuousClock.Instant
+    var laps: [(phase: String, seconds: Double)] = []
+
+    init(folder: OutputFolder, rejected: PendingFile) {
+      self.folder = folder
+      self.rejected = rejected
+      phaseStart = clock.now
+    }
+
+    /// Files not published by now go, then the folder's claim (and the
+    /// folder itself, when the run made it and nothing is left in it).
+    deinit {
+      rejected.discard()
+      for file in changes { file.discard() }
+      folder.release()
+    }
+
     func lap(_ phase: String) {
       let now = clock.now
-      phases.append((phase, (now - phaseStart).seconds))
+      laps.append((phase, (now - phaseStart).seconds))
       phaseStart = now
     }
+
+    func phases() -> [(phase: String, seconds: Double)] { laps }
+
+    /// A file operation, its error the run's.
+    func writing<T>(_ body: () throws(OutputError) -> T) throws(WhatIfError) -> T {
+      do { return try body() } catch { throw .run(.output(error)) }
+    }
+  }
+
+  /// Loads A and each B, evaluates the traffic against all of them in one
+  /// pass (A once), and compares each B with A.
+  private static func compare(
+    _ options: WhatIfOptions, bs: [(name: String?, scenario: WhatIfOptions.Scenario)]
+  ) throws(WhatIfError) -> Compared {
+    let clock = ContinuousClock()
+    let started = clock.now
     let folder: OutputFolder
     do {
       folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
     } catch { throw .run(error) }
-    defer { folder.release() }
+    let rejected: PendingFile
+    do { rejected = try PendingFile(directory: options.out, name: "rejected.ndjson") } catch {
+      folder.release()
+      throw .run(.output(error))
+    }
+    let compared = Compared(folder: folder, rejected: rejected)
+    compared.phaseStart = started
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
 
@@ -108,14 +211,15 @@ public enum WhatIf {
     // read transactions of their own, and B, when it is an overlay, reads A
     // again; the watch, looked at once B is loaded, tells whether a commit
     // landed meanwhile, so that B is never made from another state than A.
+    let anySQL = bs.contains { if case .sql = $0.scenario { true } else { false } }
     var watch: CommitWatch? = nil
-    if case .sql = options.scenario {
+    if anySQL {
       do { watch = try CommitWatch(path: options.snapshot) } catch {
         throw .run(.snapshot(error))
       }
     }
-    let scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>? =
-      switch options.scenario {
+    let copies: [Pending<Result<ScenarioCopy, ScenarioError>>?] = bs.map { b in
+      switch b.scenario {
       case .snapshot: nil
       case .sql(let sql):
         Pending {
@@ -123,11 +227,13 @@ public enum WhatIf {
           }
         }
       }
+    }
     let a: Index
-    // A's rows, when A comes from SQLite, let an overlay B read only its own tables.
+    // A's rows, when A comes from SQLite, let an overlay B read only its own
+    // tables (the first overlay B: building it takes them).
     var rowsOfA: SnapshotRows? = nil
     do {
-      if scenarioCopy != nil {
+      if anySQL {
         let loaded = try SnapshotLoader.loadKeepingRows(
           path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
           cache: options.indexCache)
@@ -139,13 +245,26 @@ public enum WhatIf {
         ).index
       }
     } catch {
-      _ = scenarioCopy?.wait()  // so that the copy is removed before exiting
+      for copy in copies { _ = copy?.wait() }  // so that the copies are removed before exiting
       throw .run(.snapshot(error))
     }
-    lap("load A")
-    var rowsChanged: [String: Int]? = nil
-    let b = try loadB(
-      options, copy: scenarioCopy, over: rowsOfA, a: a, rowsChanged: &rowsChanged, lap: lap)
+    compared.lap("load A")
+    var indexes = [a]
+    var rowsChanged: [[String: Int]?] = []
+    for (k, b) in bs.enumerated() {
+      var changed: [String: Int]? = nil
+      let index: Index
+      do {
+        index = try loadB(
+          options, scenario: b.scenario, copy: copies[k], over: rowsOfA, a: a,
+          rowsChanged: &changed, lap: compared.lap)
+      } catch {
+        for copy in copies[(k + 1)...] { _ = copy?.wait() }
+        throw error
+      }
+      indexes.append(index)
+      rowsChanged.append(changed)
+    }
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(
@@ -154,69 +273,69 @@ public enum WhatIf {
             reason: "a writer committed to A while A and B were read for --sql, "
               + "so A and B would come from two states of the file; try again")))
     }
-    try checkComparable(a, b)
+    for b in indexes.dropFirst() { try checkComparable(a, b) }
 
-    var totals = ComparisonTotals(a: a, b: b)
-    /// A file operation, its error the run's.
-    func writing<T>(_ body: () throws(OutputError) -> T) throws(WhatIfError) -> T {
-      do { return try body() } catch { throw .run(.output(error)) }
-    }
-    let changes = try writing { () throws(OutputError) in
-      try LZ4FrameFile(directory: options.out, name: "changes.ndjson.lz4")
-    }
-    let rejected = try writing { () throws(OutputError) in
-      try PendingFile(directory: options.out, name: "rejected.ndjson")
+    var totals = indexes.dropFirst().map { ComparisonTotals(a: a, b: $0) }
+    for b in bs {
+      let name = b.name.map { "changes-\($0).ndjson.lz4" } ?? "changes.ndjson.lz4"
+      compared.changes.append(
+        try compared.writing { () throws(OutputError) in
+          try LZ4FrameFile(directory: options.out, name: name)
+        })
     }
     let engine = EvaluationEngine(
-      index: a, threads: options.threads, work: ChunkComparer(indexes: [a, b]))
+      index: a, threads: options.threads, work: ChunkComparer(indexes: indexes))
+    var rejectedLines = 0
     var firstRejection: Rejection?
     try engine.run(
       reader, groupSize: Pipeline.chunksInFlight,
       readFailed: { WhatIfError.run(.input($0)) },
       deliver: { chunks throws(WhatIfError) in
         for chunk in chunks {
-          totals.add(chunk)
-          try writing { () throws(OutputError) in try changes.append(blocks: chunk.changeBlocks) }
+          for (k, comparison) in chunk.enumerated() {
+            totals[k].add(comparison)
+            try compared.writing { () throws(OutputError) in
+              try compared.changes[k].append(blocks: comparison.changeBlocks)
+            }
+          }
         }
       },
       waveDone: { batches throws(WhatIfError) in
         for batch in batches where !batch.rejections.isEmpty {
-          totals.rejected += batch.rejections.count
+          rejectedLines += batch.rejections.count
           if firstRejection == nil { firstRejection = batch.rejections.first }
-          try writing { () throws(OutputError) in
-            try rejected.write(RejectedLines.json(batch.rejections))
+          try compared.writing { () throws(OutputError) in
+            try compared.rejected.write(RejectedLines.json(batch.rejections))
           }
         }
-        options.progress?(totals.messages, reader.fractionRead)
+        options.progress?(totals[0].messages, reader.fractionRead)
       })
-    lap("evaluate and compare")
+    compared.lap("evaluate and compare")
+    try compared.writing { () throws(OutputError) in try compared.rejected.sync() }
     let notifications = zip(engine.notificationCounters, engine.badges).map { counters, badges in
       counters.map { WhatIfReport.Notifications(counters: $0, badges: badges ?? .init()) }
     }
-    var report = WhatIfReport(totals, a: a, b: b, options: options, notifications: notifications)
-    report.sides[1].rowsChanged = rowsChanged?.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-    report.firstRejection = firstRejection
-    report.linesRead = engine.linesRead
-    try writing { () throws(OutputError) in
-      try changes.close()
-      try rejected.sync()
-      let html = try PendingFile(directory: options.out, name: "report.html")
-      try html.write(report.html())
-      let json = try PendingFile(directory: options.out, name: "report.json")
-      try json.write(report.json())
-      // All or none; report.json last: its presence marks completion.
-      try PendingFile.commit(together: [changes.file, rejected, html, json])
+    for k in bs.indices {
+      totals[k].rejected = rejectedLines
+      var report = WhatIfReport(
+        totals[k], a: a, b: indexes[k + 1], options: options, scenario: bs[k].scenario,
+        notifications: [notifications[0], notifications[k + 1]])
+      report.sides[1].rowsChanged = rowsChanged[k]?.sorted { $0.key < $1.key }.map {
+        ($0.key, $0.value)
+      }
+      report.firstRejection = firstRejection
+      report.linesRead = engine.linesRead
+      compared.reports.append(report)
     }
-    lap("report")
-    report.phases = phases
-    return report
+    return compared
   }
 
   /// Loads B: the `--against` file, or the scenario's copy of A once it is made.
   /// SQL that writes no table (`SELECT 1`, a comment, nothing) leaves B =
   /// A; `rowsChanged` is set to the rows the SQL changed per table.
   private static func loadB(
-    _ options: WhatIfOptions, copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
+    _ options: WhatIfOptions, scenario: WhatIfOptions.Scenario,
+    copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
     over rowsOfA: SnapshotRows?, a: Index, rowsChanged: inout [String: Int]?,
     lap: (String) -> Void
   ) throws(WhatIfError) -> Index {
@@ -228,7 +347,7 @@ public enum WhatIf {
       if copy!.changesNothing { return a }
     }
     let path: String =
-      switch options.scenario {
+      switch scenario {
       case .snapshot(let file): file
       case .sql: copy!.path
       }

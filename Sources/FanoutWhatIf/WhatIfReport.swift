@@ -136,15 +136,15 @@ public struct WhatIfReport: Sendable {
 
   init(
     _ totals: ComparisonTotals, a: Index, b: Index, options: WhatIfOptions,
-    notifications: [Notifications?]
+    scenario: WhatIfOptions.Scenario, notifications: [Notifications?]
   ) {
     let sql: String? =
-      switch options.scenario {
+      switch scenario {
       case .snapshot: nil
       case .sql(let text): text
       }
     let bPath: String =
-      switch options.scenario {
+      switch scenario {
       case .snapshot(let path): path
       case .sql: options.snapshot
       }
@@ -179,10 +179,13 @@ public struct WhatIfReport: Sendable {
     topChannels = Self.top(totals.channelDelivered, names: a.channels)
     topUsers = Self.top(totals.userDelivered, names: a.users)
     usersAffected = totals.userChanged.reduce(0) { $0 + ($1 ? 1 : 0) }
+    // Whole days from the first message's ts to the last (any Int64s: the
+    // span may not fit one).
     let dayMillis: Int64 = 86_400_000
+    let (span, overflow) = totals.lastTs.subtractingReportingOverflow(totals.firstTs)
     days =
       totals.firstTs > totals.lastTs
-      ? 1 : Int(max(1, (totals.lastTs - totals.firstTs + dayMillis) / dayMillis))
+      ? 1 : overflow ? Int(Int64.max / dayMillis) + 1 : Int(span / dayMillis) + 1
     budget = options.budget
     let received = totals.userDelivered[0].indices.filter {
       totals.userDelivered[0][$0] > 0 || totals.userDelivered[1][$0] > 0

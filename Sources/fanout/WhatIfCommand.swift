@@ -16,7 +16,9 @@ extension Fanout {
       discussion: """
         B is either another snapshot (--against) or A with SQL (--sql / --sql-file) applied \
         to a private copy in $TMPDIR, of only the tables the SQL writes when it can (A itself \
-        is never modified): exactly one of the two is required. \
+        is never modified): exactly one of the two is required. A sweep (--variant NAME=FILE.sql, \
+        2 to 16 times, instead of both) compares each variant with A in one pass over the \
+        traffic: one page and report.json for all, changes-NAME.ndjson.lz4 per variant. \
         The SQL may change only the copy's rows and tables: ATTACH, DETACH, VACUUM, PRAGMA, \
         extensions and a transaction left open are refused (exit 64). Writes report.json, \
         report.html, changes.ndjson.lz4 and rejected.ndjson to the output folder.
@@ -44,6 +46,12 @@ extension Fanout {
     @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
     var out: String
 
+    @Option(
+      help: ArgumentHelp(
+        "A sweep's variant: a name (letters, digits, '.', '_', '-') and a file of SQL run on a copy of A (2 to 16).",
+        valueName: "NAME=FILE.sql"))
+    var variant: [String] = []
+
     @Option(help: "Pushes per user per day above which a user is over budget (default: 20).")
     var budget = WhatIfOptions.defaultBudget
 
@@ -52,10 +60,50 @@ extension Fanout {
 
     func validate() throws {
       if budget < 0 { throw ValidationError("--budget must be at least 0") }
+      if !variant.isEmpty {
+        guard against == nil && sql.isEmpty && sqlFile.isEmpty else {
+          throw ValidationError(
+            "--variant makes a sweep: give it without --against, --sql and --sql-file")
+        }
+        guard (2...WhatIfOptions.maxVariants).contains(variant.count) else {
+          throw ValidationError(
+            "a sweep takes 2 to \(WhatIfOptions.maxVariants) --variant options, not \(variant.count)"
+          )
+        }
+        var names: Set<String> = []
+        for v in variant {
+          let (name, _) = try Self.split(v)
+          guard names.insert(name).inserted else {
+            throw ValidationError("--variant: the name '\(name)' is given twice")
+          }
+        }
+        return
+      }
       if (against == nil) == (sql.isEmpty && sqlFile.isEmpty) {
         throw ValidationError(
-          "give exactly one of --against FILE and --sql \"SQL\" / --sql-file FILE")
+          "give exactly one of --against FILE and --sql \"SQL\" / --sql-file FILE"
+            + " (or --variant NAME=FILE.sql for a sweep)")
       }
+    }
+
+    /// NAME=FILE.sql, the name fit for a file name.
+    private static func split(_ v: String) throws -> (name: String, file: String) {
+      guard let eq = v.firstIndex(of: "=") else {
+        throw ValidationError("--variant '\(v)': write it NAME=FILE.sql")
+      }
+      let name = String(v[..<eq])
+      let file = String(v[v.index(after: eq)...])
+      let allowed = name.utf8.allSatisfy { c in
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+          || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+      }
+      guard !name.isEmpty, name.utf8.count <= 64, allowed, !name.hasPrefix("."), !file.isEmpty
+      else {
+        throw ValidationError(
+          "--variant '\(v)': the name must be 1 to 64 letters, digits, '.', '_' or '-' "
+            + "(not starting with '.'), then '=' and a file of SQL")
+      }
+      return (name, file)
     }
 
     /// The scenario's SQL: the files' text, then the --sql texts.
@@ -73,6 +121,7 @@ extension Fanout {
     }
 
     func run() throws {
+      if !variant.isEmpty { return try runSweep() }
       var scenario = WhatIfOptions.Scenario.snapshot(against ?? "")
       if against == nil {
         do { scenario = .sql(try scenarioSQL()) } catch { throw fail(error) }
@@ -93,6 +142,44 @@ extension Fanout {
           report.rejected, first: report.firstRejection, linesRead: report.linesRead,
           messages: report.messages, folder: out)
         print(headline(report), terminator: "")
+      } catch {
+        progress?.clear()
+        throw fail(error, status: error.exitStatus)
+      }
+    }
+
+    private func runSweep() throws {
+      var variants: [WhatIfOptions.Variant] = []
+      for v in variant {
+        let (name, file) = try Self.split(v)
+        switch readTextFile(file) {
+        case .success(let text): variants.append(.init(name: name, sql: text))
+        case .failure(let error):
+          throw fail(
+            PipelineError.usage("cannot read --variant \(name)'s file '\(file)': \(error.reason)"))
+        }
+      }
+      var options = WhatIfOptions(
+        snapshot: snapshot, scenario: .sql(""), messages: messages, out: out,
+        threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
+      options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      options.indexCache = indexCacheOptions.cache
+      options.budget = budget
+      let progress = ProgressBar.ifTerminal()
+      options.progress = progress?.update
+      do {
+        let sweep = try WhatIf.sweep(options, variants: variants)
+        progress?.clear()
+        let first = sweep.variants[0].report
+        reportRejections(
+          first.rejected, first: first.firstRejection, linesRead: first.linesRead,
+          messages: first.messages, folder: out)
+        print(sweep.text, terminator: "")
+        print("report in \(out)/report.html")
+        print(
+          "\(threeDecimals(sweep.seconds)) s: "
+            + sweep.phases.map { "\($0.phase) \(threeDecimals($0.seconds)) s" }.joined(
+              separator: ", "))
       } catch {
         progress?.clear()
         throw fail(error, status: error.exitStatus)

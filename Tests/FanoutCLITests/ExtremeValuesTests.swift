@@ -67,6 +67,21 @@ struct ExtremeValuesTests {
       "whatif", "--snapshot", snapshot, "--messages", traffic, "--out", out + "/whatif", "--sql",
       "UPDATE users SET snooze_until = 9223372036854775807",
     ])
+    // A sent log with the extremes as send times, beside eval's own files.
+    let sent = out + "/sent.ndjson"
+    try Self.extremes.enumerated().map { i, at in
+      #"{"message":"m\#(i)","user":"u\#((i + 1) % Self.extremes.count)","gateway":"apns","token":"t\#(i)","sent_at":\#(at)}"#
+    }.joined(separator: "\n").write(toFile: sent, atomically: true, encoding: .utf8)
+    let gatewayFiles = listDirectory(out + "/eval").filter {
+      $0.hasSuffix(".ndjson.lz4") && $0 != "decisions.ndjson.lz4"
+    }.map { out + "/eval/" + $0 }
+    run(
+      ["audit", "--snapshot", snapshot, "--messages", traffic, "--sent", sent] + gatewayFiles
+        + ["--out", out + "/audit", "--tolerance-ms", "9223372036854775807"])
+    run([
+      "audit", "--snapshot", snapshot, "--messages", traffic, "--sent", sent, "--out",
+      out + "/audit0",
+    ])
     for user in 0..<Self.extremes.count {
       run(["prefs", "get", "--snapshot", snapshot, "--user", "u\(user)"])
       run([

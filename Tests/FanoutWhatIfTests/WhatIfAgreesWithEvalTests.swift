@@ -308,6 +308,6 @@ private let generatedData: Result<(snapshot: String, traffic: String), Error> = 
     GeneratorOptions(users: 1_500, messages: 1_200, seed: 11, profile: .chat, out: dir))
   return (report.snapshotPath, report.trafficPath)
 }
-private var generatedDataset: (snapshot: String, traffic: String) {
+var generatedDataset: (snapshot: String, traffic: String) {
   get throws { try generatedData.get() }
 }

@@ -1,0 +1,102 @@
+import FanoutTestSupport
+import FanoutWhatIf
+import Foundation
+import Testing
+
+/// A sweep's variants, each against A in one pass, give exactly what separate
+/// `fanout whatif` runs of each give: report.json number for number, and the
+/// same changed pairs.
+@Suite("fanout whatif --variant: a sweep")
+struct SweepTests {
+  static func json(_ bytes: [UInt8]) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+  }
+
+  static func changes(_ path: String) throws -> [UInt8] {
+    try #require(decodeLZ4Frames(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+  }
+
+  @Test(
+    "each variant's totals equal a separate whatif of it, on generated data", arguments: [1, 2])
+  func equalsSeparateRuns(threads: Int) throws {
+    let data = try generatedDataset
+    let variants = [
+      ("big-groups", scenarios[0].sql), ("quiet", scenarios[1].sql),
+      ("throttle", readText(datasetURL("scenarios/throttle-3-per-10-minutes.sql").path)),
+      ("nothing", "SELECT 1"),
+    ].map { WhatIfOptions.Variant(name: $0.0, sql: $0.1) }
+    let out = makeTemporaryDirectory() + "/sweep"
+    var options = WhatIfOptions(
+      snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out,
+      threads: threads)
+    options.budget = 3
+    let sweep = try WhatIf.sweep(options, variants: variants)
+    #expect(sweep.variants.map(\.name) == variants.map(\.name))
+    let report = try Self.json(
+      Array(try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))))
+    let listed = try #require(report["variants"] as? [[String: Any]])
+    #expect(listed.map { $0["name"] as? String } == variants.map(\.name))
+    for (k, variant) in variants.enumerated() {
+      let alone = makeTemporaryDirectory() + "/alone"
+      var single = WhatIfOptions(
+        snapshot: data.snapshot, scenario: .sql(variant.sql), messages: data.traffic, out: alone,
+        threads: threads)
+      single.budget = 3
+      _ = try WhatIf.run(single)
+      let separate = try Self.json(
+        Array(try Data(contentsOf: URL(fileURLWithPath: alone + "/report.json"))))
+      let inSweep = try #require(listed[k]["report"] as? [String: Any])
+      #expect(
+        NSDictionary(dictionary: inSweep) == NSDictionary(dictionary: separate), "\(variant.name)")
+      #expect(
+        try Self.changes(out + "/changes-\(variant.name).ndjson.lz4")
+          == Self.changes(alone + "/changes.ndjson.lz4"), "\(variant.name) changes")
+    }
+    // The variants really differ, and the one that changes nothing is B = A.
+    let delivered = listed.map {
+      (($0["report"] as? [String: Any])?["b"] as? [String: Any])?["delivered"] as? Int
+    }
+    #expect(Set(delivered.compactMap { $0 }).count >= 3)
+    #expect((listed[3]["report"] as? [String: Any])?["changed_pairs"] as? Int == 0)
+    let page = readText(out + "/report.html")
+    #expect(page.contains("<h1>\(sweep.headline)</h1>") || page.contains("<h1>"))
+    for variant in variants { #expect(page.contains(#"id="\#(variant.name)""#)) }
+  }
+}
+
+extension SweepTests {
+  @Test("a sweep's command line: 2 to 16 variants, distinct file-safe names, nothing else")
+  func commandLine() throws {
+    let dir = makeTemporaryDirectory()
+    let sql = dir + "/v.sql"
+    try "UPDATE users SET chat_level = 'none'".write(toFile: sql, atomically: true, encoding: .utf8)
+    let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    let traffic = datasetURL("sample/traffic.ndjson").path
+    func run(_ extra: [String]) -> ProcessResult {
+      runProcess(
+        fanoutExecutable,
+        ["whatif", "--snapshot", snapshot, "--messages", traffic, "--out", dir + "/out"] + extra)
+    }
+    for (extra, words) in [
+      (["--variant", "one=\(sql)"], "2 to 16"),
+      (["--variant", "a=\(sql)", "--variant", "a=\(sql)"], "given twice"),
+      (["--variant", "a=\(sql)", "--variant", "b=\(sql)", "--sql", "SELECT 1"], "without"),
+      (["--variant", "a/b=\(sql)", "--variant", "b=\(sql)"], "letters, digits"),
+      (["--variant", "a", "--variant", "b=\(sql)"], "NAME=FILE.sql"),
+      (["--variant", "a=\(dir)/none.sql", "--variant", "b=\(sql)"], "cannot read"),
+    ] {
+      let result = run(extra)
+      #expect(result.status == 64, "\(extra): \(result.stderr)")
+      #expect(result.stderr.contains(words), "\(extra): \(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: dir + "/out/report.json"))
+    }
+    let ok = run(["--variant", "none=\(sql)", "--variant", "same=\(sql)"])
+    #expect(ok.status == 0, "\(ok.stderr)")
+    #expect(ok.text.contains("2 variants against A"), "\(ok.text)")
+    #expect(
+      listDirectory(dir + "/out") == [
+        "changes-none.ndjson.lz4", "changes-same.ndjson.lz4", "rejected.ndjson", "report.html",
+        "report.json",
+      ])
+  }
+}
