@@ -8,6 +8,7 @@ import FanoutKernel
 import FanoutModel
 import FanoutOutput
 import FanoutPipeline
+import FanoutReport
 import FanoutSnapshot
 import FanoutTime
 import FanoutTraffic

@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
+import FanoutReport
 import FanoutTime
 import FanoutTraffic
 
@@ -273,22 +274,5 @@ struct MessageAuditor {
       _ = try? s.string(into: &out)
       return String(decoding: out, as: UTF8.self)
     }
-  }
-}
-
-/// A word for a POSIX shell: as it is when it is plain, else in single quotes.
-enum ShellWord {
-  static func quoted(_ word: String) -> String {
-    let plain =
-      !word.isEmpty
-      && word.utf8.allSatisfy { c in
-        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
-          || "_./:@%+=,-".utf8.contains(c)
-      }
-    return plain
-      ? word
-      : "'"
-        + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#)
-        + "'"
   }
 }

@@ -60,3 +60,20 @@ public enum Format {
     return "\(tenths / 10).\(tenths % 10)%"
   }
 }
+
+/// A word for a POSIX shell: as it is when it is plain, else in single quotes.
+public enum ShellWord {
+  public static func quoted(_ word: String) -> String {
+    let plain =
+      !word.isEmpty
+      && word.utf8.allSatisfy { c in
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+          || "_./:@%+=,-".utf8.contains(c)
+      }
+    return plain
+      ? word
+      : "'"
+        + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#)
+        + "'"
+  }
+}

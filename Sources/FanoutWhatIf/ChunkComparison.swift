@@ -21,8 +21,11 @@ struct ComparedChunk: Sendable {
   /// `changes.ndjson.lz4` blocks for the changed pairs.
   var changeBlocks: [UInt8] = []
   var changedPairs = 0
-  /// The user row of every pair whose outcome changed.
+  /// Every pair whose outcome changed: its user row, its channel row and
+  /// its traffic line (the top users' and channels' examples).
   var changedUsers: [Int32] = []
+  var changedChannels: [Int32] = []
+  var changedLines: [Int] = []
   /// The first and last message's ts, for the days the traffic spans.
   var firstTs = Int64.max
   var lastTs = Int64.min
@@ -112,6 +115,8 @@ struct ChunkComparer: ChunkWork {
         if outcomeA != outcomeB {
           chunk.changedPairs += 1
           chunk.changedUsers.append(user)
+          chunk.changedChannels.append(Int32(channel))
+          chunk.changedLines.append(batch.lines[m])
           changes += #"{"message":"#.utf8
           changes += batch.idJSON[m]
           changes += #","user":"#.utf8

@@ -136,9 +136,12 @@ extension WhatIfReport {
 
     page += #"<section class="pair"><div><h2>Channels that change most</h2>"#
     page += ReportPage.table(
-      header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true)
+      header: "Channel", rows: topChannels.map { ($0.id, $0.a, $0.b) }, code: true,
+      definitions: topChannels.map(exampleWords))
     page += "</div><div><h2>Users who change most</h2>"
-    page += ReportPage.table(header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true)
+    page += ReportPage.table(
+      header: "User", rows: topUsers.map { ($0.id, $0.a, $0.b) }, code: true,
+      definitions: topUsers.map(exampleWords))
     page +=
       #"</div></section><p class="muted">Delivered pairs per channel and per user, A and B.</p>"#
     page += """
@@ -147,6 +150,16 @@ extension WhatIfReport {
       are in <a href="report.json">report.json</a>.</footer>
       """
     return page
+  }
+
+  /// A top row's example in words: the message and the command that shows
+  /// the pair under A (`--snapshot` B for B's side).
+  private func exampleWords(_ change: Change) -> String {
+    guard let e = change.example else { return "" }
+    let message = e.message.map { "--id " + ShellWord.quoted($0) } ?? "(line \(e.line))"
+    return "e.g. " + (e.message ?? "line \(e.line)") + ", user " + e.user
+      + ": fanout explain --snapshot " + ShellWord.quoted(sides[0].snapshot) + " --messages "
+      + ShellWord.quoted(traffic) + " " + message + " --user " + ShellWord.quoted(e.user)
   }
 
   /// Notification fatigue: delivered pairs per user per day on each side,

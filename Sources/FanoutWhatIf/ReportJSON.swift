@@ -42,8 +42,13 @@ extension WhatIfReport {
     }
     func changes(_ key: String, _ list: [Change]) -> String {
       if list.isEmpty { return "[]" }
-      let rows = list.map {
-        #"    {\#(key):\#(q($0.id)),"a":\#($0.a),"b":\#($0.b),"change":\#($0.change)}"#
+      let rows = list.map { row in
+        let example = row.example.map { e in
+          #","example":{"line":\#(e.line),"#
+            + (e.message.map { #""message":\#(q($0)),"# } ?? "") + #""user":\#(q(e.user))}"#
+        }
+        return #"    {\#(key):\#(q(row.id)),"a":\#(row.a),"b":\#(row.b),"change":\#(row.change)"#
+          + (example ?? "") + "}"
       }
       return "[\n" + rows.joined(separator: ",\n") + "\n  ]"
     }

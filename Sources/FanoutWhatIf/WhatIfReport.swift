@@ -1,6 +1,7 @@
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
+import FanoutOutput
 import FanoutReport
 import FanoutTraffic
 
@@ -16,6 +17,10 @@ struct ComparisonTotals {
   var userDelivered: [[Int]]
   /// Per user row: whether any of its pairs changed outcome.
   var userChanged: [Bool]
+  /// Per user row and per channel row, the first changed pair: its traffic
+  /// line (0: none) and, for a channel, its user row.
+  var userFirstChange: [Int]
+  var channelFirstChange: [(line: Int, user: Int32)]
   var firstTs = Int64.max
   var lastTs = Int64.min
 
@@ -24,6 +29,9 @@ struct ComparisonTotals {
     channelDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.channels.count), count: 2)
     userDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.users.count), count: 2)
     userChanged = [Bool](repeating: false, count: a.users.count)
+    userFirstChange = [Int](repeating: 0, count: a.users.count)
+    channelFirstChange = [(line: Int, user: Int32)](
+      repeating: (0, -1), count: a.channels.count)
   }
 
   var messages: Int { counters[0].messages }
@@ -39,7 +47,12 @@ struct ComparisonTotals {
     for i in transitions.indices { transitions[i] += chunk.transitions[i] }
     slices.add(chunk.slices)
     changedPairs += chunk.changedPairs
-    for user in chunk.changedUsers { userChanged[Int(user)] = true }
+    for (k, user) in chunk.changedUsers.enumerated() {
+      let (u, c, line) = (Int(user), Int(chunk.changedChannels[k]), chunk.changedLines[k])
+      userChanged[u] = true
+      if userFirstChange[u] == 0 { userFirstChange[u] = line }
+      if channelFirstChange[c].line == 0 { channelFirstChange[c] = (line, user) }
+    }
     firstTs = min(firstTs, chunk.firstTs)
     lastTs = max(lastTs, chunk.lastTs)
   }
@@ -81,12 +94,22 @@ public struct WhatIfReport: Sendable {
     public var badges: BadgeHistogram
   }
 
-  /// A channel or user whose delivered pair count changed.
+  /// A channel or user whose delivered pair count changed, with an
+  /// example: the first pair of it whose outcome changed.
   public struct Change: Sendable {
     public var id: String
     public var a: Int
     public var b: Int
     public var change: Int { b - a }
+    public var example: Example?
+  }
+
+  /// A changed pair: its traffic line, the message's id (when the traffic
+  /// can be read again: not standard input), its user.
+  public struct Example: Sendable {
+    public var line: Int
+    public var message: String?
+    public var user: String
   }
 
   public static let topCount = 20
@@ -176,8 +199,25 @@ public struct WhatIfReport: Sendable {
           delivered: totals.counters[s].deliveries[g], suppressed: totals.counters[s].blocked[g])
       }
     }
-    topChannels = Self.top(totals.channelDelivered, names: a.channels)
-    topUsers = Self.top(totals.userDelivered, names: a.users)
+    topChannels = Self.top(totals.channelDelivered, names: a.channels) { row in
+      let first = totals.channelFirstChange[row]
+      return first.line == 0 ? nil : Example(line: first.line, user: a.users[Int(first.user)])
+    }
+    topUsers = Self.top(totals.userDelivered, names: a.users) { row in
+      let line = totals.userFirstChange[row]
+      return line == 0 ? nil : Example(line: line, user: a.users[row])
+    }
+    // The examples' message ids, from their lines.
+    let ids = Self.messageIDs(
+      path: options.messages, lines: Set((topChannels + topUsers).compactMap { $0.example?.line }))
+    for k in topChannels.indices {
+      let line = topChannels[k].example?.line ?? 0
+      topChannels[k].example?.message = ids[line]
+    }
+    for k in topUsers.indices {
+      let line = topUsers[k].example?.line ?? 0
+      topUsers[k].example?.message = ids[line]
+    }
     usersAffected = totals.userChanged.reduce(0) { $0 + ($1 ? 1 : 0) }
     // Whole days from the first message's ts to the last (any Int64s: the
     // span may not fit one).
@@ -230,7 +270,42 @@ public struct WhatIfReport: Sendable {
 
   /// The rows whose delivered count changed most (by size of the change,
   /// then in id order); unchanged rows are never listed.
-  private static func top(_ delivered: [[Int]], names: StringTable) -> [Change] {
+  /// The message ids on traffic lines `lines` of the file at `path` (none
+  /// for standard input, or a file that cannot be read again).
+  static func messageIDs(path: String, lines: Set<Int>) -> [Int: String] {
+    guard path != "-", !lines.isEmpty,
+      let reader = try? LZ4LineReader(path: path, plainTextAccepted: true)
+    else { return [:] }
+    var ids: [Int: String] = [:]
+    var number = 0
+    var key: [UInt8] = []
+    while ids.count < lines.count, let line = try? reader.nextLine() {
+      number += 1
+      guard lines.contains(number) else { continue }
+      line.withUnsafeBytes { raw in
+        var scanner = JSONScanner(raw)
+        var idRange: Range<Int>? = nil
+        guard
+          (try? scanner.object(
+            key: &key,
+            { key, range in
+              if key.elementsEqual("id".utf8) { idRange = range }
+            })) != nil, let idRange
+        else { return }
+        var id: [UInt8] = []
+        var value = JSONScanner(raw)
+        value.i = idRange.lowerBound
+        if (try? value.string(into: &id)) != nil {
+          ids[number] = String(decoding: id, as: UTF8.self)
+        }
+      }
+    }
+    return ids
+  }
+
+  private static func top(
+    _ delivered: [[Int]], names: StringTable, example: (Int) -> Example?
+  ) -> [Change] {
     var changed: [(row: Int, change: Int)] = []
     for row in delivered[0].indices where delivered[0][row] != delivered[1][row] {
       changed.append((row, delivered[1][row] - delivered[0][row]))
@@ -239,7 +314,9 @@ public struct WhatIfReport: Sendable {
       abs($0.change) != abs($1.change) ? abs($0.change) > abs($1.change) : $0.row < $1.row
     }
     return changed.prefix(topCount).map {
-      Change(id: names[$0.row], a: delivered[0][$0.row], b: delivered[1][$0.row])
+      Change(
+        id: names[$0.row], a: delivered[0][$0.row], b: delivered[1][$0.row],
+        example: example($0.row))
     }
   }
 }

@@ -172,6 +172,22 @@ private func checkAgainstEval(
     [row["user"] as! String, String(row["a"] as! Int), String(row["b"] as! Int)]
   }
   #expect(reported == expectedTop)
+  // Each top user's example is its first changed pair, with the message's id.
+  var firstChange: [String: String] = [:]
+  for change in expectedChanges where firstChange[change[1]] == nil {
+    firstChange[change[1]] = change[0]
+  }
+  for row in report["top_users"] as! [[String: Any]] {
+    let example = try #require(row["example"] as? [String: Any], "\(row)")
+    #expect(example["user"] as? String == row["user"] as? String)
+    #expect(example["message"] as? String == firstChange[row["user"] as! String], "\(row)")
+  }
+  for row in report["top_channels"] as! [[String: Any]] {
+    let example = try #require(row["example"] as? [String: Any], "\(row)")
+    let message = try #require(example["message"] as? String)
+    let user = try #require(example["user"] as? String)
+    #expect(expectedChanges.contains { $0[0] == message && $0[1] == user }, "\(row)")
+  }
 
   // Users affected: those with a changed pair.
   #expect(report["users_affected"] as? Int == Set(expectedChanges.map { $0[1] }).count)
