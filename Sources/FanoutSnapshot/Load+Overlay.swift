@@ -7,12 +7,16 @@ import FanoutIndex
 /// memory goes as soon as that load no longer needs it.
 public final class SnapshotRows {
   private var load: Load?
+  /// Whether more loads will be built over these rows (a sweep's
+  /// variants): each then copies them, and only the tables its overlay
+  /// changes are copied for real (copy on write), until the last takes them.
+  public var sharedWithMore = false
 
   init(_ load: Load) { self.load = load }
 
-  /// The rows, given up by this value.
+  /// The rows: given up by this value, unless more loads will share them.
   func take() -> Load? {
-    defer { load = nil }
+    defer { if !sharedWithMore { load = nil } }
     return load
   }
 }
