@@ -25,28 +25,21 @@ public struct BarChart {
   }
 
   public func svg(title: String) -> String {
-    let left = 64.0
-    let right = 12.0
-    let top = 28.0
-    let bottom = 36.0
-    let plotWidth = Double(width) - left - right
-    let plotHeight = Double(height) - top - bottom
+    let frame = ChartFrame(width: width, height: height, bottom: 36.0)
+    let (left, top, plotWidth, plotHeight) = (
+      frame.left, frame.top, frame.plotWidth, frame.plotHeight
+    )
     let top1 = Self.niceCeiling(max(a.max() ?? 0, b.max() ?? 0, 1))
     let groupWidth = plotWidth / Double(max(labels.count, 1))
     let barWidth = max(1, groupWidth * 0.38)
     func y(_ v: Int) -> Double { top + plotHeight - plotHeight * Double(v) / Double(top1) }
 
-    var s =
-      #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
-    s += #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
-    s += legend(right: Double(width) - right, y: 8)
+    var s = frame.open(title: title)
+    s += legend(right: Double(width) - frame.right, y: 8)
     for k in 0...4 {
       let v = top1 * k / 4
       let ty = y(v)
-      s +=
-        #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(ty)" y2="\#(ty)" class="grid"/>"#
-      s +=
-        #"<text x="\#(left - 6)" y="\#(ty + 4)" text-anchor="end" class="tick">\#(Format.compact(v))</text>"#
+      s += frame.rule(at: ty, label: Format.compact(v), class: "grid")
     }
     for (i, label) in labels.enumerated() {
       let x0 = left + groupWidth * Double(i) + groupWidth * 0.1
@@ -59,12 +52,10 @@ public struct BarChart {
         s += "<title>\(HTML.escape(label)) · \(side): \(Format.grouped(value))</title></rect>"
       }
       if i % labelStep == 0 {
-        s +=
-          #"<text x="\#(x0 + barWidth)" y="\#(Double(height) - bottom + 16)" text-anchor="middle" class="tick">\#(HTML.escape(label))</text>"#
+        s += frame.groupLabel(label, at: x0 + barWidth)
       }
     }
-    s +=
-      #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(y(0))" y2="\#(y(0))" class="axis"/>"#
+    s += frame.rule(at: y(0), label: nil, class: "axis")
     return s + "</svg>"
   }
 
@@ -111,25 +102,19 @@ public struct DeltaChart {
   }
 
   public func svg(title: String) -> String {
-    let left = 64.0
-    let right = 12.0
-    let top = 28.0
-    let bottom = 30.0
-    let plotWidth = Double(width) - left - right
-    let plotHeight = Double(height) - top - bottom
+    let frame = ChartFrame(width: width, height: height, bottom: 30.0)
+    let (left, top, plotWidth, plotHeight) = (
+      frame.left, frame.top, frame.plotWidth, frame.plotHeight
+    )
     let deltas = zip(a, b).map { $1 - $0 }
     let reach = BarChart.niceCeiling(max(deltas.map { abs($0) }.max() ?? 0, 1))
     let groupWidth = plotWidth / Double(max(labels.count, 1))
     func y(_ v: Int) -> Double { top + plotHeight / 2 - plotHeight / 2 * Double(v) / Double(reach) }
 
-    var s =
-      #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
-    s += #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
+    var s = frame.open(title: title)
     for v in [-reach, -reach / 2, 0, reach / 2, reach] {
-      s +=
-        #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(y(v))" y2="\#(y(v))" class="\#(v == 0 ? "axis" : "grid")"/>"#
-      s +=
-        #"<text x="\#(left - 6)" y="\#(y(v) + 4)" text-anchor="end" class="tick">\#(v > 0 ? "+" : "")\#(Format.compact(v))</text>"#
+      s += frame.rule(
+        at: y(v), label: (v > 0 ? "+" : "") + Format.compact(v), class: v == 0 ? "axis" : "grid")
     }
     if deltas.allSatisfy({ $0 == 0 }) {
       s +=
@@ -144,10 +129,42 @@ public struct DeltaChart {
         #"<rect x="\#(x)" y="\#(y0)" width="\#(groupWidth * 0.7)" height="\#(h)" fill="\#(d >= 0 ? "#2563eb" : "#d97706")">"#
       s += "<title>\(HTML.escape(label)) · B − A: \(Format.signed(d))</title></rect>"
       if i % labelStep == 0 {
-        s +=
-          #"<text x="\#(x + groupWidth * 0.35)" y="\#(Double(height) - bottom + 16)" text-anchor="middle" class="tick">\#(HTML.escape(label))</text>"#
+        s += frame.groupLabel(label, at: x + groupWidth * 0.35)
       }
     }
     return s + "</svg>"
+  }
+}
+
+/// The frame both charts draw in: the SVG element with its title, the
+/// margins around the plot, the value rules and the group labels.
+struct ChartFrame {
+  let width: Int
+  let height: Int
+  let left = 64.0
+  let right = 12.0
+  let top = 28.0
+  let bottom: Double
+
+  var plotWidth: Double { Double(width) - left - right }
+  var plotHeight: Double { Double(height) - top - bottom }
+
+  /// The opening `<svg>` (scalable: the page's style fits it to the width) and the title.
+  func open(title: String) -> String {
+    #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(width) \#(height)" width="\#(width)" height="\#(height)" role="img" aria-label="\#(HTML.escape(title))">"#
+      + #"<text x="\#(left)" y="16" class="chart-title">\#(HTML.escape(title))</text>"#
+  }
+
+  /// A horizontal rule across the plot at `y`, with its value on the left.
+  func rule(at y: Double, label: String?, class cls: String) -> String {
+    #"<line x1="\#(left)" x2="\#(Double(width) - right)" y1="\#(y)" y2="\#(y)" class="\#(cls)"/>"#
+      + (label.map {
+        #"<text x="\#(left - 6)" y="\#(y + 4)" text-anchor="end" class="tick">\#(HTML.escape($0))</text>"#
+      } ?? "")
+  }
+
+  /// A group's label under the plot, centred on `x`.
+  func groupLabel(_ label: String, at x: Double) -> String {
+    #"<text x="\#(x)" y="\#(Double(height) - bottom + 16)" text-anchor="middle" class="tick">\#(HTML.escape(label))</text>"#
   }
 }

@@ -126,25 +126,11 @@ extension Fanout {
       if against == nil {
         do { scenario = .sql(try scenarioSQL()) } catch { throw fail(error) }
       }
-      var options = WhatIfOptions(
-        snapshot: snapshot, scenario: scenario,
-        messages: messages, out: out, threads: runOptions.workerThreads,
-        overwrite: runOptions.overwrite)
-      options.busyTimeoutMilliseconds = runOptions.busyTimeout
-      options.indexCache = indexCacheOptions.cache
-      options.budget = budget
-      let progress = ProgressBar.ifTerminal()
-      options.progress = progress?.update
-      do {
-        let report = try WhatIf.run(options)
-        progress?.clear()
+      try running(scenario, WhatIf.run) { report in
         reportRejections(
           report.rejected, first: report.firstRejection, linesRead: report.linesRead,
           messages: report.messages, folder: out)
         print(headline(report), terminator: "")
-      } catch {
-        progress?.clear()
-        throw fail(error, status: error.exitStatus)
       }
     }
 
@@ -159,17 +145,10 @@ extension Fanout {
             PipelineError.usage("cannot read --variant \(name)'s file '\(file)': \(error.reason)"))
         }
       }
-      var options = WhatIfOptions(
-        snapshot: snapshot, scenario: .sql(""), messages: messages, out: out,
-        threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
-      options.busyTimeoutMilliseconds = runOptions.busyTimeout
-      options.indexCache = indexCacheOptions.cache
-      options.budget = budget
-      let progress = ProgressBar.ifTerminal()
-      options.progress = progress?.update
-      do {
-        let sweep = try WhatIf.sweep(options, variants: variants)
-        progress?.clear()
+      let sweep = { (options: WhatIfOptions) throws(WhatIfError) in
+        try WhatIf.sweep(options, variants: variants)
+      }
+      try running(.sql(""), sweep) { sweep in
         let first = sweep.variants[0].report
         reportRejections(
           first.rejected, first: first.firstRejection, linesRead: first.linesRead,
@@ -180,10 +159,31 @@ extension Fanout {
           "\(threeDecimals(sweep.seconds)) s: "
             + sweep.phases.map { "\($0.phase) \(threeDecimals($0.seconds)) s" }.joined(
               separator: ", "))
-      } catch {
+      }
+    }
+
+    /// Runs `body` with this command line's options for `scenario` (and a
+    /// progress bar when standard error is a terminal), then `done` with its
+    /// result once the bar is cleared; an error exits with its status.
+    private func running<R>(
+      _ scenario: WhatIfOptions.Scenario, _ body: (WhatIfOptions) throws(WhatIfError) -> R,
+      done: (R) -> Void
+    ) throws {
+      var options = WhatIfOptions(
+        snapshot: snapshot, scenario: scenario, messages: messages, out: out,
+        threads: runOptions.workerThreads, overwrite: runOptions.overwrite)
+      options.busyTimeoutMilliseconds = runOptions.busyTimeout
+      options.indexCache = indexCacheOptions.cache
+      options.budget = budget
+      let progress = ProgressBar.ifTerminal()
+      options.progress = progress?.update
+      let result: R
+      do { result = try body(options) } catch {
         progress?.clear()
         throw fail(error, status: error.exitStatus)
       }
+      progress?.clear()
+      done(result)
     }
 
     /// The headline deltas as a small table.
