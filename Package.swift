@@ -118,7 +118,7 @@ let package = Package(
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
     .testTarget(
       name: "FanoutWhatIfTests",
-      dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutTestSupport"]),
+      dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutExplainTests",
       dependencies: [

@@ -146,7 +146,7 @@ extension SnapshotError {
   /// A failure to open or start reading the snapshot, with a hint where the
   /// cause is known.
   @inline(never)
-  static func opening(_ path: String, _ error: SQLiteError) -> SnapshotError {
+  package static func opening(_ path: String, _ error: SQLiteError) -> SnapshotError {
     if error.isBusy { return SnapshotError(busy: path, waited: 0) }
     var hint = ""
     let code = error.code & 0xFF

@@ -124,7 +124,7 @@ public enum SnapshotSchema {
   }
 
   /// The `CREATE TABLE` statement of one table, cut from `createSQL`.
-  static func createSQL(table name: String) -> String {
+  package static func createSQL(table name: String) -> String {
     let start = createSQL.firstRange(of: "CREATE TABLE \(name) (")!.lowerBound
     let end = createSQL[start...].firstRange(of: "\n);")!.upperBound  // comments hold ");"
     return String(createSQL[start..<end])

@@ -9,7 +9,7 @@ import FanoutModel
 
 /// An open SQLite database; closed when the last reference goes.
 package final class Connection {
-  let handle: OpaquePointer
+  package let handle: OpaquePointer
 
   /// Whether a base snapshot is attached (`init(path:writable:base:)`).
   package let hasBase: Bool
@@ -199,7 +199,7 @@ package final class Statement {
   deinit { sqlite3_finalize(handle) }
 
   /// Advances to the next row; false when done.
-  func step() throws(SQLiteError) -> Bool {
+  package func step() throws(SQLiteError) -> Bool {
     switch sqlite3_step(handle) {
     case SQLITE_ROW: return true
     case SQLITE_DONE: return false
@@ -211,7 +211,9 @@ package final class Statement {
   func reset() { sqlite3_reset(handle) }
 
   @inline(__always) func type(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
-  @inline(__always) func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+  @inline(__always) package func int64(_ column: Int32) -> Int64 {
+    sqlite3_column_int64(handle, column)
+  }
   @inline(__always) func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
   /// The column's text as bytes, valid until the next step.
@@ -222,7 +224,9 @@ package final class Statement {
     return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, column)))
   }
 
-  func text(_ column: Int32) -> String { String(decoding: textBytes(column), as: UTF8.self) }
+  package func text(_ column: Int32) -> String {
+    String(decoding: textBytes(column), as: UTF8.self)
+  }
 
   /// The column's value, valid until the next step: its type and contents
   /// read with one lookup of the column, where each `sqlite3_column_*` call

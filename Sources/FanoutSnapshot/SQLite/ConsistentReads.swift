@@ -99,7 +99,7 @@ package struct HandedConnection: @unchecked Sendable {
 
 extension Connection {
   /// Lets SQLite retry for up to this long when the database is locked.
-  func waitWhenBusy(milliseconds: Int) {
+  package func waitWhenBusy(milliseconds: Int) {
     sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
   }
 
@@ -115,7 +115,7 @@ extension Connection {
 
   /// `PRAGMA data_version` (of the main file, then of the attached base):
   /// changes when another connection commits.
-  func dataVersion() throws(SQLiteError) -> [Int64] {
+  package func dataVersion() throws(SQLiteError) -> [Int64] {
     try schemas.map { schema throws(SQLiteError) in
       let statement = try prepare("PRAGMA \(schema).data_version")
       return try statement.step() ? statement.int64(0) : 0
@@ -126,31 +126,4 @@ extension Connection {
 extension SQLiteError {
   /// The database is locked by a writer: worth waiting for, not a fault of the file.
   package var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
-}
-
-/// Tells whether any commit has landed on a snapshot file since the watch
-/// began: for readers that read one file in several passes that no single
-/// read transaction can span (`fanout whatif --sql` loads A while `VACUUM
-/// INTO` copies it), so that they can refuse to mix two states.
-public final class CommitWatch: @unchecked Sendable {
-  /// `@unchecked Sendable`: the connection is used under the lock only.
-  private let connection: Connection
-  private let first: [Int64]
-  private let lock = Mutex(())
-
-  public init(path: String) throws(SnapshotError) {
-    do {
-      connection = try Connection(path: path)
-      connection.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
-      first = try connection.dataVersion()
-    } catch {
-      throw SnapshotError.opening(path, error)
-    }
-  }
-
-  /// Whether a commit landed since the watch began (true too when it
-  /// cannot tell).
-  public func committedSince() -> Bool {
-    lock.withLock { _ in (try? connection.dataVersion()).map { $0 != first } ?? true }
-  }
 }

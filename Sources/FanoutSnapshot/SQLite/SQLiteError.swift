@@ -13,7 +13,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable {
   }
 
   @inline(never)
-  static func from(_ db: OpaquePointer?, code: Int32, sql: String?) -> SQLiteError {
+  package static func from(_ db: OpaquePointer?, code: Int32, sql: String?) -> SQLiteError {
     let message =
       db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
       ?? String(cString: sqlite3_errstr(code))

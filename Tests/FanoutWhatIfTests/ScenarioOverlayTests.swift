@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import FanoutSnapshot
+@testable import FanoutWhatIf
 
 /// `fanout whatif --sql` makes B as an overlay of A when it can: a file
 /// holding only the tables the SQL writes. Loaded, it must be the very

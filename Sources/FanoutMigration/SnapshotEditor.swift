@@ -1,4 +1,6 @@
+import CSQLite
 import FanoutModel
+import FanoutSnapshot
 
 /// A value written into a snapshot column.
 public enum ColumnValue: Sendable, Equatable {

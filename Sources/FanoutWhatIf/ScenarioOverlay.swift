@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSnapshot
 
 /// The tables of a what-if scenario's overlay (`ScenarioCopy`): which of
 /// the base's tables a statement would write, copied into the overlay

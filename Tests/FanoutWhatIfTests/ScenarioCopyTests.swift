@@ -1,5 +1,6 @@
 import FanoutSnapshot
 import FanoutTestSupport
+import FanoutWhatIf
 import Foundation
 import Synchronization
 import Testing
