@@ -54,6 +54,7 @@ let package = Package(
     .target(
       name: "FanoutWhatIf",
       dependencies: [
+        "CSQLite",
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
         "FanoutReport",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
@@ -80,6 +81,7 @@ let package = Package(
     .target(
       name: "FanoutMigration",
       dependencies: [
+        "CSQLite",
         "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .executableTarget(
