@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutIndex
 import FanoutKernel
 import FanoutOutput
@@ -46,20 +47,51 @@ final class ParsedLogFile {
     self.threads = threads
   }
 
+  /// The next block, read and parsed on another thread while this one is
+  /// used (the engine's workers and the matching leave cores idle between
+  /// them); the reader is that thread's alone until `block` takes it.
+  private var ahead: NextBlock? = nil
+
+  private final class NextBlock: @unchecked Sendable {
+    var result: Result<[Line], OutputError> = .success([])
+    let done = DispatchSemaphore(value: 0)
+  }
+
+  /// A value handed to another thread that touches it alone meanwhile.
+  private struct Handed<T>: @unchecked Sendable { let value: T }
+
   /// The next line and its number; nil at the end of the file.
   func nextLine() throws(OutputError) -> (number: Int, line: Line)? {
     if next == block.count {
       firstLine += block.count
-      block = try readBlock()
+      if let ahead {
+        ahead.done.wait()
+        self.ahead = nil
+        block = try ahead.result.get()
+      } else {
+        block = try readBlock(first: firstLine)
+      }
       next = 0
       if block.isEmpty { return nil }
+      let job = NextBlock()
+      let me = Handed(value: self)
+      let first = firstLine + block.count
+      ahead = job
+      DispatchQueue.global().async {
+        job.result = Result { () throws(OutputError) in try me.value.readBlock(first: first) }
+        job.done.signal()
+      }
     }
     defer { next += 1 }
     return (firstLine + next, block[next])
   }
 
-  /// Reads up to `blockLines` lines, and parses them in chunks, in parallel.
-  private func readBlock() throws(OutputError) -> [Line] {
+  /// Waits for a block still being read: the reader is not freed under it.
+  deinit { ahead?.done.wait() }
+
+  /// Reads up to `blockLines` lines, numbered from `first`, and parses
+  /// them in chunks, in parallel.
+  private func readBlock(first: Int) throws(OutputError) -> [Line] {
     var bytes: [UInt8] = []
     var ends: [Int] = []
     while ends.count < Self.blockLines, let line = try reader.nextLine() {
@@ -68,7 +100,7 @@ final class ParsedLogFile {
     }
     let count = ends.count
     let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
-    let (index, messages, file, first) = (index, messages, file, firstLine)
+    let (index, messages, file) = (index, messages, file)
     let (text, lineEnds) = (bytes, ends)
     let parsed = runChunks(count: chunks, workers: threads, empty: [Line]()) { c in
       var parser = SentLogParser(index: index)
