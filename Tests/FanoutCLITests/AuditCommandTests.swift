@@ -299,6 +299,43 @@ struct AuditCommandTests {
     #expect(run.stderr.contains("4 sent log lines unreadable"), "\(run.stderr)")
   }
 
+  @Test(
+    "a second run into the same folder is refused unless --overwrite; a full disk leaves nothing")
+  func outputFolder() throws {
+    let day = Day()
+    let log = day.write(Array(day.pushes.prefix(200)), to: "some.ndjson")
+    let out = makeTemporaryDirectory() + "/audit"
+    let args = [
+      "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", log, "--out", out,
+    ]
+    #expect(runProcess(fanoutExecutable, args).status == 0)
+    let first = readText(out + "/audit.json")
+    let again = runProcess(fanoutExecutable, args)
+    #expect(again.status == 64 && again.stderr.contains("not empty"), "\(again.stderr)")
+    #expect(readText(out + "/audit.json") == first)
+    let overwritten = runProcess(fanoutExecutable, args + ["--overwrite"])
+    #expect(overwritten.status == 0, "\(overwritten.stderr)")
+    #expect(readText(out + "/audit.json") == first)  // the same inputs, the same bytes
+    #expect(
+      listDirectory(out) == [
+        "audit.json", "findings.ndjson.lz4", "rejected.ndjson", "report.html", "unreadable.ndjson",
+      ])
+    guard let disk = SmallDisk(bytes: 64 << 10) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    let full = runProcess(
+      fanoutExecutable,
+      [
+        "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", log, "--out",
+        disk.path + "/a",
+      ])
+    #expect(full.status == 73, "\(full.stderr)")
+    #expect(
+      !FileManager.default.fileExists(atPath: disk.path + "/a"), "\(listDirectory(disk.path))")
+  }
+
   @Test("bad command lines: no log, a bad --fail-on kind, traffic from standard input")
   func badCommandLines() throws {
     let day = Day()
