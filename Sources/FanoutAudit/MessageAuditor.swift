@@ -165,11 +165,8 @@ struct MessageAuditor {
   private func gatewayKey(_ push: SentPush) -> AuditTally.GatewayKey {
     if push.device >= 0 { return .row(Int(index.deviceGateway[Int(push.device)])) }
     guard let names = push.names?.gateway else { return .named("") }
-    let row = names.withUnsafeBytes { raw -> Int32? in
-      var decoded: [UInt8] = []
-      var s = JSONScanner(raw)
-      guard (try? s.string(into: &decoded)) != nil else { return nil }
-      return decoded.withUnsafeBytes { index.gateways.find($0) }
+    let row = names.withUnsafeBytes { JSONScanner.string(in: $0) }.flatMap { name in
+      name.withUnsafeBytes { index.gateways.find($0) }
     }
     if let row { return .row(Int(row)) }
     return .named(String(decoding: names.dropFirst().dropLast(), as: UTF8.self))
@@ -268,11 +265,6 @@ struct MessageAuditor {
   }
 
   static func decoded(_ quoted: [UInt8]) -> String {
-    quoted.withUnsafeBytes { raw in
-      var out: [UInt8] = []
-      var s = JSONScanner(raw)
-      _ = try? s.string(into: &out)
-      return String(decoding: out, as: UTF8.self)
-    }
+    String(decoding: quoted.withUnsafeBytes { JSONScanner.string(in: $0) } ?? [], as: UTF8.self)
   }
 }

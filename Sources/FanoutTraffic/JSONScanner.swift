@@ -155,6 +155,16 @@ package struct JSONScanner {
     return NumberShape(range: start..<i, isInteger: isInteger)
   }
 
+  /// The string literal at byte `offset` of `bytes`, decoded; nil when
+  /// none starts there.
+  package static func string(in bytes: UnsafeRawBufferPointer, at offset: Int = 0) -> [UInt8]? {
+    var scanner = JSONScanner(bytes)
+    scanner.i = offset
+    var out: [UInt8] = []
+    guard (try? scanner.string(into: &out)) != nil else { return nil }
+    return out
+  }
+
   /// Checks a string literal without copying it anywhere (keys and values
   /// the parser skips).
   mutating func skipString() throws(Failure) {

@@ -268,8 +268,6 @@ public struct WhatIfReport: Sendable {
     transitions[Int(a.rawValue) * Outcome.allCases.count + Int(b.rawValue)]
   }
 
-  /// The rows whose delivered count changed most (by size of the change,
-  /// then in id order); unchanged rows are never listed.
   /// The message ids on traffic lines `lines` of the file at `path` (none
   /// for standard input, or a file that cannot be read again).
   static func messageIDs(path: String, lines: Set<Int>) -> [Int: String] {
@@ -292,10 +290,7 @@ public struct WhatIfReport: Sendable {
               if key.elementsEqual("id".utf8) { idRange = range }
             })) != nil, let idRange
         else { return }
-        var id: [UInt8] = []
-        var value = JSONScanner(raw)
-        value.i = idRange.lowerBound
-        if (try? value.string(into: &id)) != nil {
+        if let id = JSONScanner.string(in: raw, at: idRange.lowerBound) {
           ids[number] = String(decoding: id, as: UTF8.self)
         }
       }
@@ -303,6 +298,9 @@ public struct WhatIfReport: Sendable {
     return ids
   }
 
+  /// The rows whose delivered count changed most (by size of the change,
+  /// then in id order), each with its example; unchanged rows are never
+  /// listed.
   private static func top(
     _ delivered: [[Int]], names: StringTable, example: (Int) -> Example?
   ) -> [Change] {
