@@ -55,6 +55,13 @@ public struct AuditTally: Sendable {
     gatewayCounts[gateway].expected += 1
   }
 
+  /// A push to a device of gateway row `gateway`.
+  mutating func countSent(gateway: Int, hour: Int) {
+    sent += 1
+    sentByHour[hour] += 1
+    gatewayCounts[gateway].sent += 1
+  }
+
   mutating func countSent(gateway: GatewayKey, hour: Int?) {
     sent += 1
     if let hour { sentByHour[hour] += 1 }

@@ -7,16 +7,14 @@ import FanoutTraffic
 
 /// Compares one message's pushes with what the rules deliver, pair by pair
 /// and device by device, and writes its findings, tallied. Allocates
-/// nothing per pair: per device, the line whose pushes it counts and how
-/// many reached it, in two flat columns.
+/// nothing per pair: the pushes sorted by user and device are walked beside
+/// the pairs (in user order), so a device's pushes lie side by side.
 struct MessageAuditor {
   let index: Index
   let toleranceMs: Int64
   /// `fanout explain --snapshot S --messages T`, quoted for a shell.
   let explainCommand: String
   let logNames: [String]
-  private var deviceLine: [Int]
-  private var deviceSends: [Int32]
   private var found: [Found] = []
   var tally: AuditTally
   /// Finding lines not yet written.
@@ -27,8 +25,6 @@ struct MessageAuditor {
     self.toleranceMs = toleranceMs
     self.explainCommand = explainCommand
     self.logNames = logNames
-    deviceLine = [Int](repeating: 0, count: index.deviceIDs.count)
-    deviceSends = [Int32](repeating: 0, count: index.deviceIDs.count)
     tally = AuditTally(gateways: index.gateways.count)
   }
 
@@ -59,7 +55,11 @@ struct MessageAuditor {
         < (UInt32(bitPattern: b.user), UInt32(bitPattern: b.device), b.file, b.logLine)
     }
     for (k, push) in pushes.enumerated() {
-      tally.countSent(gateway: gatewayKey(push), hour: hour)
+      if push.device >= 0 {
+        tally.countSent(gateway: Int(index.deviceGateway[Int(push.device)]), hour: hour)
+      } else {
+        tally.countSent(gateway: gatewayKey(push), hour: hour)
+      }
       func note(_ kind: FindingKind, reason: String? = nil, deliverAt: Int64? = nil) {
         found.append(
           Found(
@@ -95,13 +95,9 @@ struct MessageAuditor {
         tally.wrongDevice[WrongDeviceReason.gateBlocks.rawValue] += 1
         continue
       }
-      let d = Int(push.device)
-      if deviceLine[d] != line {
-        deviceLine[d] = line
-        deviceSends[d] = 0
-      }
-      deviceSends[d] += 1
-      if deviceSends[d] > 1 {
+      // Sorted: the device's earlier pushes, if any, are just before; they
+      // came this far too (same user, same pair, same device).
+      if k > 0 && pushes[k - 1].user == push.user && pushes[k - 1].device == push.device {
         note(.duplicate, deliverAt: deliverAt)
       } else if let sentAt = push.sentAt, sentAt < deliverAt &- toleranceMs {
         note(.early, deliverAt: deliverAt)
@@ -111,10 +107,27 @@ struct MessageAuditor {
         tally.agree += 1
       }
     }
+    // Pairs are in user row order, pushes too (unknown users, -1, last):
+    // `cursor` is the first push of the pair's user, if any.
+    var cursor = 0
     for p in pairs where result.pairOutcomes[p].isDelivered {
+      let u = result.pairUsers[p]
+      while cursor < pushes.count && UInt32(bitPattern: pushes[cursor].user) < UInt32(bitPattern: u)
+      {
+        cursor += 1
+      }
       for d in devices(of: p, result) {
         tally.expect(gateway: Int(index.deviceGateway[Int(d)]), hour: hour)
-        if deviceLine[Int(d)] != line {
+        var sent = false
+        var k = cursor
+        while k < pushes.count && pushes[k].user == u {
+          if pushes[k].device == d {
+            sent = true
+            break
+          }
+          k += 1
+        }
+        if !sent {
           found.append(
             Found(
               kind: .missed, user: result.pairUsers[p], device: d, push: nil, reason: nil,

@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 import FanoutPipeline
@@ -64,24 +65,46 @@ struct MessageLines: Sendable {
     /// Every line with this id is before `frontier`: the log is not in
     /// traffic order.
     case passed(first: Int)
-    /// No message line has this id.
-    case unknown
   }
 
-  /// Whether any message line's id hashes to `hash`.
-  func contains(hash: UInt64) -> Bool { first(hash) != nil }
+  /// The first line whose id hashes to each of `hashes` (-1 for none;
+  /// looked up where the log is parsed, on every core, so that `place`
+  /// need not look again), in steps that ask for the cache lines of every
+  /// lookup before reading any.
+  func firstLines(_ hashes: [UInt64], into lines: inout [Int]) {
+    lines.removeAll(keepingCapacity: true)
+    table.withUnsafeBufferPointer { table in
+      entries.withUnsafeBufferPointer { entries in
+        for hash in hashes {
+          cprefetch_read(table.baseAddress! + Int(truncatingIfNeeded: hash) & mask)
+        }
+        for hash in hashes {
+          let k = Int(table[Int(truncatingIfNeeded: hash) & mask]) - 1
+          if k >= 0 { cprefetch_read(entries.baseAddress! + k) }
+        }
+        for hash in hashes {
+          let k = Int(table[Int(truncatingIfNeeded: hash) & mask]) - 1
+          if k >= 0 && entries[k].hash == hash {
+            lines.append(entries[k].line)
+          } else {
+            lines.append(first(hash).map { entries[$0].line } ?? -1)  // probing on
+          }
+        }
+      }
+    }
+  }
 
-  func place(hash: UInt64, from frontier: Int) -> Place {
-    guard let start = first(hash) else { return .unknown }
-    if entries[start].line >= frontier { return .line(entries[start].line) }
+  /// `place` for an id whose first line is `firstLine`.
+  func place(hash: UInt64, firstLine: Int, from frontier: Int) -> Place {
+    if firstLine >= frontier { return .line(firstLine) }
     // An id that repeats: the first of its lines from `frontier` on.
-    var lo = start + 1
+    var lo = 0
     var hi = entries.count
     while lo < hi {
       let mid = (lo + hi) / 2
       if entries[mid] < Entry(hash: hash, line: frontier) { lo = mid + 1 } else { hi = mid }
     }
     return lo < entries.count && entries[lo].hash == hash
-      ? .line(entries[lo].line) : .passed(first: entries[start].line)
+      ? .line(entries[lo].line) : .passed(first: firstLine)
   }
 }

@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 import FanoutTraffic
@@ -9,7 +10,8 @@ import FanoutTraffic
 /// One push a sent log says went out, resolved against the index: which
 /// user row, which of that user's devices, when.
 struct SentPush {
-  /// The traffic line it answers (0 until placed; see `SentLogs`).
+  /// The traffic line it answers: once parsed, its message id's first
+  /// line; once placed, the line it is matched with (see `SentLogs`).
   var line = 0
   /// The message id as a JSON string, hashed to find its line.
   var idHash: UInt64 = 0
@@ -36,35 +38,169 @@ struct SentPush {
   }
 }
 
-/// Parses the lines of a sent log into `SentPush`es. Two shapes are read:
+/// A chunk of a sent log's lines, parsed: its pushes in log order, and
+/// beside each what it names, until `resolve(against:)` finds its user and
+/// device — a batch at a time, so that the index's cache misses overlap.
+struct PushBatch {
+  var pushes: [SentPush] = []
+  /// Per push: the user named (decoded).
+  fileprivate var users = BytePool.Builder()
+  /// Per push: the token named, quoted, or nothing when it names a device id.
+  fileprivate var tokens = BytePool.Builder()
+  /// Per push: the gateway named, quoted, or nothing.
+  fileprivate var gatewayNames = BytePool.Builder()
+  /// Per push: the gateway's row; -1 when none is named, -2 when the
+  /// snapshot has no such gateway.
+  fileprivate var gateways: [Int32] = []
+  fileprivate var deviceIDs: [Int64?] = []
+
+  var count: Int { pushes.count }
+
+  /// Drops the pushes from the `n`th on (those of a line found unreadable
+  /// half way).
+  fileprivate mutating func removeLast(from n: Int) {
+    pushes.removeSubrange(n...)
+    users.removeLast(from: n)
+    tokens.removeLast(from: n)
+    gatewayNames.removeLast(from: n)
+    gateways.removeSubrange(n...)
+    deviceIDs.removeSubrange(n...)
+  }
+
+  /// Finds each push's user row, and the device among that user's that it
+  /// names (by token on the gateway named, else by device id); what the
+  /// index cannot give back is kept in the push's `names`. In groups of
+  /// pushes, each step asks for the cache lines the next step reads.
+  mutating func resolve(against index: Index) {
+    var rows: [Int32] = []
+    index.users.find(batch: users, into: &rows)
+    let userDevices = index.userDevices.buffer
+    let deviceGateway = index.deviceGateway.buffer
+    let deviceIDColumn = index.deviceIDs.buffer
+    let offsets = index.deviceJSON.offsets.buffer
+    let fragments = index.deviceJSON.bytes.buffer
+    let group = 64
+    for start in stride(from: 0, to: count, by: group) {
+      let end = min(start + group, count)
+      for k in start..<end where rows[k] >= 0 {
+        cprefetch_read(userDevices.baseAddress! + Int(rows[k]))
+      }
+      for k in start..<end where rows[k] >= 0 {
+        let first = Int(userDevices[Int(rows[k])])
+        cprefetch_read(deviceGateway.baseAddress! + first)
+        if isByToken(k) {
+          cprefetch_read(offsets.baseAddress! + first)
+        } else {
+          cprefetch_read(deviceIDColumn.baseAddress! + first)
+        }
+      }
+      for k in start..<end where rows[k] >= 0 && isByToken(k) {
+        let u = Int(rows[k])
+        let bytes = offsets[Int(userDevices[u])]..<offsets[Int(userDevices[u + 1])]
+        for line in stride(from: bytes.lowerBound, to: bytes.upperBound, by: 64) {
+          cprefetch_read(fragments.baseAddress! + line)
+        }
+      }
+      for k in start..<end {
+        pushes[k].user = rows[k]
+        if rows[k] >= 0 && gateways[k] != -2 {
+          let u = Int(rows[k])
+          for d in Int(userDevices[u])..<Int(userDevices[u + 1]) {
+            if gateways[k] >= 0 && Int32(deviceGateway[d]) != gateways[k] { continue }
+            let found =
+              isByToken(k)
+              ? tokens.withBytes(k) { quoted in
+                Self.endsWithToken(
+                  UnsafeRawBufferPointer(
+                    rebasing: UnsafeRawBufferPointer(fragments)[offsets[d]..<offsets[d + 1]]),
+                  quoted)
+              }
+              : deviceIDColumn[d] == deviceIDs[k]
+            if found {
+              pushes[k].device = Int32(d)
+              break
+            }
+          }
+        }
+        if pushes[k].device < 0 { pushes[k].names = names(k) }
+      }
+    }
+  }
+
+  private func isByToken(_ k: Int) -> Bool { tokens.withBytes(k) { !$0.isEmpty } }
+
+  /// What push `k` named, for a finding about a user or device the index
+  /// does not have.
+  private func names(_ k: Int) -> SentPush.Names {
+    let names = SentPush.Names()
+    users.withBytes(k) { JSONText.appendQuoted($0, to: &names.user) }
+    gatewayNames.withBytes(k) { if !$0.isEmpty { names.gateway = Array($0) } }
+    tokens.withBytes(k) { if !$0.isEmpty { names.token = Array($0) } }
+    names.deviceID = deviceIDs[k]
+    return names
+  }
+
+  /// Whether a device's JSON fragment, which ends with `,"token":` and its
+  /// quoted token, ends with the token `quoted`.
+  static func endsWithToken(_ fragment: UnsafeRawBufferPointer, _ quoted: UnsafeRawBufferPointer)
+    -> Bool
+  {
+    let marker = StaticString(#","token":"#)
+    let n = quoted.count
+    let m = marker.utf8CodeUnitCount
+    guard fragment.count >= n + m else { return false }
+    return sameBytes(fragment.baseAddress! + fragment.count - n, quoted.baseAddress!, n)
+      && sameBytes(fragment.baseAddress! + fragment.count - n - m, marker.utf8Start, m)
+  }
+}
+
+/// Parses the lines of a sent log into a `PushBatch`. Two shapes are read:
 /// a push per line, `{"message":"m1","user":"u2","gateway":"apns",
 /// "token":"…","sent_at":1763719200450}` (`device`, a device id, instead
 /// of `token`; `gateway` and `sent_at` optional), and Fanout's own gateway
 /// files, a message per line with its `recipients` (each sent at its
 /// `sent_at`, else its `deliver_at`, else the line's `ts`).
 struct SentLogParser {
-  let index: Index
+  let gatewayTable: StringTable
   private var key: [UInt8] = []
   /// Each string field's bytes decoded, and quoted as the index quotes
   /// (reused from line to line: nothing is allocated for a known push).
   private var message = StringField()
-  private var user = StringField()
-  private var gateway = StringField()
-  private var token = StringField()
+  private var field = StringField()
+  private var entries: [Fields] = []
 
-  init(index: Index) { self.index = index }
+  init(index: Index) { gatewayTable = index.gateways }
 
   struct Failure: Error { let reason: String }
 
-  /// The pushes of one line (none for a gateway line without recipients),
-  /// with the hash of the message id quoted, and the id itself.
-  mutating func parse(_ line: UnsafeRawBufferPointer, file: Int32, number: Int) throws(Failure)
-    -> [SentPush]
-  {
+  /// Appends the pushes of one line (none for a gateway line without
+  /// recipients) to `batch`, each with the hash of its message id quoted;
+  /// on failure, `batch` is left as it was.
+  mutating func parse(
+    _ line: UnsafeRawBufferPointer, file: Int32, number: Int, into batch: inout PushBatch
+  ) throws(Failure) {
     var fields = Fields()
     var scanner = JSONScanner(line)
+    // Whether `entries` holds the recipients' fields, read in the one pass.
+    var entriesRead = false
+    var topKey: [UInt8] = []  // (used only for a key with escapes)
     do throws(JSONScanner.Failure) {
-      try scanner.object(key: &key) { key, range in fields.note(key, range, in: line) }
+      try scanner.object(key: &topKey) {
+        (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+        let start = scanner.i
+        if Fields.named(key, "recipients") && scanner.peek == UInt8(ascii: "[") {
+          entriesRead = readEntries(&scanner)
+          if !entriesRead {
+            // Read again for the syntax error, if any; else `readRecipients`
+            // names what is wrong.
+            scanner.i = start
+            try scanner.value(depth: 1)
+          }
+        } else {
+          try scanner.value(depth: 1)
+        }
+        fields.note(key, start..<scanner.i, in: line)
+      }
       scanner.skipWhitespace()
       guard scanner.peek == nil else { throw scanner.fail("text after the object") }
     } catch {
@@ -73,37 +209,72 @@ struct SentLogParser {
     guard let id = fields.message else { throw Failure(reason: "missing field 'message'") }
     try message.read(line, id, "message")
     let idHash = message.quoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
-    var pushes: [SentPush] = []
-    if let recipients = fields.recipients {
-      let ts = try fields.ts.map { (r) throws(Failure) in try integer(line, r, "ts") }
-      for entry in try recipientFields(line, recipients) {
-        var push = try resolve(line, entry, what: "a recipient")
-        if push.sentAt == nil, let deliverAt = entry.deliverAt {
-          push.sentAt = try integer(line, deliverAt, "deliver_at")
+    let mark = batch.count
+    do throws(Failure) {
+      if let recipients = fields.recipients {
+        let ts = try fields.ts.map { (r) throws(Failure) in try Self.integer(line, r, "ts") }
+        if !entriesRead { try readRecipients(line, recipients) }
+        for entry in entries {
+          try append(line, entry, what: "a recipient", into: &batch)
+          if batch.pushes[batch.count - 1].sentAt == nil, let deliverAt = entry.deliverAt {
+            batch.pushes[batch.count - 1].sentAt = try Self.integer(line, deliverAt, "deliver_at")
+          }
+          if batch.pushes[batch.count - 1].sentAt == nil {
+            batch.pushes[batch.count - 1].sentAt = ts
+          }
         }
-        push.sentAt = push.sentAt ?? ts
-        pushes.append(push)
+      } else {
+        try append(line, fields, what: "the line", into: &batch)
       }
-    } else {
-      pushes.append(try resolve(line, fields, what: "the line"))
+    } catch {
+      batch.removeLast(from: mark)
+      throw error
     }
-    for k in pushes.indices {
-      pushes[k].idHash = idHash
-      pushes[k].file = file
-      pushes[k].logLine = number
-      pushes[k].names?.message = message.quoted
+    for k in mark..<batch.count {
+      batch.pushes[k].idHash = idHash
+      batch.pushes[k].file = file
+      batch.pushes[k].logLine = number
     }
-    return pushes
   }
 
   /// The message id of the line last parsed, quoted.
   var messageQuoted: [UInt8] { message.quoted }
 
-  /// The fields of each object of the array at `range`.
-  private mutating func recipientFields(_ line: UnsafeRawBufferPointer, _ range: Range<Int>)
-    throws(Failure) -> [Fields]
+  /// Reads an array of objects at `scanner` into `entries`, leaving the
+  /// scanner after it; false (the scanner anywhere) when it is not one.
+  private mutating func readEntries(_ scanner: inout JSONScanner) -> Bool {
+    entries.removeAll(keepingCapacity: true)
+    let line = scanner.bytes
+    do throws(JSONScanner.Failure) {
+      try scanner.expect(UInt8(ascii: "["))
+      scanner.skipWhitespace()
+      if scanner.peek == UInt8(ascii: "]") {
+        scanner.i += 1
+        return true
+      }
+      while true {
+        scanner.skipWhitespace()
+        var entry = Fields()
+        try scanner.object(key: &key) { key, range in entry.note(key, range, in: line) }
+        entries.append(entry)
+        scanner.skipWhitespace()
+        if scanner.peek == UInt8(ascii: ",") {
+          scanner.i += 1
+          continue
+        }
+        try scanner.expect(UInt8(ascii: "]"))
+        return true
+      }
+    } catch {
+      return false
+    }
+  }
+
+  /// The fields of each object of the array at `range`, into `entries`.
+  private mutating func readRecipients(_ line: UnsafeRawBufferPointer, _ range: Range<Int>)
+    throws(Failure)
   {
-    var entries: [Fields] = []
+    entries.removeAll(keepingCapacity: true)
     var list = JSONScanner(line)
     list.i = range.lowerBound
     func failed(_ error: JSONScanner.Failure) -> Failure {
@@ -114,7 +285,7 @@ struct SentLogParser {
     }
     list.i += 1
     list.skipWhitespace()
-    if list.peek == UInt8(ascii: "]") { return [] }
+    if list.peek == UInt8(ascii: "]") { return }
     while true {
       list.skipWhitespace()
       var entry = Fields()
@@ -128,75 +299,52 @@ struct SentLogParser {
         continue
       }
       do { try list.expect(UInt8(ascii: "]")) } catch { throw failed(error) }
-      return entries
+      return
     }
   }
 
-  /// One push from its fields: the user, the device by token or id.
-  private mutating func resolve(
-    _ line: UnsafeRawBufferPointer, _ fields: Fields, what: String
-  ) throws(Failure) -> SentPush {
-    var push = SentPush()
+  /// Appends one push from its fields: what it names, checked, for
+  /// `PushBatch.resolve` to look up.
+  private mutating func append(
+    _ line: UnsafeRawBufferPointer, _ fields: Fields, what: String, into batch: inout PushBatch
+  ) throws(Failure) {
     guard let userRange = fields.user else {
       throw Failure(reason: "missing field 'user' (\(what))")
     }
-    try user.read(line, userRange, "user")
-    // nil: no gateway named; -2: one the snapshot does not have.
-    var gatewayRow: Int32? = nil
-    if let range = fields.gateway {
-      try gateway.read(line, range, "gateway")
-      gatewayRow = gateway.decoded.withUnsafeBytes { index.gateways.find($0) } ?? -2
+    let mark = batch.count
+    do throws(Failure) {
+      try field.read(line, userRange, "user")
+      field.decoded.withUnsafeBytes { batch.users.append($0) }
+      if let range = fields.gateway {
+        try field.read(line, range, "gateway")
+        batch.gateways.append(field.decoded.withUnsafeBytes { gatewayTable.find($0) } ?? -2)
+        field.quoted.withUnsafeBytes { batch.gatewayNames.append($0) }
+      } else {
+        batch.gateways.append(-1)
+        batch.gatewayNames.append(UnsafeRawBufferPointer(start: nil, count: 0))
+      }
+      if let range = fields.token {
+        try field.read(line, range, "token")
+        field.quoted.withUnsafeBytes { batch.tokens.append($0) }
+      } else {
+        batch.tokens.append(UnsafeRawBufferPointer(start: nil, count: 0))
+      }
+      let deviceID = try fields.device.map { (r) throws(Failure) in
+        try Self.integer(line, r, "device")
+      }
+      batch.deviceIDs.append(deviceID)
+      guard fields.token != nil || deviceID != nil else {
+        throw Failure(reason: "needs 'token' or 'device' (\(what))")
+      }
+      var push = SentPush()
+      push.sentAt = try fields.sentAt.map { (r) throws(Failure) in
+        try Self.integer(line, r, "sent_at")
+      }
+      batch.pushes.append(push)
+    } catch {
+      batch.removeLast(from: mark)
+      throw error
     }
-    if let range = fields.token { try token.read(line, range, "token") }
-    let deviceID = try fields.device.map { (r) throws(Failure) in try integer(line, r, "device") }
-    guard fields.token != nil || deviceID != nil else {
-      throw Failure(reason: "needs 'token' or 'device' (\(what))")
-    }
-    push.sentAt = try fields.sentAt.map { (r) throws(Failure) in try integer(line, r, "sent_at") }
-    push.user = user.decoded.withUnsafeBytes { index.users.find($0) } ?? -1
-    if push.user >= 0 && gatewayRow != -2 {
-      push.device = device(
-        of: Int(push.user), gateway: gatewayRow, byToken: fields.token != nil, id: deviceID)
-    }
-    if push.device < 0 {
-      let names = SentPush.Names()
-      names.user = user.quoted
-      names.gateway = fields.gateway == nil ? nil : gateway.quoted
-      names.token = fields.token == nil ? nil : token.quoted
-      names.deviceID = deviceID
-      push.names = names
-    }
-    return push
-  }
-
-  /// The device of user `u` with the token just read (else with device id
-  /// `id`), on `gateway` when the log names one; -1 if none.
-  private func device(of u: Int, gateway: Int32?, byToken: Bool, id: Int64?) -> Int32 {
-    let devices = Int(index.userDevices[u])..<Int(index.userDevices[u + 1])
-    for d in devices {
-      if let gateway, Int32(index.deviceGateway[d]) != gateway { continue }
-      let found =
-        byToken
-        ? token.quoted.withUnsafeBytes { quoted in
-          index.deviceJSON.withBytes(d) { Self.endsWithToken($0, quoted) }
-        }
-        : index.deviceIDs[d] == id
-      if found { return Int32(d) }
-    }
-    return -1
-  }
-
-  /// Whether a device's JSON fragment, which ends with `,"token":` and its
-  /// quoted token, ends with the token `quoted`.
-  static func endsWithToken(_ fragment: UnsafeRawBufferPointer, _ quoted: UnsafeRawBufferPointer)
-    -> Bool
-  {
-    let marker = StaticString(#","token":"#)
-    let n = quoted.count
-    let m = marker.utf8CodeUnitCount
-    guard fragment.count >= n + m else { return false }
-    return memcmp(fragment.baseAddress! + fragment.count - n, quoted.baseAddress!, n) == 0
-      && memcmp(fragment.baseAddress! + fragment.count - n - m, marker.utf8Start, m) == 0
   }
 
   /// A string field's value: decoded, and quoted canonically (as the index
@@ -229,7 +377,9 @@ struct SentLogParser {
   }
 
   /// An integer field (no fraction or exponent), without overflow.
-  private func integer(_ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String)
+  private static func integer(
+    _ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String
+  )
     throws(Failure) -> Int64
   {
     var value: Int64 = 0
@@ -264,24 +414,36 @@ struct SentLogParser {
     var ts: Range<Int>?
     var recipients: Range<Int>?
 
-    static let names: [[UInt8]] = [
-      "message", "user", "gateway", "token", "device", "sent_at", "deliver_at", "ts", "recipients",
-    ].map { Array($0.utf8) }
+    static func named(_ key: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+      key.count == name.utf8CodeUnitCount
+        && (key.isEmpty || memcmp(key.baseAddress!, name.utf8Start, key.count) == 0)
+    }
 
-    mutating func note(_ key: [UInt8], _ range: Range<Int>, in line: UnsafeRawBufferPointer) {
-      guard line[range.lowerBound] != UInt8(ascii: "n"),
-        let field = Self.names.firstIndex(of: key)
-      else { return }
-      switch field {
-      case 0: message = range
-      case 1: user = range
-      case 2: gateway = range
-      case 3: token = range
-      case 4: device = range
-      case 5: sentAt = range
-      case 6: deliverAt = range
-      case 7: ts = range
-      default: recipients = range
+    mutating func note(
+      _ key: UnsafeRawBufferPointer, _ range: Range<Int>, in line: UnsafeRawBufferPointer
+    ) {
+      guard line[range.lowerBound] != UInt8(ascii: "n") else { return }
+      func named(_ name: StaticString) -> Bool { Self.named(key, name) }
+      switch key.count {
+      case 2: if named("ts") { ts = range }
+      case 4: if named("user") { user = range }
+      case 5: if named("token") { token = range }
+      case 6: if named("device") { device = range }
+      case 7:
+        if named("message") {
+          message = range
+        } else if named("gateway") {
+          gateway = range
+        } else if named("sent_at") {
+          sentAt = range
+        }
+      case 10:
+        if named("deliver_at") {
+          deliverAt = range
+        } else if named("recipients") {
+          recipients = range
+        }
+      default: break
       }
     }
   }

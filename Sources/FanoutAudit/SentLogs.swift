@@ -19,9 +19,19 @@ final class ParsedLogFile {
     case blank
     case unreadable(String)
     /// Pushes of a message the traffic has.
-    case pushes([SentPush])
+    case pushes(ArraySlice<SentPush>)
     /// Pushes of a message no traffic line has (with the id the log gave).
-    case unknown([SentPush])
+    case unknown(ArraySlice<SentPush>)
+  }
+
+  /// A chunk of lines, parsed and resolved: what each line is, where its
+  /// pushes end, and the reasons of the unreadable ones, in order.
+  struct Chunk {
+    enum Kind { case blank, unreadable, pushes, unknown }
+    var kinds: [Kind] = []
+    var pushEnds: [Int] = []
+    var pushes: [SentPush] = []
+    var reasons: [String] = []
   }
 
   let file: Int32
@@ -29,10 +39,13 @@ final class ParsedLogFile {
   private let index: Index
   private let messages: MessageLines
   private let threads: Int
-  private var block: [Line] = []
+  private var block: [Chunk] = []
+  /// The next line: its chunk, its place there, the next unreadable reason.
+  private var chunk = 0
   private var next = 0
-  /// The number of the line `block[0]` is.
-  private var firstLine = 1
+  private var reason = 0
+  /// The number of the next line.
+  private var number = 1
 
   static let blockLines = 16_384
   static let chunkLines = 1_024
@@ -53,7 +66,7 @@ final class ParsedLogFile {
   private var ahead: NextBlock? = nil
 
   private final class NextBlock: @unchecked Sendable {
-    var result: Result<[Line], OutputError> = .success([])
+    var result: Result<[Chunk], OutputError> = .success([])
     let done = DispatchSemaphore(value: 0)
   }
 
@@ -62,28 +75,49 @@ final class ParsedLogFile {
 
   /// The next line and its number; nil at the end of the file.
   func nextLine() throws(OutputError) -> (number: Int, line: Line)? {
-    if next == block.count {
-      firstLine += block.count
+    while chunk == block.count || next == block[chunk].kinds.count {
+      if chunk < block.count {
+        chunk += 1
+        next = 0
+        reason = 0
+        continue
+      }
       if let ahead {
         ahead.done.wait()
         self.ahead = nil
         block = try ahead.result.get()
       } else {
-        block = try readBlock(first: firstLine)
+        block = try readBlock(first: number)
       }
+      chunk = 0
       next = 0
+      reason = 0
       if block.isEmpty { return nil }
       let job = NextBlock()
       let me = Handed(value: self)
-      let first = firstLine + block.count
+      let first = number + block.reduce(0) { $0 + $1.kinds.count }
       ahead = job
       DispatchQueue.global().async {
         job.result = Result { () throws(OutputError) in try me.value.readBlock(first: first) }
         job.done.signal()
       }
     }
-    defer { next += 1 }
-    return (firstLine + next, block[next])
+    let c = block[chunk]
+    let pushes = (next == 0 ? 0 : c.pushEnds[next - 1])..<c.pushEnds[next]
+    let line: Line
+    switch c.kinds[next] {
+    case .blank: line = .blank
+    case .unreadable:
+      line = .unreadable(c.reasons[reason])
+      reason += 1
+    case .pushes: line = .pushes(c.pushes[pushes])
+    case .unknown: line = .unknown(c.pushes[pushes])
+    }
+    defer {
+      next += 1
+      number += 1
+    }
+    return (number, line)
   }
 
   /// Waits for a block still being read: the reader is not freed under it.
@@ -91,51 +125,82 @@ final class ParsedLogFile {
 
   /// Reads up to `blockLines` lines, numbered from `first`, and parses
   /// them in chunks, in parallel.
-  private func readBlock(first: Int) throws(OutputError) -> [Line] {
+  private func readBlock(first: Int) throws(OutputError) -> [Chunk] {
     var bytes: [UInt8] = []
     var ends: [Int] = []
-    while ends.count < Self.blockLines, let line = try reader.nextLine() {
-      bytes += line.last == 0x0D ? line.dropLast() : line
-      ends.append(bytes.count)
-    }
+    _ = try reader.nextLines(maxLines: Self.blockLines, into: &bytes, ends: &ends)
     let count = ends.count
     let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
     let (index, messages, file) = (index, messages, file)
     let (text, lineEnds) = (bytes, ends)
-    let parsed = runChunks(count: chunks, workers: threads, empty: [Line]()) { c in
-      var parser = SentLogParser(index: index)
-      var lines: [Line] = []
+    return runChunks(count: chunks, workers: threads, empty: Chunk()) { c in
       text.withUnsafeBytes { raw in
-        for k in (c * Self.chunkLines)..<min((c + 1) * Self.chunkLines, count) {
-          let start = k == 0 ? 0 : lineEnds[k - 1]
-          let line = UnsafeRawBufferPointer(rebasing: raw[start..<lineEnds[k]])
-          lines.append(Self.parse(line, &parser, messages, file: file, number: first + k))
-        }
+        Self.parse(
+          raw, ends: lineEnds, lines: (c * Self.chunkLines)..<min((c + 1) * Self.chunkLines, count),
+          first: first, file: file, index: index, messages: messages)
       }
-      return lines
     }
-    return parsed.flatMap { $0 }
   }
 
+  /// Parses and resolves `lines` of `text`, whose lines end at `ends` (line
+  /// `k` being number `first + k`).
   private static func parse(
-    _ text: UnsafeRawBufferPointer, _ parser: inout SentLogParser, _ messages: MessageLines,
-    file: Int32, number: Int
-  ) -> Line {
-    if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return .blank }
-    do {
-      var pushes = try parser.parse(text, file: file, number: number)
-      guard let first = pushes.first, !messages.contains(hash: first.idHash) else {
-        return .pushes(pushes)
+    _ text: UnsafeRawBufferPointer, ends: [Int], lines: Range<Int>, first: Int, file: Int32,
+    index: Index,
+    messages: MessageLines
+  ) -> Chunk {
+    var parser = SentLogParser(index: index)
+    var batch = PushBatch()
+    var parsed = Chunk()
+    /// The lines with pushes (their places in `parsed`), their message ids
+    /// quoted, and the ids' hashes.
+    var withPushes: [Int] = []
+    var ids = BytePool.Builder()
+    var hashes: [UInt64] = []
+    for k in lines {
+      let start = k == 0 ? 0 : ends[k - 1] + 1
+      var end = ends[k]
+      if end > start && text[end - 1] == 0x0D { end -= 1 }
+      let line = UnsafeRawBufferPointer(rebasing: text[start..<end])
+      let kind: Chunk.Kind
+      if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+        kind = .blank
+      } else {
+        let mark = batch.count
+        do {
+          try parser.parse(line, file: file, number: first + k, into: &batch)
+          kind = .pushes
+          if mark < batch.count {
+            withPushes.append(parsed.kinds.count)
+            parser.messageQuoted.withUnsafeBytes { ids.append($0) }
+            hashes.append(batch.pushes[mark].idHash)
+          }
+        } catch {
+          parsed.reasons.append(error.reason)
+          kind = .unreadable
+        }
       }
-      for k in pushes.indices {
-        let names = pushes[k].names ?? SentPush.Names()
-        names.message = parser.messageQuoted
-        pushes[k].names = names
-      }
-      return .unknown(pushes)
-    } catch {
-      return .unreadable(error.reason)
+      parsed.kinds.append(kind)
+      parsed.pushEnds.append(batch.count)
     }
+    batch.resolve(against: index)
+    parsed.pushes = batch.pushes
+    var firstLines: [Int] = []
+    messages.firstLines(hashes, into: &firstLines)
+    for (n, l) in withPushes.enumerated() {
+      let pushes = (l == 0 ? 0 : parsed.pushEnds[l - 1])..<parsed.pushEnds[l]
+      if firstLines[n] >= 0 {
+        for k in pushes { parsed.pushes[k].line = firstLines[n] }
+        continue
+      }
+      parsed.kinds[l] = .unknown
+      for k in pushes {
+        let names = parsed.pushes[k].names ?? SentPush.Names()
+        names.message = ids.withBytes(n) { Array($0) }
+        parsed.pushes[k].names = names
+      }
+    }
+    return parsed
   }
 }
 
@@ -154,7 +219,7 @@ final class SentLogs {
   private let messages: MessageLines
   /// Streaming: per file, its lines and the pushes of its next line.
   private var files: [ParsedLogFile] = []
-  private var heads: [[SentPush]] = []
+  private var heads: [ArraySlice<SentPush>] = []
   /// Sorted: every push, by traffic line, and the next to hand out.
   private var sorted: [SentPush]? = nil
   private var cursor = 0
@@ -195,7 +260,9 @@ final class SentLogs {
         while let (number, line) = try file.nextLine() {
           guard let pushes = known(line, file: Int32(f), number: number), let first = pushes.first
           else { continue }
-          guard case .line(let l) = messages.place(hash: first.idHash, from: 0) else { continue }
+          guard
+            case .line(let l) = messages.place(hash: first.idHash, firstLine: first.line, from: 0)
+          else { continue }
           all += pushes.map {
             var placed = $0
             placed.line = l
@@ -241,8 +308,7 @@ final class SentLogs {
       guard let (number, line) = next else { return nil }
       guard var pushes = known(line, file: Int32(f), number: number), let first = pushes.first
       else { continue }
-      switch messages.place(hash: first.idHash, from: frontier) {
-      case .unknown: continue  // (`known` keeps those)
+      switch messages.place(hash: first.idHash, firstLine: first.line, from: frontier) {
       case .passed: return first
       case .line(let l):
         for k in pushes.indices { pushes[k].line = l }
@@ -254,7 +320,9 @@ final class SentLogs {
 
   /// Tallies one log line; its pushes when their message is in the traffic
   /// (pushes of unknown messages and unreadable lines are kept aside).
-  private func known(_ line: ParsedLogFile.Line, file: Int32, number: Int) -> [SentPush]? {
+  private func known(_ line: ParsedLogFile.Line, file: Int32, number: Int)
+    -> ArraySlice<SentPush>?
+  {
     logLines += 1
     switch line {
     case .blank:

@@ -148,6 +148,20 @@ extension BytePool {
       offsets.append(bytes.count)
     }
 
+    /// Removes the strings from the `count`th on.
+    public mutating func removeLast(from count: Int) {
+      bytes.removeSubrange(offsets[count]...)
+      offsets.removeSubrange((count + 1)...)
+    }
+
+    /// String `i`'s bytes, valid inside `body` only.
+    @inlinable
+    public func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+      bytes.withUnsafeBytes {
+        body(UnsafeRawBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]]))
+      }
+    }
+
     /// Removes every string, keeping the storage.
     public mutating func removeAll() {
       bytes.removeAll(keepingCapacity: true)

@@ -69,6 +69,45 @@ public final class LZ4LineReader {
     }
   }
 
+  /// Appends up to `maxLines` lines to `lines`, each followed by a newline
+  /// (a last line without one is given one), and each line's end (the
+  /// offset of its newline in `lines`) to `ends`; false at the end of the
+  /// file. Lines are found with `memchr` and copied a run at a time.
+  public func nextLines(maxLines: Int, into lines: inout [UInt8], ends: inout [Int])
+    throws(OutputError) -> Bool
+  {
+    var added = 0
+    while added < maxLines {
+      text.withUnsafeBytes { raw in
+        guard let base = raw.baseAddress else { return }
+        let runStart = start
+        var p = start
+        while added < maxLines, p < raw.count, let hit = memchr(base + p, 0x0A, raw.count - p) {
+          let newline = base.distance(to: UnsafeRawPointer(hit))
+          ends.append(lines.count + newline - runStart)
+          p = newline + 1
+          added += 1
+        }
+        lines.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart..<p]))
+        start = p
+      }
+      if added == maxLines { break }
+      text.removeSubrange(0..<start)
+      start = 0
+      guard try decompressMore() else {
+        if !text.isEmpty {
+          lines += text
+          ends.append(lines.count)
+          lines.append(0x0A)
+          start = text.count
+          added += 1
+        }
+        break
+      }
+    }
+    return added > 0
+  }
+
   /// Appends decompressed bytes to `text`; false at the end of the file.
   private func decompressMore() throws(OutputError) -> Bool {
     while true {

@@ -13,6 +13,7 @@ package struct JSONScanner {
 
   package var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
 
+  @inline(__always)
   package mutating func skipWhitespace() {
     while i < bytes.count,
       bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
@@ -23,17 +24,35 @@ package struct JSONScanner {
     Failure(reason: "invalid JSON: \(what) at byte \(i + 1)")
   }
 
+  @inline(__always)
   package mutating func expect(_ c: UInt8) throws(Failure) {
-    guard peek == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+    guard i < bytes.count && bytes[i] == c else { throw expected(c) }
     i += 1
   }
 
-  /// Scans `{ "key": value, ... }`, decoding each key into `key` (scratch
-  /// space the caller reuses) and calling `field` with it and the byte range
-  /// of its value.
-  package mutating func object(key: inout [UInt8], _ field: (inout [UInt8], Range<Int>) -> Void)
-    throws(Failure)
-  {
+  @inline(never)
+  func expected(_ c: UInt8) -> Failure { fail("expected '\(Character(Unicode.Scalar(c)))'") }
+
+  /// Scans `{ "key": value, ... }`, calling `field` with each key's bytes
+  /// and the byte range of its value. A key without escapes is handed over
+  /// where it lies; one with escapes is decoded into `key` (scratch space
+  /// the caller reuses) first.
+  package mutating func object(
+    key: inout [UInt8], _ field: (UnsafeRawBufferPointer, Range<Int>) -> Void
+  ) throws(Failure) {
+    try object(key: &key) { (key, scanner: inout JSONScanner) throws(Failure) in
+      let start = scanner.i
+      try scanner.value(depth: 1)
+      field(key, start..<scanner.i)
+    }
+  }
+
+  /// `object(key:_:)` where `field` reads each value itself: it is called
+  /// with the scanner at the value and leaves it after the value.
+  package mutating func object(
+    key: inout [UInt8],
+    reading field: (UnsafeRawBufferPointer, inout JSONScanner) throws(Failure) -> Void
+  ) throws(Failure) {
     skipWhitespace()
     try expect(UInt8(ascii: "{"))
     skipWhitespace()
@@ -43,14 +62,26 @@ package struct JSONScanner {
     }
     while true {
       skipWhitespace()
-      key.removeAll(keepingCapacity: true)
-      try string(into: &key)
+      let keyStart = i
+      var unused: [UInt8] = []
+      let escaped = try string(into: &unused, keeping: false)
+      let keyEnd = i
       skipWhitespace()
       try expect(UInt8(ascii: ":"))
       skipWhitespace()
-      let start = i
-      try value(depth: 1)
-      field(&key, start..<i)
+      if escaped {
+        var decoder = JSONScanner(bytes)
+        decoder.i = keyStart
+        key.removeAll(keepingCapacity: true)
+        try decoder.string(into: &key)
+        var failure: Failure? = nil
+        key.withUnsafeBytes { key in
+          do throws(Failure) { try field(key, &self) } catch { failure = error }
+        }
+        if let failure { throw failure }
+      } else {
+        try field(UnsafeRawBufferPointer(rebasing: bytes[(keyStart + 1)..<(keyEnd - 1)]), &self)
+      }
       skipWhitespace()
       if peek == UInt8(ascii: ",") {
         i += 1
@@ -173,12 +204,25 @@ package struct JSONScanner {
   }
 
   /// Decodes a string literal into UTF-8 bytes; with `keeping` false, only
-  /// checks it.
-  package mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure) {
+  /// checks it. Returns whether it had an escape (its bytes then differ
+  /// from the decoded ones).
+  @discardableResult
+  package mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure)
+    -> Bool
+  {
     try expect(UInt8(ascii: "\""))
+    var escaped = false
     while true {
-      // Plain printable ASCII, the bulk of ids, is copied a run at a time.
+      // Plain printable ASCII, the bulk of ids, is copied a run at a time,
+      // and passed over eight bytes at a time.
       let run = i
+      if let base = bytes.baseAddress {
+        while i + 8 <= bytes.count,
+          !Self.special(base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+        {
+          i += 8
+        }
+      }
       while i < bytes.count, bytes[i] >= 0x20, bytes[i] < 0x80, bytes[i] != UInt8(ascii: "\""),
         bytes[i] != UInt8(ascii: "\\")
       {
@@ -191,9 +235,10 @@ package struct JSONScanner {
       switch c {
       case UInt8(ascii: "\""):
         i += 1
-        return
+        return escaped
       case UInt8(ascii: "\\"):
         i += 1
+        escaped = true
         guard let e = peek else { throw fail("unterminated escape") }
         i += 1
         let decoded: UInt8
@@ -229,6 +274,21 @@ package struct JSONScanner {
         try utf8Sequence(into: &out, keeping: keeping)
       }
     }
+  }
+
+  /// Whether any of the eight bytes of `w` ends a plain run: a quote, a
+  /// backslash, a control character or a byte of 0x80 and up (exact, with
+  /// the usual "has a zero byte" word tricks).
+  @inline(__always)
+  static func special(_ w: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let quote = w ^ (ones &* 0x22)
+    let backslash = w ^ (ones &* 0x5C)
+    let zeroQuote = (quote &- ones) & ~quote
+    let zeroBackslash = (backslash &- ones) & ~backslash
+    let control = (w &- ones &* 0x20) & ~w
+    return (zeroQuote | zeroBackslash | control | w) & highs != 0
   }
 
   mutating func hex4() throws(Failure) -> UInt32 {

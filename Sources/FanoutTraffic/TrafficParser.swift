@@ -217,7 +217,7 @@ public struct TrafficParser {
     var scanner = JSONScanner(bytes)
     do throws(JSONScanner.Failure) {
       try scanner.object(key: &key) { key, range in
-        if let field = key.withUnsafeBytes({ Field(key: $0) }) { ranges[field.rawValue] = range }
+        if let field = Field(key: key) { ranges[field.rawValue] = range }
       }
       scanner.skipWhitespace()
       guard scanner.i == bytes.count else { throw scanner.fail("trailing characters") }
