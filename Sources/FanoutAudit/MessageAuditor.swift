@@ -56,7 +56,7 @@ struct MessageAuditor {
     }
     for (k, push) in pushes.enumerated() {
       if push.device >= 0 {
-        tally.countSent(gateway: Int(index.deviceGateway[Int(push.device)]), hour: hour)
+        tally.countSent(gateway: Int(push.gateway), hour: hour)
       } else {
         tally.countSent(gateway: gatewayKey(push), hour: hour)
       }
@@ -116,8 +116,8 @@ struct MessageAuditor {
       {
         cursor += 1
       }
-      for d in devices(of: p, result) {
-        tally.expect(gateway: Int(index.deviceGateway[Int(d)]), hour: hour)
+      for (d, gateway) in zip(devices(of: p, result), gateways(of: p, result)) {
+        tally.expect(gateway: Int(gateway), hour: hour)
         var sent = false
         var k = cursor
         while k < pushes.count && pushes[k].user == u {
@@ -175,8 +175,14 @@ struct MessageAuditor {
     return result.pairDevices[start..<Int(result.pairDeviceEnds[p])]
   }
 
+  /// Their gateways' rows.
+  private func gateways(of p: Int, _ result: ChunkResult) -> ArraySlice<UInt16> {
+    let start = p == 0 ? 0 : Int(result.pairDeviceEnds[p - 1])
+    return result.pairDeviceGateways[start..<Int(result.pairDeviceEnds[p])]
+  }
+
   private func gatewayKey(_ push: SentPush) -> AuditTally.GatewayKey {
-    if push.device >= 0 { return .row(Int(index.deviceGateway[Int(push.device)])) }
+    if push.device >= 0 { return .row(Int(push.gateway)) }
     guard let names = push.names?.gateway else { return .named("") }
     let row = names.withUnsafeBytes { JSONScanner.string(in: $0) }.flatMap { name in
       name.withUnsafeBytes { index.gateways.find($0) }

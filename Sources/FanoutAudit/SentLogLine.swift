@@ -18,8 +18,9 @@ struct SentPush {
   /// User row, or -1 when the snapshot has no such user.
   var user: Int32 = -1
   /// The user's device the log names (by token or device id, on the named
-  /// gateway), or -1 when the user has no such device.
+  /// gateway), or -1 when the user has no such device; and its gateway row.
   var device: Int32 = -1
+  var gateway: Int32 = -1
   /// The time the push was sent, when the log says.
   var sentAt: Int64? = nil
   /// Where the log says it: file (in command-line order) and line.
@@ -118,6 +119,7 @@ struct PushBatch {
               : deviceIDColumn[d] == deviceIDs[k]
             if found {
               pushes[k].device = Int32(d)
+              pushes[k].gateway = Int32(deviceGateway[d])
               break
             }
           }

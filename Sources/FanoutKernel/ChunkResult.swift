@@ -55,10 +55,12 @@ public struct ChunkResult: Sendable {
   public var messagePairEnds: [Int32] = []
   /// With `.audit`: per pair, its delivery time (the message's ts unless
   /// deferral or presence delay it; meaningful for delivered pairs), and
-  /// the end of its delivered devices' rows in `pairDevices`.
+  /// the end of its delivered devices' rows in `pairDevices` (their
+  /// gateways' rows beside them, in `pairDeviceGateways`).
   public var pairDeliverAt: [Int64] = []
   public var pairDeviceEnds: [Int32] = []
   public var pairDevices: [Int32] = []
+  public var pairDeviceGateways: [UInt16] = []
   /// With `.throttleCandidates`: the member slots of each message's pairs
   /// delivered with trigger 'message', and per message their end.
   public var candidateSlots: [Int32] = []
@@ -89,6 +91,7 @@ public struct ChunkResult: Sendable {
     pairDeliverAt.removeAll(keepingCapacity: true)
     pairDeviceEnds.removeAll(keepingCapacity: true)
     pairDevices.removeAll(keepingCapacity: true)
+    pairDeviceGateways.removeAll(keepingCapacity: true)
     candidateSlots.removeAll(keepingCapacity: true)
     candidateEnds.removeAll(keepingCapacity: true)
     deliveredUsers.removeAll(keepingCapacity: true)

@@ -306,6 +306,7 @@ public final class Evaluator {
         {
           if recordDevices && !throttled {
             result.pairDevices.append(state.firstDevice &+ Int32(k))
+            result.pairDeviceGateways.append(UInt16(truncatingIfNeeded: g))
           }
           if !throttled {
             appendDelivery(
