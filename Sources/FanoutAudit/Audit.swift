@@ -163,37 +163,23 @@ public enum Audit {
     let explain =
       "fanout explain --snapshot \(ShellWord.quoted(options.snapshot)) --messages "
       + ShellWord.quoted(options.messages)
-    var auditor = MessageAuditor(
+    let auditor = MessageAuditor(
       index: index, toleranceMs: options.toleranceMs, explainCommand: explain,
-      logNames: options.sent)
+      logNames: options.sent, names: logs.names)
     var report = AuditReport(tally: auditor.tally)
     let engine = EvaluationEngine(
       index: index, threads: options.threads, work: AuditWork(index: index))
-    var pushes: [SentPush] = []
-    /// Finding lines are compressed a block at a time.
-    func flush(_ auditor: inout MessageAuditor, atLeast: Int) throws(AuditError) {
-      guard auditor.lines.count >= atLeast else { return }
-      let blocks = LZ4Frame.blocks(auditor.lines)
-      auditor.lines.removeAll(keepingCapacity: true)
-      try writing { () throws(OutputError) in try findings.append(blocks: blocks) }
-    }
+    // Matched with the log on a queue of its own while the workers evaluate
+    // the next group of chunks.
+    let matching = BackgroundQueue<Matching, AuditError>(
+      Matching(auditor: auditor, logs: logs, findings: findings), label: "fanout.audit.match",
+      inFlight: 2)
     try engine.run(
       reader, groupSize: Pipeline.chunksInFlight,
       readFailed: { AuditError.run(.input($0)) },
       deliver: { chunks throws(AuditError) in
-        for chunk in chunks {
-          var pairStart = 0
-          for (k, m) in chunk.messages.enumerated() {
-            let pairEnd = Int(chunk.result.messagePairEnds[k])
-            pushes.removeAll(keepingCapacity: true)
-            try logs.take(line: chunk.batch.lines[m], into: &pushes)
-            auditor.audit(
-              chunk.batch, m, chunk.result, pairs: pairStart..<pairEnd, pushes: &pushes)
-            pairStart = pairEnd
-          }
-          report.messages += chunk.messages.count
-        }
-        try flush(&auditor, atLeast: 1 << 20)
+        if matching.hasFailed { _ = try matching.finish() }  // (throws the failure)
+        matching.submit { matching throws(AuditError) in try matching.match(chunks) }
       },
       waveDone: { batches throws(AuditError) in
         for batch in batches where !batch.rejections.isEmpty {
@@ -203,12 +189,14 @@ public enum Audit {
           }
         }
       })
+    var state = try matching.finish()
+    report.messages = state.messages
     // In log order, however the files were read.
     for push in logs.unknown.sorted(by: { ($0.file, $0.logLine) < ($1.file, $1.logLine) }) {
-      auditor.unknownMessage(push)
+      state.auditor.unknownMessage(push)
     }
-    try flush(&auditor, atLeast: 1)
-    report.tally = auditor.tally
+    try state.flush(atLeast: 1)
+    report.tally = state.auditor.tally
     report.reads = engine.reads
     report.logFiles = options.sent
     report.logLines = logs.logLines
@@ -238,5 +226,44 @@ public enum Audit {
       try PendingFile.commit(together: [findings.file, rejected, unreadableFile, html, json])
     }
     return report
+  }
+}
+
+/// The matching side of an audit: each chunk's messages, in traffic order,
+/// with their pushes from the logs; finding lines compressed a block at a
+/// time.
+private struct Matching {
+  var auditor: MessageAuditor
+  let logs: SentLogs
+  let findings: LZ4FrameFile
+  var messages = 0
+  private var pushes: [SentPush] = []
+
+  init(auditor: MessageAuditor, logs: SentLogs, findings: LZ4FrameFile) {
+    self.auditor = auditor
+    self.logs = logs
+    self.findings = findings
+  }
+
+  mutating func match(_ chunks: [AuditWork.Chunk]) throws(AuditError) {
+    for chunk in chunks {
+      var pairStart = 0
+      for (k, m) in chunk.messages.enumerated() {
+        let pairEnd = Int(chunk.result.messagePairEnds[k])
+        pushes.removeAll(keepingCapacity: true)
+        try logs.take(line: chunk.batch.lines[m], into: &pushes)
+        auditor.audit(chunk.batch, m, chunk.result, pairs: pairStart..<pairEnd, pushes: &pushes)
+        pairStart = pairEnd
+      }
+      messages += chunk.messages.count
+    }
+    try flush(atLeast: 1 << 20)
+  }
+
+  mutating func flush(atLeast: Int) throws(AuditError) {
+    guard auditor.lines.count >= atLeast else { return }
+    let blocks = LZ4Frame.blocks(auditor.lines)
+    auditor.lines.removeAll(keepingCapacity: true)
+    do { try findings.append(blocks: blocks) } catch { throw .run(.output(error)) }
   }
 }

@@ -15,12 +15,18 @@ struct MessageAuditor {
   /// `fanout explain --snapshot S --messages T`, quoted for a shell.
   let explainCommand: String
   let logNames: [String]
+  /// What the logs' pushes named that the index does not have.
+  let names: PushNames
   private var found: [Found] = []
   var tally: AuditTally
   /// Finding lines not yet written.
   var lines: [UInt8] = []
 
-  init(index: Index, toleranceMs: Int64, explainCommand: String, logNames: [String]) {
+  init(
+    index: Index, toleranceMs: Int64, explainCommand: String, logNames: [String],
+    names: PushNames
+  ) {
+    self.names = names
     self.index = index
     self.toleranceMs = toleranceMs
     self.explainCommand = explainCommand
@@ -154,7 +160,7 @@ struct MessageAuditor {
     tally.countSent(gateway: gatewayKey(push), hour: nil)
     tally.count(.unknownMessage, gateway: gatewayKey(push), hour: nil)
     write(
-      .unknownMessage, line: nil, message: push.names?.message ?? [], user: push.user,
+      .unknownMessage, line: nil, message: names[push.names]?.message ?? [], user: push.user,
       device: push.device, push: push, reason: nil, deliverAt: nil)
   }
 
@@ -183,12 +189,12 @@ struct MessageAuditor {
 
   private func gatewayKey(_ push: SentPush) -> AuditTally.GatewayKey {
     if push.device >= 0 { return .row(Int(push.gateway)) }
-    guard let names = push.names?.gateway else { return .named("") }
-    let row = names.withUnsafeBytes { JSONScanner.string(in: $0) }.flatMap { name in
+    guard let gateway = names[push.names]?.gateway else { return .named("") }
+    let row = gateway.withUnsafeBytes { JSONScanner.string(in: $0) }.flatMap { name in
       name.withUnsafeBytes { index.gateways.find($0) }
     }
     if let row { return .row(Int(row)) }
-    return .named(String(decoding: names.dropFirst().dropLast(), as: UTF8.self))
+    return .named(String(decoding: gateway.dropFirst().dropLast(), as: UTF8.self))
   }
 
   /// One line of findings.ndjson.
@@ -206,7 +212,8 @@ struct MessageAuditor {
     lines += #","message":"#.utf8
     lines += message
     lines += #","user":"#.utf8
-    let userJSON = user >= 0 ? Array(index.userJSON[Int(user)]) : push?.names?.user ?? []
+    let pushNames = push.flatMap { names[$0.names] }
+    let userJSON = user >= 0 ? Array(index.userJSON[Int(user)]) : pushNames?.user ?? []
     lines += userJSON
     if device >= 0 {
       let d = Int(device)
@@ -216,7 +223,7 @@ struct MessageAuditor {
       lines += Self.token(in: index.deviceJSON[d])
       lines += #","device":"#.utf8
       JSONText.appendDecimal(index.deviceIDs[d], to: &lines)
-    } else if let names = push?.names {
+    } else if let names = pushNames {
       if let gateway = names.gateway {
         lines += #","gateway":"#.utf8
         lines += gateway
@@ -262,7 +269,7 @@ struct MessageAuditor {
       let gateway =
         device >= 0
         ? index.gateways[Int(index.deviceGateway[Int(device)])]
-        : push?.names?.gateway.map(Self.decoded)
+        : pushNames?.gateway.map(Self.decoded)
       tally.examples[kind.rawValue].append(
         AuditTally.Example(
           message: id, user: who, gateway: gateway, reason: reason, explain: explain))

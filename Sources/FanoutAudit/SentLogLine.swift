@@ -2,6 +2,7 @@ import CPrefetch
 import FanoutIndex
 import FanoutModel
 import FanoutTraffic
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -28,15 +29,37 @@ struct SentPush {
   var logLine: Int = 0
   /// What the log named, as JSON strings, kept only where the index cannot
   /// give it back (an unknown user, device or message).
-  var names: Names? = nil
+  /// Its place in the logs' `PushNames`, or -1: a push is plain data.
+  var names: Int32 = -1
 
-  final class Names {
+  struct Names: Sendable {
     var message: [UInt8] = []
     var user: [UInt8] = []
     var gateway: [UInt8]? = nil
     var token: [UInt8]? = nil
     var deviceID: Int64? = nil
   }
+}
+
+/// What pushes named, as JSON strings, where the index cannot give it back
+/// (an unknown user, device or message): few, kept aside for their
+/// findings, and added to from every core.
+final class PushNames: Sendable {
+  private let all = Mutex<[SentPush.Names]>([])
+
+  func add(_ names: SentPush.Names) -> Int32 {
+    all.withLock {
+      $0.append(names)
+      return Int32($0.count - 1)
+    }
+  }
+
+  func update(_ i: Int32, _ body: (inout SentPush.Names) -> Void) {
+    all.withLock { body(&$0[Int(i)]) }
+  }
+
+  /// Names `i`, or nil for -1.
+  subscript(i: Int32) -> SentPush.Names? { i < 0 ? nil : all.withLock { $0[Int(i)] } }
 }
 
 /// A chunk of a sent log's lines, parsed: its pushes in log order, and
@@ -72,7 +95,7 @@ struct PushBatch {
   /// names (by token on the gateway named, else by device id); what the
   /// index cannot give back is kept in the push's `names`. In groups of
   /// pushes, each step asks for the cache lines the next step reads.
-  mutating func resolve(against index: Index) {
+  mutating func resolve(against index: Index, keepingNames store: PushNames) {
     var rows: [Int32] = []
     index.users.find(batch: users, into: &rows)
     let userDevices = index.userDevices.buffer
@@ -124,7 +147,7 @@ struct PushBatch {
             }
           }
         }
-        if pushes[k].device < 0 { pushes[k].names = names(k) }
+        if pushes[k].device < 0 { pushes[k].names = store.add(names(k)) }
       }
     }
   }
@@ -134,7 +157,7 @@ struct PushBatch {
   /// What push `k` named, for a finding about a user or device the index
   /// does not have.
   private func names(_ k: Int) -> SentPush.Names {
-    let names = SentPush.Names()
+    var names = SentPush.Names()
     users.withBytes(k) { JSONText.appendQuoted($0, to: &names.user) }
     gatewayNames.withBytes(k) { if !$0.isEmpty { names.gateway = Array($0) } }
     tokens.withBytes(k) { if !$0.isEmpty { names.token = Array($0) } }
@@ -181,6 +204,8 @@ struct SentLogParser {
   mutating func parse(
     _ line: UnsafeRawBufferPointer, file: Int32, number: Int, into batch: inout PushBatch
   ) throws(Failure) {
+    // (Fields keeps offsets in 32 bits.)
+    guard line.count < Int(UInt32.max) else { throw Failure(reason: "line longer than 4 GiB") }
     var fields = Fields()
     var scanner = JSONScanner(line)
     // Whether `entries` holds the recipients' fields, read in the one pass.
@@ -315,19 +340,21 @@ struct SentLogParser {
     }
     let mark = batch.count
     do throws(Failure) {
-      try field.read(line, userRange, "user")
-      field.decoded.withUnsafeBytes { batch.users.append($0) }
+      try appendString(line, userRange, "user", quoted: false, to: &batch.users)
       if let range = fields.gateway {
-        try field.read(line, range, "gateway")
-        batch.gateways.append(field.decoded.withUnsafeBytes { gatewayTable.find($0) } ?? -2)
-        field.quoted.withUnsafeBytes { batch.gatewayNames.append($0) }
+        try appendString(line, range, "gateway", quoted: true, to: &batch.gatewayNames)
+        let row = batch.gatewayNames.withBytes(batch.gatewayNames.count - 1) { quoted in
+          JSONScanner.string(in: quoted).flatMap { name in
+            name.withUnsafeBytes { gatewayTable.find($0) }
+          }
+        }
+        batch.gateways.append(row ?? -2)
       } else {
         batch.gateways.append(-1)
         batch.gatewayNames.append(UnsafeRawBufferPointer(start: nil, count: 0))
       }
       if let range = fields.token {
-        try field.read(line, range, "token")
-        field.quoted.withUnsafeBytes { batch.tokens.append($0) }
+        try appendString(line, range, "token", quoted: true, to: &batch.tokens)
       } else {
         batch.tokens.append(UnsafeRawBufferPointer(start: nil, count: 0))
       }
@@ -347,6 +374,27 @@ struct SentLogParser {
       batch.removeLast(from: mark)
       throw error
     }
+  }
+
+  /// Appends string field `name`'s value at `range` to `pool`, decoded or
+  /// quoted canonically (as the index and the traffic parser quote), so
+  /// that equal strings have equal bytes. A value without a backslash is
+  /// both already, give or take its quotes, and is copied as it lies.
+  private mutating func appendString(
+    _ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String, quoted: Bool,
+    to pool: inout BytePool.Builder
+  ) throws(Failure) {
+    guard line[range.lowerBound] == UInt8(ascii: "\"") else {
+      throw Failure(reason: "field '\(name)' is not a string")
+    }
+    let inner = UnsafeRawBufferPointer(
+      rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
+    if inner.isEmpty || memchr(inner.baseAddress!, 0x5C, inner.count) == nil {
+      pool.append(quoted ? UnsafeRawBufferPointer(rebasing: line[range]) : inner)
+      return
+    }
+    try field.read(line, range, name)
+    (quoted ? field.quoted : field.decoded).withUnsafeBytes { pool.append($0) }
   }
 
   /// A string field's value: decoded, and quoted canonically (as the index
@@ -406,15 +454,52 @@ struct SentLogParser {
 
   /// Where each known field's value lies in the line; JSON null is absent.
   struct Fields {
-    var message: Range<Int>?
-    var user: Range<Int>?
-    var gateway: Range<Int>?
-    var token: Range<Int>?
-    var device: Range<Int>?
-    var sentAt: Range<Int>?
-    var deliverAt: Range<Int>?
-    var ts: Range<Int>?
-    var recipients: Range<Int>?
+    /// Each field's value as `start << 32 | end`, 0 when absent (no value
+    /// ends at 0): 72 bytes, copied for every recipient.
+    private var spans = InlineArray<9, UInt64>(repeating: 0)
+
+    @inline(__always)
+    private subscript(_ k: Int) -> Range<Int>? {
+      get { spans[k] == 0 ? nil : Int(spans[k] >> 32)..<Int(spans[k] & 0xFFFF_FFFF) }
+      set { spans[k] = newValue.map { UInt64($0.lowerBound) << 32 | UInt64($0.upperBound) } ?? 0 }
+    }
+
+    var message: Range<Int>? {
+      get { self[0] }
+      set { self[0] = newValue }
+    }
+    var user: Range<Int>? {
+      get { self[1] }
+      set { self[1] = newValue }
+    }
+    var gateway: Range<Int>? {
+      get { self[2] }
+      set { self[2] = newValue }
+    }
+    var token: Range<Int>? {
+      get { self[3] }
+      set { self[3] = newValue }
+    }
+    var device: Range<Int>? {
+      get { self[4] }
+      set { self[4] = newValue }
+    }
+    var sentAt: Range<Int>? {
+      get { self[5] }
+      set { self[5] = newValue }
+    }
+    var deliverAt: Range<Int>? {
+      get { self[6] }
+      set { self[6] = newValue }
+    }
+    var ts: Range<Int>? {
+      get { self[7] }
+      set { self[7] = newValue }
+    }
+    var recipients: Range<Int>? {
+      get { self[8] }
+      set { self[8] = newValue }
+    }
 
     static func named(_ key: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
       key.count == name.utf8CodeUnitCount

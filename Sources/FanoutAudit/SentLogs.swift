@@ -38,6 +38,7 @@ final class ParsedLogFile {
   private let reader: LZ4LineReader
   private let index: Index
   private let messages: MessageLines
+  private let names: PushNames
   private let threads: Int
   private var block: [Chunk] = []
   /// The next line: its chunk, its place there, the next unreadable reason.
@@ -47,16 +48,18 @@ final class ParsedLogFile {
   /// The number of the next line.
   private var number = 1
 
-  static let blockLines = 16_384
+  static let blockLines = 4_096
   static let chunkLines = 1_024
 
-  init(path: String, file: Int32, index: Index, messages: MessageLines, threads: Int)
-    throws(OutputError)
-  {
+  init(
+    path: String, file: Int32, index: Index, messages: MessageLines, names: PushNames,
+    threads: Int
+  ) throws(OutputError) {
     reader = try LZ4LineReader(path: path, plainTextAccepted: true)
     self.file = file
     self.index = index
     self.messages = messages
+    self.names = names
     self.threads = threads
   }
 
@@ -131,13 +134,13 @@ final class ParsedLogFile {
     _ = try reader.nextLines(maxLines: Self.blockLines, into: &bytes, ends: &ends)
     let count = ends.count
     let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
-    let (index, messages, file) = (index, messages, file)
+    let (index, messages, names, file) = (index, messages, names, file)
     let (text, lineEnds) = (bytes, ends)
     return runChunks(count: chunks, workers: threads, empty: Chunk()) { c in
       text.withUnsafeBytes { raw in
         Self.parse(
           raw, ends: lineEnds, lines: (c * Self.chunkLines)..<min((c + 1) * Self.chunkLines, count),
-          first: first, file: file, index: index, messages: messages)
+          first: first, file: file, index: index, messages: messages, names: names)
       }
     }
   }
@@ -147,7 +150,7 @@ final class ParsedLogFile {
   private static func parse(
     _ text: UnsafeRawBufferPointer, ends: [Int], lines: Range<Int>, first: Int, file: Int32,
     index: Index,
-    messages: MessageLines
+    messages: MessageLines, names: PushNames
   ) -> Chunk {
     var parser = SentLogParser(index: index)
     var batch = PushBatch()
@@ -183,7 +186,7 @@ final class ParsedLogFile {
       parsed.kinds.append(kind)
       parsed.pushEnds.append(batch.count)
     }
-    batch.resolve(against: index)
+    batch.resolve(against: index, keepingNames: names)
     parsed.pushes = batch.pushes
     var firstLines: [Int] = []
     messages.firstLines(hashes, into: &firstLines)
@@ -195,9 +198,12 @@ final class ParsedLogFile {
       }
       parsed.kinds[l] = .unknown
       for k in pushes {
-        let names = parsed.pushes[k].names ?? SentPush.Names()
-        names.message = ids.withBytes(n) { Array($0) }
-        parsed.pushes[k].names = names
+        let message = ids.withBytes(n) { Array($0) }
+        if parsed.pushes[k].names >= 0 {
+          names.update(parsed.pushes[k].names) { $0.message = message }
+        } else {
+          parsed.pushes[k].names = names.add(SentPush.Names(message: message))
+        }
       }
     }
     return parsed
@@ -217,6 +223,8 @@ final class ParsedLogFile {
 final class SentLogs {
   private let paths: [String]
   private let messages: MessageLines
+  /// What pushes named that the index does not have.
+  let names = PushNames()
   /// Streaming: per file, its lines and the pushes of its next line.
   private var files: [ParsedLogFile] = []
   private var heads: [ArraySlice<SentPush>] = []
@@ -238,7 +246,8 @@ final class SentLogs {
       do {
         files.append(
           try ParsedLogFile(
-            path: path, file: Int32(f), index: index, messages: messages, threads: threads))
+            path: path, file: Int32(f), index: index, messages: messages, names: names,
+            threads: threads))
       } catch { throw .log(error) }
       heads.append([])
     }
@@ -256,7 +265,8 @@ final class SentLogs {
     for (f, path) in paths.enumerated() {
       do {
         let file = try ParsedLogFile(
-          path: path, file: Int32(f), index: index, messages: messages, threads: threads)
+          path: path, file: Int32(f), index: index, messages: messages, names: names,
+          threads: threads)
         while let (number, line) = try file.nextLine() {
           guard let pushes = known(line, file: Int32(f), number: number), let first = pushes.first
           else { continue }

@@ -242,7 +242,7 @@ public enum Pipeline {
     engine.keepsUpdates = true
     var compressor = RunCompressor(gateways: index.gateways.count)
     var compressSeconds = 0.0
-    let output = BackgroundWriter(writer)
+    let output = BackgroundWriter(writer, label: "fanout.output")
     try engine.run(
       reader,
       // Counting holds no lines, so a whole wave is evaluated at once.

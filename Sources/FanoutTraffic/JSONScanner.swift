@@ -7,36 +7,38 @@ package struct JSONScanner {
 
   package let bytes: UnsafeRawBufferPointer
   package var i = 0
-  static let maxDepth = 256
+  @usableFromInline static let maxDepth = 256
 
   package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-  package var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
+  @inlinable package var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   package mutating func skipWhitespace() {
     while i < bytes.count,
       bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D
     { i += 1 }
   }
 
+  @usableFromInline @inline(never)
   package func fail(_ what: String) -> Failure {
     Failure(reason: "invalid JSON: \(what) at byte \(i + 1)")
   }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   package mutating func expect(_ c: UInt8) throws(Failure) {
     guard i < bytes.count && bytes[i] == c else { throw expected(c) }
     i += 1
   }
 
-  @inline(never)
+  @usableFromInline @inline(never)
   func expected(_ c: UInt8) -> Failure { fail("expected '\(Character(Unicode.Scalar(c)))'") }
 
   /// Scans `{ "key": value, ... }`, calling `field` with each key's bytes
   /// and the byte range of its value. A key without escapes is handed over
   /// where it lies; one with escapes is decoded into `key` (scratch space
   /// the caller reuses) first.
+  @inlinable
   package mutating func object(
     key: inout [UInt8], _ field: (UnsafeRawBufferPointer, Range<Int>) -> Void
   ) throws(Failure) {
@@ -49,6 +51,7 @@ package struct JSONScanner {
 
   /// `object(key:_:)` where `field` reads each value itself: it is called
   /// with the scanner at the value and leaves it after the value.
+  @inlinable
   package mutating func object(
     key: inout [UInt8],
     reading field: (UnsafeRawBufferPointer, inout JSONScanner) throws(Failure) -> Void
@@ -93,6 +96,7 @@ package struct JSONScanner {
   }
 
   /// Skips any value, checking its syntax.
+  @inlinable
   package mutating func value(depth: Int) throws(Failure) {
     guard depth <= Self.maxDepth else { throw fail("nesting too deep") }
     guard let c = peek else { throw fail("missing value") }
@@ -147,7 +151,8 @@ package struct JSONScanner {
     }
   }
 
-  mutating func literal(_ word: StaticString) throws(Failure) {
+  @inlinable
+  package mutating func literal(_ word: StaticString) throws(Failure) {
     let n = word.utf8CodeUnitCount
     guard i + n <= bytes.count else { throw fail("bad literal") }
     for k in 0..<n where bytes[i + k] != word.utf8Start[k] { throw fail("bad literal") }
@@ -160,6 +165,7 @@ package struct JSONScanner {
     package let isInteger: Bool
   }
 
+  @inlinable
   package mutating func number() throws(Failure) -> NumberShape {
     let start = i
     if peek == UInt8(ascii: "-") { i += 1 }
@@ -198,7 +204,8 @@ package struct JSONScanner {
 
   /// Checks a string literal without copying it anywhere (keys and values
   /// the parser skips).
-  mutating func skipString() throws(Failure) {
+  @inlinable
+  package mutating func skipString() throws(Failure) {
     var unused: [UInt8] = []
     try string(into: &unused, keeping: false)
   }
@@ -206,7 +213,7 @@ package struct JSONScanner {
   /// Decodes a string literal into UTF-8 bytes; with `keeping` false, only
   /// checks it. Returns whether it had an escape (its bytes then differ
   /// from the decoded ones).
-  @discardableResult
+  @inlinable @discardableResult
   package mutating func string(into out: inout [UInt8], keeping: Bool = true) throws(Failure)
     -> Bool
   {
@@ -279,8 +286,8 @@ package struct JSONScanner {
   /// Whether any of the eight bytes of `w` ends a plain run: a quote, a
   /// backslash, a control character or a byte of 0x80 and up (exact, with
   /// the usual "has a zero byte" word tricks).
-  @inline(__always)
-  static func special(_ w: UInt64) -> Bool {
+  @inlinable @inline(__always)
+  package static func special(_ w: UInt64) -> Bool {
     let ones: UInt64 = 0x0101_0101_0101_0101
     let highs: UInt64 = 0x8080_8080_8080_8080
     let quote = w ^ (ones &* 0x22)
@@ -291,6 +298,7 @@ package struct JSONScanner {
     return (zeroQuote | zeroBackslash | control | w) & highs != 0
   }
 
+  @usableFromInline
   mutating func hex4() throws(Failure) -> UInt32 {
     guard i + 4 <= bytes.count else { throw fail("bad \\u escape") }
     var v: UInt32 = 0
@@ -310,6 +318,7 @@ package struct JSONScanner {
   }
 
   /// Copies one well-formed multi-byte UTF-8 sequence.
+  @usableFromInline
   mutating func utf8Sequence(into out: inout [UInt8], keeping: Bool) throws(Failure) {
     let c = bytes[i]
     let (length, minimum): (Int, UInt32) =
