@@ -190,7 +190,8 @@ struct SentLogParser {
   private var key: [UInt8] = []
   /// Each string field's bytes decoded, and quoted as the index quotes
   /// (reused from line to line: nothing is allocated for a known push).
-  private var message = StringField()
+  /// The message id of the line at hand, quoted.
+  private(set) var messageQuoted: [UInt8] = []
   private var field = StringField()
   private var entries: [Fields] = []
 
@@ -234,8 +235,13 @@ struct SentLogParser {
       throw Failure(reason: error.reason)
     }
     guard let id = fields.message else { throw Failure(reason: "missing field 'message'") }
-    try message.read(line, id, "message")
-    let idHash = message.quoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+    messageQuoted.removeAll(keepingCapacity: true)
+    if let plain = try plainString(line, id, "message", quoted: true) {
+      messageQuoted.append(contentsOf: plain)
+    } else {
+      messageQuoted += field.quoted
+    }
+    let idHash = messageQuoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
     let mark = batch.count
     do throws(Failure) {
       if let recipients = fields.recipients {
@@ -263,9 +269,6 @@ struct SentLogParser {
       batch.pushes[k].logLine = number
     }
   }
-
-  /// The message id of the line last parsed, quoted.
-  var messageQuoted: [UInt8] { message.quoted }
 
   /// Reads an array of objects at `scanner` into `entries`, leaving the
   /// scanner after it; false (the scanner anywhere) when it is not one.
@@ -343,11 +346,11 @@ struct SentLogParser {
       try appendString(line, userRange, "user", quoted: false, to: &batch.users)
       if let range = fields.gateway {
         try appendString(line, range, "gateway", quoted: true, to: &batch.gatewayNames)
-        let row = batch.gatewayNames.withBytes(batch.gatewayNames.count - 1) { quoted in
-          JSONScanner.string(in: quoted).flatMap { name in
-            name.withUnsafeBytes { gatewayTable.find($0) }
-          }
-        }
+        let row =
+          field.wasPlain
+          ? gatewayTable.find(
+            UnsafeRawBufferPointer(rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)]))
+          : field.decoded.withUnsafeBytes { gatewayTable.find($0) }
         batch.gateways.append(row ?? -2)
       } else {
         batch.gateways.append(-1)
@@ -379,22 +382,36 @@ struct SentLogParser {
   /// Appends string field `name`'s value at `range` to `pool`, decoded or
   /// quoted canonically (as the index and the traffic parser quote), so
   /// that equal strings have equal bytes. A value without a backslash is
-  /// both already, give or take its quotes, and is copied as it lies.
+  /// both already, give or take its quotes, and is copied as it lies;
+  /// one with is decoded in `field` (`field.wasPlain` says which).
   private mutating func appendString(
     _ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String, quoted: Bool,
     to pool: inout BytePool.Builder
   ) throws(Failure) {
+    if let plain = try plainString(line, range, name, quoted: quoted) {
+      pool.append(plain)
+    } else {
+      (quoted ? field.quoted : field.decoded).withUnsafeBytes { pool.append($0) }
+    }
+  }
+
+  /// The value at `range` as it lies (quoted or not), when it has no
+  /// backslash; else nil, with the value decoded and quoted in `field`.
+  private mutating func plainString(
+    _ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String, quoted: Bool
+  ) throws(Failure) -> UnsafeRawBufferPointer? {
     guard line[range.lowerBound] == UInt8(ascii: "\"") else {
       throw Failure(reason: "field '\(name)' is not a string")
     }
     let inner = UnsafeRawBufferPointer(
       rebasing: line[(range.lowerBound + 1)..<(range.upperBound - 1)])
     if inner.isEmpty || memchr(inner.baseAddress!, 0x5C, inner.count) == nil {
-      pool.append(quoted ? UnsafeRawBufferPointer(rebasing: line[range]) : inner)
-      return
+      field.wasPlain = true
+      return quoted ? UnsafeRawBufferPointer(rebasing: line[range]) : inner
     }
     try field.read(line, range, name)
-    (quoted ? field.quoted : field.decoded).withUnsafeBytes { pool.append($0) }
+    field.wasPlain = false
+    return nil
   }
 
   /// A string field's value: decoded, and quoted canonically (as the index
@@ -403,6 +420,8 @@ struct SentLogParser {
   struct StringField {
     var decoded: [UInt8] = []
     var quoted: [UInt8] = []
+    /// Whether the last value asked for had no escape (and was not read here).
+    var wasPlain = true
 
     mutating func read(_ line: UnsafeRawBufferPointer, _ range: Range<Int>, _ name: String)
       throws(Failure)

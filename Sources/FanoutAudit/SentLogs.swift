@@ -63,10 +63,14 @@ final class ParsedLogFile {
     self.threads = threads
   }
 
-  /// The next block, read and parsed on another thread while this one is
-  /// used (the engine's workers and the matching leave cores idle between
-  /// them); the reader is that thread's alone until `block` takes it.
-  private var ahead: NextBlock? = nil
+  /// The blocks after this one, read and parsed in order on a queue of
+  /// this file's while the current one is matched (a block of short lines
+  /// may hold the pushes of a few messages only); the reader and
+  /// `readerLine` belong to that queue.
+  private var ahead: [NextBlock] = []
+  private let queue = DispatchQueue(label: "fanout.audit.sent-log")
+  private var readerLine = 1
+  static let blocksAhead = 3
 
   private final class NextBlock: @unchecked Sendable {
     var result: Result<[Chunk], OutputError> = .success([])
@@ -75,6 +79,21 @@ final class ParsedLogFile {
 
   /// A value handed to another thread that touches it alone meanwhile.
   private struct Handed<T>: @unchecked Sendable { let value: T }
+
+  /// Asks the queue for one more block.
+  private func readAhead() {
+    let job = NextBlock()
+    let me = Handed(value: self)
+    ahead.append(job)
+    queue.async {
+      job.result = Result { () throws(OutputError) in
+        let block = try me.value.readBlock(first: me.value.readerLine)
+        me.value.readerLine += block.reduce(0) { $0 + $1.kinds.count }
+        return block
+      }
+      job.done.signal()
+    }
+  }
 
   /// The next line and its number; nil at the end of the file.
   func nextLine() throws(OutputError) -> (number: Int, line: Line)? {
@@ -85,36 +104,28 @@ final class ParsedLogFile {
         reason = 0
         continue
       }
-      if let ahead {
-        ahead.done.wait()
-        self.ahead = nil
-        block = try ahead.result.get()
-      } else {
-        block = try readBlock(first: number)
-      }
+      while ahead.count < Self.blocksAhead { readAhead() }
+      let job = ahead.removeFirst()
+      job.done.wait()
+      block = try job.result.get()
+      readAhead()
       chunk = 0
       next = 0
       reason = 0
       if block.isEmpty { return nil }
-      let job = NextBlock()
-      let me = Handed(value: self)
-      let first = number + block.reduce(0) { $0 + $1.kinds.count }
-      ahead = job
-      DispatchQueue.global().async {
-        job.result = Result { () throws(OutputError) in try me.value.readBlock(first: first) }
-        job.done.signal()
-      }
     }
-    let c = block[chunk]
-    let pushes = (next == 0 ? 0 : c.pushEnds[next - 1])..<c.pushEnds[next]
+    // (Through `block[chunk]` each time: a copy of the chunk would retain
+    // its four arrays, per line.)
+    let pushes =
+      (next == 0 ? 0 : block[chunk].pushEnds[next - 1])..<block[chunk].pushEnds[next]
     let line: Line
-    switch c.kinds[next] {
+    switch block[chunk].kinds[next] {
     case .blank: line = .blank
     case .unreadable:
-      line = .unreadable(c.reasons[reason])
+      line = .unreadable(block[chunk].reasons[reason])
       reason += 1
-    case .pushes: line = .pushes(c.pushes[pushes])
-    case .unknown: line = .unknown(c.pushes[pushes])
+    case .pushes: line = .pushes(block[chunk].pushes[pushes])
+    case .unknown: line = .unknown(block[chunk].pushes[pushes])
     }
     defer {
       next += 1
@@ -123,8 +134,8 @@ final class ParsedLogFile {
     return (number, line)
   }
 
-  /// Waits for a block still being read: the reader is not freed under it.
-  deinit { ahead?.done.wait() }
+  /// Waits for blocks still being read: the reader is not freed under them.
+  deinit { for job in ahead { job.done.wait() } }
 
   /// Reads up to `blockLines` lines, numbered from `first`, and parses
   /// them in chunks, in parallel.

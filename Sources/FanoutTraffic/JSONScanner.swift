@@ -221,12 +221,16 @@ package struct JSONScanner {
     var escaped = false
     while true {
       // Plain printable ASCII, the bulk of ids, is copied a run at a time,
-      // and passed over eight bytes at a time.
+      // and passed over eight bytes at a time up to the first special one.
       let run = i
       if let base = bytes.baseAddress {
-        while i + 8 <= bytes.count,
-          !Self.special(base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-        {
+        while i + 8 <= bytes.count {
+          let special = Self.specialBytes(
+            UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+          if special != 0 {
+            i += special.trailingZeroBitCount >> 3
+            break
+          }
           i += 8
         }
       }
@@ -283,19 +287,19 @@ package struct JSONScanner {
     }
   }
 
-  /// Whether any of the eight bytes of `w` ends a plain run: a quote, a
-  /// backslash, a control character or a byte of 0x80 and up (exact, with
-  /// the usual "has a zero byte" word tricks).
+  /// The high bit of each byte of `w` that is a quote, a backslash, a
+  /// control character (below 0x20) or not ASCII. Bytes above the first
+  /// such byte may be flagged wrongly (a borrow runs up), never below it,
+  /// so the lowest flag is exact.
   @inlinable @inline(__always)
-  package static func special(_ w: UInt64) -> Bool {
+  package static func specialBytes(_ w: UInt64) -> UInt64 {
     let ones: UInt64 = 0x0101_0101_0101_0101
-    let highs: UInt64 = 0x8080_8080_8080_8080
-    let quote = w ^ (ones &* 0x22)
-    let backslash = w ^ (ones &* 0x5C)
-    let zeroQuote = (quote &- ones) & ~quote
-    let zeroBackslash = (backslash &- ones) & ~backslash
+    let quotes = w ^ (ones &* 0x22)
+    let backslashes = w ^ (ones &* 0x5C)
+    let zeroQuote = (quotes &- ones) & ~quotes
+    let zeroBackslash = (backslashes &- ones) & ~backslashes
     let control = (w &- ones &* 0x20) & ~w
-    return (zeroQuote | zeroBackslash | control | w) & highs != 0
+    return (zeroQuote | zeroBackslash | control | w) & (ones &* 0x80)
   }
 
   @usableFromInline

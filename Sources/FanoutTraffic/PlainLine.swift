@@ -140,7 +140,7 @@ struct PlainLine {
     let start = i
     let base = bytes.baseAddress!
     while i + 8 <= bytes.count {
-      let special = Self.specialBytes(
+      let special = JSONScanner.specialBytes(
         UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
       if special != 0 {
         i += special.trailingZeroBitCount >> 3
@@ -159,21 +159,6 @@ struct PlainLine {
     guard i < bytes.count, bytes[i] == Self.quote else { return nil }
     i += 1
     return start..<(i - 1)
-  }
-
-  /// The high bit of each byte of `w` that is a quote, a backslash, a
-  /// control character (below 0x20) or not ASCII. Bytes above the first
-  /// such byte may be flagged wrongly (a borrow runs up), never below it,
-  /// so the lowest flag is exact.
-  @inline(__always)
-  static func specialBytes(_ w: UInt64) -> UInt64 {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let quotes = w ^ (ones &* 0x22)
-    let backslashes = w ^ (ones &* 0x5C)
-    let zeroQuote = (quotes &- ones) & ~quotes
-    let zeroBackslash = (backslashes &- ones) & ~backslashes
-    let control = (w &- ones &* 0x20) & ~w
-    return (zeroQuote | zeroBackslash | control | w) & (ones &* 0x80)
   }
 
   /// An integer without fraction or exponent of at most 18 digits (so it

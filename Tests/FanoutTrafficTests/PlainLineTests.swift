@@ -101,7 +101,7 @@ struct PlainLineTests {
       let bytes = (0..<8).map { _ in alphabet.randomElement(using: &random)! }
       let word = bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * $1.offset) }
       let first = bytes.firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 }
-      let flags = PlainLine.specialBytes(word)
+      let flags = JSONScanner.specialBytes(word)
       #expect((flags == 0 ? nil : flags.trailingZeroBitCount / 8) == first, "\(bytes)")
     }
   }
