@@ -5,6 +5,10 @@ import FanoutReport
 import FanoutTime
 import FanoutTraffic
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Compares one message's pushes with what the rules deliver, pair by pair
 /// and device by device, and writes its findings, tallied. Allocates
 /// nothing per pair: the pushes sorted by user and device are walked beside
@@ -15,6 +19,10 @@ struct MessageAuditor {
   /// `fanout explain --snapshot S --messages T`, quoted for a shell.
   let explainCommand: String
   let logNames: [String]
+  /// Written before a finding's explain command's arguments, and before
+  /// its log line's number: JSON string openings.
+  private let explainPrefix: [UInt8]
+  private let logPrefixes: [[UInt8]]
   /// What the logs' pushes named that the index does not have.
   let names: PushNames
   private var found: [Found] = []
@@ -30,6 +38,8 @@ struct MessageAuditor {
     self.index = index
     self.toleranceMs = toleranceMs
     self.explainCommand = explainCommand
+    explainPrefix = JSONText.quoted(explainCommand).dropLast()
+    logPrefixes = logNames.map { JSONText.quoted($0 + ":").dropLast() }
     self.logNames = logNames
     tally = AuditTally(gateways: index.gateways.count)
   }
@@ -220,7 +230,7 @@ struct MessageAuditor {
       lines += #","gateway":"#.utf8
       lines += index.gatewayJSON[Int(index.deviceGateway[d])]
       lines += #","token":"#.utf8
-      lines += Self.token(in: index.deviceJSON[d])
+      index.deviceJSON.withBytes(d) { Self.appendToken(of: $0, to: &lines) }
       lines += #","device":"#.utf8
       JSONText.appendDecimal(index.deviceIDs[d], to: &lines)
     } else if let names = pushNames {
@@ -250,22 +260,30 @@ struct MessageAuditor {
       lines += #","sent_at":"#.utf8
       JSONText.appendDecimal(sentAt, to: &lines)
     }
+    // JSON escapes byte by byte: the strings below are written in pieces.
     if let push {
       lines += #","log":"#.utf8
-      lines += JSONText.quoted("\(logNames[Int(push.file)]):\(push.logLine)")
+      lines += logPrefixes[Int(push.file)]
+      JSONText.appendDecimal(Int64(push.logLine), to: &lines)
+      lines.append(UInt8(ascii: "\""))
     }
-    let id = Self.decoded(message)
-    let who = Self.decoded(userJSON)
-    let explain =
-      line == nil
-      ? nil
-      : explainCommand + " --id " + ShellWord.quoted(id) + " --user " + ShellWord.quoted(who)
-    if let explain {
+    if line != nil {
       lines += #","explain":"#.utf8
-      lines += JSONText.quoted(explain)
+      lines += explainPrefix
+      lines += " --id ".utf8
+      Self.appendShellWord(quoted: message, to: &lines)
+      lines += " --user ".utf8
+      Self.appendShellWord(quoted: userJSON, to: &lines)
+      lines.append(UInt8(ascii: "\""))
     }
     lines += "}\n".utf8
     if tally.examples[kind.rawValue].count < AuditTally.examplesPerKind {
+      let id = Self.decoded(message)
+      let who = Self.decoded(userJSON)
+      let explain =
+        line == nil
+        ? nil
+        : explainCommand + " --id " + ShellWord.quoted(id) + " --user " + ShellWord.quoted(who)
       let gateway =
         device >= 0
         ? index.gateways[Int(index.deviceGateway[Int(device)])]
@@ -276,18 +294,34 @@ struct MessageAuditor {
     }
   }
 
-  /// The quoted token at the end of a device's JSON fragment (after the
-  /// first `,"token":`, which no quoted string can hold).
-  static func token(in fragment: Slice<Column<UInt8>>) -> ArraySlice<UInt8> {
-    let marker = Array(#","token":"#.utf8)
-    var k = fragment.startIndex
-    while k + marker.count <= fragment.endIndex {
-      if fragment[k..<(k + marker.count)].elementsEqual(marker) {
-        return ArraySlice(fragment[(k + marker.count)...])
+  /// Appends the quoted token at the end of a device's JSON fragment
+  /// (after the first `,"token":`, which no quoted string can hold).
+  static func appendToken(of fragment: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    let marker = StaticString(#","token":"#)
+    let m = marker.utf8CodeUnitCount
+    var k = 0
+    while k + m <= fragment.count {
+      if fragment[k] == UInt8(ascii: ","),
+        memcmp(fragment.baseAddress! + k, marker.utf8Start, m) == 0
+      {
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: fragment[(k + m)...]))
+        return
       }
       k += 1
     }
-    return []
+  }
+
+  /// Appends a JSON string `quoted` as the body of a JSON string holding
+  /// it as one shell word (`ShellWord.quoted`). Ids are mostly plain, and
+  /// then both quotings leave them as they are.
+  static func appendShellWord(quoted: [UInt8], to out: inout [UInt8]) {
+    let inner = quoted.dropFirst().dropLast()
+    let plain = ShellWord.isPlain(inner)
+    if plain {
+      out += inner
+    } else {
+      out += JSONText.quoted(ShellWord.quoted(decoded(quoted))).dropFirst().dropLast()
+    }
   }
 
   static func decoded(_ quoted: [UInt8]) -> String {

@@ -239,8 +239,9 @@ final class SentLogs {
   /// Streaming: per file, its lines and the pushes of its next line.
   private var files: [ParsedLogFile] = []
   private var heads: [ArraySlice<SentPush>] = []
-  /// Sorted: every push, by traffic line, and the next to hand out.
-  private var sorted: [SentPush]? = nil
+  /// Sorted: every push in log order, their order by traffic line, and the
+  /// place in that order of the next to hand out.
+  private var sorted: (pushes: [SentPush], order: [Int])? = nil
   private var cursor = 0
 
   /// Pushes naming a message that no traffic line has.
@@ -279,31 +280,31 @@ final class SentLogs {
           path: path, file: Int32(f), index: index, messages: messages, names: names,
           threads: threads)
         while let (number, line) = try file.nextLine() {
-          guard let pushes = known(line, file: Int32(f), number: number), let first = pushes.first
-          else { continue }
-          guard
-            case .line(let l) = messages.place(hash: first.idHash, firstLine: first.line, from: 0)
-          else { continue }
-          all += pushes.map {
-            var placed = $0
-            placed.line = l
-            return placed
-          }
+          // (Parsed with their message id's first line.)
+          if let pushes = known(line, file: Int32(f), number: number) { all += pushes }
         }
       } catch { throw .log(error) }
     }
-    // Stable: a line's pushes stay in log order (file, then line).
-    all.sort { ($0.line, $0.file, $0.logLine) < ($1.line, $1.file, $1.logLine) }
-    sorted = all
+    // A counting sort of the pushes by line: stable, so a line's pushes
+    // stay in log order (file, then line), as they were read.
+    var starts = [Int](repeating: 0, count: (all.map(\.line).max() ?? 0) + 2)
+    for push in all { starts[push.line + 1] += 1 }
+    for k in starts.indices.dropFirst() { starts[k] += starts[k - 1] }
+    var order = [Int](repeating: 0, count: all.count)
+    for (k, push) in all.enumerated() {
+      order[starts[push.line]] = k
+      starts[push.line] += 1
+    }
+    sorted = (all, order)
   }
 
   /// Appends the pushes for traffic line `line` (lines are asked for in
   /// increasing order) to `pushes`.
   func take(line: Int, into pushes: inout [SentPush]) throws(AuditError) {
-    if let all = sorted {
-      while cursor < all.count && all[cursor].line < line { cursor += 1 }
-      while cursor < all.count && all[cursor].line == line {
-        pushes.append(all[cursor])
+    if let (all, order) = sorted {
+      while cursor < order.count && all[order[cursor]].line < line { cursor += 1 }
+      while cursor < order.count && all[order[cursor]].line == line {
+        pushes.append(all[order[cursor]])
         cursor += 1
       }
       return
@@ -332,7 +333,11 @@ final class SentLogs {
       switch messages.place(hash: first.idHash, firstLine: first.line, from: frontier) {
       case .passed: return first
       case .line(let l):
-        for k in pushes.indices { pushes[k].line = l }
+        // (Parsed with their id's first line: only a repeated id's change,
+        // so the block's pushes are rarely copied.)
+        if l != first.line {
+          for k in pushes.indices { pushes[k].line = l }
+        }
         heads[f] = pushes
         return nil
       }

@@ -63,14 +63,22 @@ public enum Format {
 
 /// A word for a POSIX shell: as it is when it is plain, else in single quotes.
 public enum ShellWord {
-  public static func quoted(_ word: String) -> String {
-    let plain =
-      !word.isEmpty
-      && word.utf8.allSatisfy { c in
+  /// Whether a word of these bytes stands for itself in a shell.
+  public static func isPlain<S: Sequence>(_ word: S) -> Bool where S.Element == UInt8 {
+    var empty = true
+    for c in word {
+      empty = false
+      guard
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
-          || "_./:@%+=,-".utf8.contains(c)
-      }
-    return plain
+          || c == 0x5F || c == 0x2E || c == 0x2F || c == 0x3A || c == 0x40 || c == 0x25
+          || c == 0x2B || c == 0x3D || c == 0x2C || c == 0x2D  // _ . / : @ % + = , -
+      else { return false }
+    }
+    return !empty
+  }
+
+  public static func quoted(_ word: String) -> String {
+    return isPlain(word.utf8)
       ? word
       : "'"
         + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: #"'\''"#)
