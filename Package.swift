@@ -50,6 +50,12 @@ let package = Package(
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutSnapshot",
         "FanoutTime", "FanoutTraffic",
       ]),
+    .target(
+      name: "FanoutScaleOut",
+      dependencies: [
+        "CSQLite", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutSnapshot",
+      ]),
     .target(name: "FanoutReport", dependencies: ["FanoutModel"]),
     .target(
       name: "FanoutWhatIf",
@@ -88,7 +94,7 @@ let package = Package(
       name: "fanout",
       dependencies: [
         "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
-        "FanoutAudit",
+        "FanoutAudit", "FanoutScaleOut",
         "FanoutGenerator", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],

@@ -2,7 +2,7 @@ import FanoutKernel
 import FanoutModel
 
 /// summary.json: counts in a fixed key order, then the run's times.
-enum Summary {
+package enum Summary {
   static func json(_ report: RunReport, files: [WrittenFile] = []) -> [UInt8] {
     let c = report.counters
     let deliveries = report.gatewayNames.indices.filter { c.deliveries[$0] > 0 }
@@ -29,7 +29,7 @@ enum Summary {
   }
 
   /// `\n  "notifications": {…},` (contract v3).
-  static func notificationsJSON(_ n: NotificationCounters) -> String {
+  package static func notificationsJSON(_ n: NotificationCounters) -> String {
     #"\#n  "notifications": {"hidden": \#(n.hidden), "removed": \#(n.removed), "cancelled": \#(n.cancelled), "unread": \#(n.unread)},"#
   }
 
@@ -49,7 +49,7 @@ enum Summary {
   }
 
   /// Seconds to the microsecond, never in exponent form.
-  static func seconds(_ s: Double) -> String {
+  package static func seconds(_ s: Double) -> String {
     let micros = Int((s * 1e6).rounded())
     let fraction = String(micros % 1_000_000)
     return "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"

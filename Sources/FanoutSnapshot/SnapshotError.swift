@@ -101,7 +101,7 @@ extension SnapshotError {
   /// asked: missing, a folder, not a regular file (a FIFO would block the
   /// open for ever, a device read as garbage), unreadable — exit 66 — or
   /// an empty file (which SQLite would open as an empty database).
-  static func checkFile(_ path: String) throws(SnapshotError) {
+  package static func checkFile(_ path: String) throws(SnapshotError) {
     let shown = Bounded.quoted(path)
     var st = stat()
     guard stat(path, &st) == 0 else {

@@ -130,15 +130,15 @@ public enum SnapshotSchema {
     return String(createSQL[start..<end])
   }
 
-  struct Table {
-    let name: String
+  package struct Table {
+    package let name: String
     let required: Bool
     /// The columns a present table must have, then those it may have
     /// (contract v2's additions: absent, they read as NULL in every row).
     let columns: [String]
     var optionalColumns: [String] = []
 
-    var allColumns: [String] { columns + optionalColumns }
+    package var allColumns: [String] { columns + optionalColumns }
   }
 
   /// The per-level preference columns shared by users, scope_prefs and channel_prefs,
@@ -148,7 +148,7 @@ public enum SnapshotSchema {
     "pinned_notifications", "show_preview",
   ]
 
-  static let tables: [Table] = [
+  package static let tables: [Table] = [
     Table(name: "settings", required: false, columns: ["key", "value"]),
     Table(
       name: "users", required: true,

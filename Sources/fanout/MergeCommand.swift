@@ -1,5 +1,6 @@
 import ArgumentParser
 import FanoutPipeline
+import FanoutScaleOut
 
 extension Fanout {
   struct MergeCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FanoutPipeline
+import FanoutScaleOut
 import FanoutSnapshot
 
 extension Fanout {

@@ -182,7 +182,7 @@ struct SQLiteValue {
 /// A prepared statement, finalized when the last reference goes.
 package final class Statement {
   let connection: Connection
-  let handle: OpaquePointer
+  package let handle: OpaquePointer
   let sql: String
 
   fileprivate init(connection: Connection, sql: String) throws(SQLiteError) {
@@ -210,14 +210,16 @@ package final class Statement {
   /// Rewinds the statement to run again; bindings are kept.
   func reset() { sqlite3_reset(handle) }
 
-  @inline(__always) func type(_ column: Int32) -> Int32 { sqlite3_column_type(handle, column) }
+  @inline(__always) package func type(_ column: Int32) -> Int32 {
+    sqlite3_column_type(handle, column)
+  }
   @inline(__always) package func int64(_ column: Int32) -> Int64 {
     sqlite3_column_int64(handle, column)
   }
   @inline(__always) func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
   /// The column's text as bytes, valid until the next step.
-  @inline(__always) func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+  @inline(__always) package func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
     guard let p = sqlite3_column_text(handle, column) else {
       return UnsafeRawBufferPointer(start: nil, count: 0)
     }

@@ -1,5 +1,13 @@
+/// FanoutScaleOut owns running one evaluation as several: `fanout snapshot
+/// split` writes a snapshot's recipient shards (`ShardSplitter`, one pass
+/// over the source), each is evaluated by `eval --mergeable` anywhere, and
+/// `fanout merge` (`ShardMerge`) merges their outputs into the bytes one
+/// `eval` on the whole snapshot writes. The shard function itself
+/// (`Shards`, Spark's `pmod(xxhash64(user_id), N)`) and the `fanout_shard`
+/// label live in FanoutModel: the snapshot loader and `eval` read them too.
 import FanoutModel
 import FanoutOutput
+import FanoutPipeline
 import FanoutSnapshot
 
 /// `fanout snapshot split`: a snapshot's recipient shards (docs/scale-out.md).

@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSnapshot
 
 #if canImport(Glibc)
   import Glibc

@@ -2,6 +2,7 @@ import Dispatch
 import FanoutKernel
 import FanoutModel
 import FanoutOutput
+import FanoutPipeline
 import FoundationEssentials
 import Synchronization
 
