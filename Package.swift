@@ -36,12 +36,11 @@ let package = Package(
       dependencies: [
         "CPrefetch", "CSQLite", "FanoutIndex", "FanoutModel", "FanoutTime",
       ]),
-    .target(name: "FanoutTraffic", dependencies: ["FanoutIndex", "FanoutModel", "FanoutTime"]),
     .target(
-      name: "FanoutKernel",
-      dependencies: [
-        "CPrefetch", "FanoutIndex", "FanoutModel", "FanoutTime", "FanoutTraffic",
-      ]),
+      name: "FanoutKernel", dependencies: ["CPrefetch", "FanoutIndex", "FanoutModel", "FanoutTime"]),
+    .target(
+      name: "FanoutTraffic",
+      dependencies: ["FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutTime"]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
     .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
     .target(
@@ -95,7 +94,8 @@ let package = Package(
       dependencies: [
         "FanoutPipeline", "FanoutWhatIf", "FanoutStream", "FanoutExplain", "FanoutMigration",
         "FanoutAudit", "FanoutScaleOut",
-        "FanoutGenerator", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+        "FanoutGenerator", "FanoutKernel", "FanoutModel", "FanoutSnapshot", "FanoutTime",
+        "FanoutTraffic",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       // The Swift libraries linked in (FoundationEssentials with its two
@@ -115,7 +115,9 @@ let package = Package(
     .testTarget(
       name: "FanoutSnapshotTests",
       dependencies: ["FanoutIndex", "FanoutSnapshot", "FanoutTestSupport"]),
-    .testTarget(name: "FanoutTrafficTests", dependencies: ["FanoutTraffic", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutTrafficTests",
+      dependencies: ["FanoutKernel", "FanoutTraffic", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutKernelTests",
       dependencies: [

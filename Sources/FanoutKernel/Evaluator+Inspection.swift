@@ -1,6 +1,5 @@
 import FanoutIndex
 import FanoutModel
-import FanoutTraffic
 
 /// Everything the rule chain looks at for one pair — each check made even
 /// where an earlier rule decided, so that a reader sees what would have

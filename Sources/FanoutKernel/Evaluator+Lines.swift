@@ -1,5 +1,4 @@
 import FanoutModel
-import FanoutTraffic
 
 /// The output lines: delivery lines per gateway (a message's recipients on
 /// that gateway) and decision lines, built from fixed fragments and the

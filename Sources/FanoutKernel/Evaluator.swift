@@ -1,7 +1,6 @@
 import FanoutIndex
 import FanoutModel
 import FanoutTime
-import FanoutTraffic
 
 /// Evaluates messages against one index. Cheap to create; create one per
 /// worker thread: it owns scratch space and caches (channel shares, zone

@@ -1,6 +1,5 @@
 import FanoutIndex
 import FanoutModel
-import FanoutTraffic
 
 /// What the input-order passes found for one batch against one index:
 /// rule 8's throttled members and contract v3's notification fields.

@@ -1,6 +1,5 @@
 import FanoutIndex
 import FanoutModel
-import FanoutTraffic
 
 /// Per message of one batch, the user rows rule 8 throttles, ascending.
 public struct ThrottledMembers: Sendable {

@@ -1,4 +1,9 @@
+/// FanoutTraffic owns the traffic format: newline-delimited JSON messages,
+/// read from a file or standard input, validated strictly and resolved
+/// against the index (channel, category and user rows), so that the kernel
+/// sees only dense ids. Rejected lines are kept with their line number.
 import FanoutIndex
+import FanoutKernel
 import FanoutModel
 
 /// Turns traffic lines into a `MessageBatch`, rejecting what the contract rejects.

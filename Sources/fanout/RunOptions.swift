@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutKernel
 import FanoutModel
 import FanoutPipeline
 import FanoutTraffic

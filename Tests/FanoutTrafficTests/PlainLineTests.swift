@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutKernel
 import FanoutModel
 import FanoutSnapshot
 import FanoutTestSupport

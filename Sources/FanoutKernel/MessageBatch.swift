@@ -1,7 +1,3 @@
-/// FanoutTraffic owns the traffic format: newline-delimited JSON messages,
-/// read from a file or standard input, validated strictly and resolved
-/// against the index (channel, category and user rows), so that the kernel
-/// sees only dense ids. Rejected lines are kept with their line number.
 import FanoutIndex
 import FanoutModel
 
@@ -17,7 +13,8 @@ public struct Rejection: Sendable, Equatable {
 }
 
 /// Parsed messages in columns, in input order, plus the lines rejected
-/// among them.
+/// among them: the kernel's input, which the traffic parser (FanoutTraffic)
+/// fills.
 public struct MessageBatch: Sendable {
   public var lines: [Int] = []
   /// Each message id as a JSON string literal.
@@ -51,7 +48,7 @@ public struct MessageBatch: Sendable {
   public var count: Int { ts.count }
 
   /// Appends message `m` of `other`.
-  mutating func append(_ m: Int, of other: MessageBatch) {
+  public mutating func append(_ m: Int, of other: MessageBatch) {
     lines.append(other.lines[m])
     other.idJSON.withBytes(m) { idJSON.append($0) }
     channel.append(other.channel[m])
