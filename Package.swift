@@ -31,10 +31,11 @@ let package = Package(
       // Structural checks of every index built (Index+Invariants.swift): on
       // in debug builds, so the test suite always runs with them.
       swiftSettings: [.define("FANOUT_INTERNAL_CHECKS", .when(configuration: .debug))]),
+    .target(name: "FanoutSQLite", dependencies: ["CSQLite", "FanoutModel"]),
     .target(
       name: "FanoutSnapshot",
       dependencies: [
-        "CPrefetch", "CSQLite", "FanoutIndex", "FanoutModel", "FanoutTime",
+        "CPrefetch", "CSQLite", "FanoutIndex", "FanoutModel", "FanoutSQLite", "FanoutTime",
       ]),
     .target(
       name: "FanoutKernel", dependencies: ["CPrefetch", "FanoutIndex", "FanoutModel", "FanoutTime"]),
@@ -42,7 +43,8 @@ let package = Package(
       name: "FanoutTraffic",
       dependencies: ["FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutTime"]),
     .target(name: "FanoutOutput", dependencies: ["CLZ4", "FanoutModel"]),
-    .target(name: "FanoutGenerator", dependencies: ["FanoutSnapshot", "FanoutTime"]),
+    .target(
+      name: "FanoutGenerator", dependencies: ["FanoutSQLite", "FanoutSnapshot", "FanoutTime"]),
     .target(
       name: "FanoutPipeline",
       dependencies: [
@@ -53,7 +55,7 @@ let package = Package(
       name: "FanoutScaleOut",
       dependencies: [
         "CSQLite", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
-        "FanoutSnapshot",
+        "FanoutSQLite", "FanoutSnapshot",
       ]),
     .target(name: "FanoutReport", dependencies: ["FanoutModel"]),
     .target(
@@ -61,7 +63,7 @@ let package = Package(
       dependencies: [
         "CSQLite",
         "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
-        "FanoutReport",
+        "FanoutReport", "FanoutSQLite",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
@@ -87,7 +89,8 @@ let package = Package(
       name: "FanoutMigration",
       dependencies: [
         "CSQLite",
-        "FanoutIndex", "FanoutModel", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
+        "FanoutIndex", "FanoutModel", "FanoutSQLite", "FanoutSnapshot", "FanoutTime",
+        "FanoutTraffic",
       ]),
     .executableTarget(
       name: "fanout",
@@ -114,7 +117,7 @@ let package = Package(
     .testTarget(name: "FanoutIndexTests", dependencies: ["FanoutIndex", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutSnapshotTests",
-      dependencies: ["FanoutIndex", "FanoutSnapshot", "FanoutTestSupport"]),
+      dependencies: ["FanoutIndex", "FanoutSQLite", "FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutTrafficTests",
       dependencies: ["FanoutKernel", "FanoutTraffic", "FanoutTestSupport"]),
@@ -128,7 +131,9 @@ let package = Package(
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
     .testTarget(
       name: "FanoutWhatIfTests",
-      dependencies: ["FanoutWhatIf", "FanoutGenerator", "FanoutSnapshot", "FanoutTestSupport"]),
+      dependencies: [
+        "FanoutWhatIf", "FanoutGenerator", "FanoutSQLite", "FanoutSnapshot", "FanoutTestSupport",
+      ]),
     .testTarget(
       name: "FanoutExplainTests",
       dependencies: [

@@ -1,3 +1,4 @@
+import FanoutSQLite
 import FanoutSnapshot
 
 #if canImport(Glibc)

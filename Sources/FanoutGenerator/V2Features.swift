@@ -1,3 +1,4 @@
+import FanoutSQLite
 import FanoutSnapshot
 
 /// Contract v2's features for `fanout gen --v2`, drawn from a random

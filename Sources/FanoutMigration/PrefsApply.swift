@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 import FanoutTraffic
 import FoundationEssentials
@@ -141,7 +142,9 @@ public enum PrefsApply {
     }
     options.step?("copying it")
     do {
-      try copySnapshot(from: options.snapshot, to: partial)
+      try copySnapshot(
+        from: options.snapshot, to: partial,
+        busyTimeoutMilliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
     } catch {
       throw .write(path: partial, reason: error.message)
     }

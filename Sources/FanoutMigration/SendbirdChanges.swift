@@ -1,4 +1,5 @@
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 import FoundationEssentials
 

@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 
 /// A value written into a snapshot column.

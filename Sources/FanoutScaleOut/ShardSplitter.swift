@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 
 #if canImport(Glibc)
@@ -36,11 +37,13 @@ package enum ShardSplitter {
     progress: ((_ rows: Int, _ fraction: Double) -> Void)? = nil
   ) throws(SplitFailure) {
     let reads: ConsistentReads
+    do { try SnapshotError.checkFile(source) } catch { throw .source(error) }
     do {
-      try SnapshotError.checkFile(source)
       reads = try ConsistentReads(
         path: source, connections: 1, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-    } catch { throw .source(error) }
+    } catch {
+      throw .source(SnapshotError.reading(source, error, waited: busyTimeoutMilliseconds))
+    }
     let db = reads.main
     let count = paths.count
     let split = splitID(source, header: db.fileHeader(), shards: count)
@@ -88,7 +91,7 @@ package enum ShardSplitter {
     } catch {
       // Space, I/O and opening failures are the shard files' (the source is
       // opened read-only and was read before): not a fault of the snapshot.
-      if [SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN].contains(error.code & 0xff) {
+      if [.full, .ioError, .cantOpen].contains(error.resultCode.primary) {
         throw .write(error)
       }
       throw .source(

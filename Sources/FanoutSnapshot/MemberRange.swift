@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 /// One range of the members table by channel id, `[lower, upper)` in byte
 /// order, read on its own connection so that ranges load in parallel.

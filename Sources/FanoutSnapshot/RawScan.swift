@@ -1,4 +1,5 @@
 import CSQLite
+import FanoutSQLite
 
 /// The floor for loading: reads the columns the loader reads, in the same
 /// order, touching every value, and builds nothing. Benchmarks compare the

@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 #if canImport(Glibc)
   import Glibc
@@ -145,18 +146,26 @@ extension SnapshotError {
 
   /// A failure to open or start reading the snapshot, with a hint where the
   /// cause is known.
+  /// A failure of `ConsistentReads` on the snapshot at `path`: a writer
+  /// held it past the `waited` milliseconds, or `opening`'s.
+  @inline(never)
+  package static func reading(_ path: String, _ error: SQLiteError, waited: Int) -> SnapshotError {
+    error.resultCode == .busyTimeout
+      ? SnapshotError(busy: path, waited: waited) : opening(path, error)
+  }
+
   @inline(never)
   package static func opening(_ path: String, _ error: SQLiteError) -> SnapshotError {
     if error.isBusy { return SnapshotError(busy: path, waited: 0) }
     var hint = ""
-    let code = error.code & 0xFF
-    if code == 26 && CompiledSnapshot.isCompiled(path) {  // SQLITE_NOTADB
+    let code = error.resultCode.primary
+    if code == .notADatabase && CompiledSnapshot.isCompiled(path) {
       return SnapshotError(
         reason: "'\(path)' is a compiled index (fanout snapshot compile --out), not a SQLite "
           + "snapshot: explain, prefs, whatif --sql and snapshot split need the SQLite file",
         sqlite: error)
     }
-    if (code == 8 || code == 14) && isWAL(path) {  // SQLITE_READONLY, SQLITE_CANTOPEN
+    if (code == .readOnly || code == .cantOpen) && isWAL(path) {
       hint =
         " (the snapshot is in WAL mode: SQLite must create '\(path)-shm' beside it even"
         + " to read it, and this user cannot write that folder; make the folder writable,"

@@ -1,6 +1,7 @@
 import CSQLite
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 import FanoutTime
 
 #if canImport(Glibc)
@@ -110,10 +111,10 @@ public enum SnapshotLoader {
     } catch {
       // Looked at only once SQLite has found no database there (a file
       // opened and closed here would drop this process's locks on it).
-      if (error.sqlite?.code ?? 0) & 0xFF == SQLITE_NOTADB, CompiledSnapshot.isCompiled(path) {
+      if error.resultCode.primary == .notADatabase, CompiledSnapshot.isCompiled(path) {
         return (try loadCompiled(path, timeZones: timeZones), nil, false, nil)
       }
-      throw error
+      throw SnapshotError.reading(path, error, waited: busyTimeoutMilliseconds)
     }
     // Inside the read transaction: the header is that of the state read.
     let state =

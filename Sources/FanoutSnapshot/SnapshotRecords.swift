@@ -1,4 +1,5 @@
 import FanoutModel
+import FanoutSQLite
 
 /// A daily DND window as stored: minutes of the local day.
 public struct DailyWindow: Sendable, Equatable {

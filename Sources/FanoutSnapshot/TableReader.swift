@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSQLite
 
 /// Reads one table's rows column by column, checking each value's storage
 /// class and nullness (SQLite enforces neither), and builds errors that name

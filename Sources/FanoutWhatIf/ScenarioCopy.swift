@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 
 #if canImport(Glibc)
@@ -99,7 +100,11 @@ public final class ScenarioCopy: Sendable {
   {
     if let changed = try applyOnOverlay(sql, over: source, at: path) { return (true, changed) }
     removeFiles(path, nil)
-    do { try copySnapshotPages(from: source, to: path) } catch { throw .copy(error.message) }
+    do {
+      try copySnapshotPages(
+        from: source, to: path,
+        busyTimeoutMilliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
+    } catch { throw .copy(error.message) }
     let copy: Connection
     do { copy = try Connection(scratch: path) } catch { throw .sql(error) }
     return (false, try apply(sql, to: copy))

@@ -1,5 +1,6 @@
 import CSQLite
 import FanoutModel
+import FanoutSQLite
 import FanoutSnapshot
 
 /// The tables of a what-if scenario's overlay (`ScenarioCopy`): which of

@@ -1,3 +1,4 @@
+import FanoutSQLite
 import FanoutTestSupport
 import Testing
 

@@ -1,3 +1,4 @@
+import FanoutSQLite
 import FanoutSnapshot
 import FanoutTestSupport
 import FanoutWhatIf
@@ -57,7 +58,9 @@ struct ScenarioCopyTests {
     for k in 0..<8 {
       let copy = folder + "/copy-\(k).sqlite"
       do {
-        try copySnapshotPages(from: source, to: copy)
+        try copySnapshotPages(
+          from: source, to: copy,
+          busyTimeoutMilliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
       } catch {
         Issue.record("copy \(k): \(error.message)")
         continue
@@ -83,7 +86,9 @@ struct ScenarioCopyTests {
     #expect(session.execute("PRAGMA wal_autocheckpoint = 0") == nil)
     for _ in 0..<5 { commit(session) }  // held open: the -wal file stays
     let copy = makeTemporaryDirectory() + "/copy.sqlite"
-    try copySnapshotPages(from: source, to: copy)
+    try copySnapshotPages(
+      from: source, to: copy, busyTimeoutMilliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds
+    )
     #expect(SQLiteSession(copy).value("SELECT n FROM total") == "4500")
   }
 
@@ -91,7 +96,9 @@ struct ScenarioCopyTests {
   func sameBytes() throws {
     let source = makeSource(journal: "DELETE")
     let copy = makeTemporaryDirectory() + "/copy.sqlite"
-    try copySnapshotPages(from: source, to: copy)
+    try copySnapshotPages(
+      from: source, to: copy, busyTimeoutMilliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds
+    )
     #expect(
       FileManager.default.contents(atPath: copy) == FileManager.default.contents(atPath: source))
   }

@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 import FanoutTime
 
 #if canImport(Glibc)

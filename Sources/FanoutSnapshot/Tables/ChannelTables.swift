@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 /// `channels`: ids in byte order, kind, and (v2) the declared member count.
 struct ChannelRows: Sendable {

@@ -1,6 +1,7 @@
 import CSQLite
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 /// `devices`: the first table to name gateways.
 struct DeviceRows: Sendable {

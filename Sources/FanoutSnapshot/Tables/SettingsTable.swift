@@ -1,4 +1,5 @@
 import FanoutModel
+import FanoutSQLite
 
 /// `settings`: the app-wide defaults and limits, key by key.
 enum SettingsTable {

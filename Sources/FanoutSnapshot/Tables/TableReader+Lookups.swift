@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 /// The lookups table readers share: each names what it could not find.
 extension TableReader {

@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 import FanoutTime
 
 /// `users`: ids in byte order, their own levels, time zone, daily DND and

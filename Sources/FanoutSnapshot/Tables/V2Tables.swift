@@ -1,5 +1,6 @@
 import FanoutIndex
 import FanoutModel
+import FanoutSQLite
 
 /// Contract v2's per-user tables: `user_mutes`, `thread_prefs`, `presence`.
 enum UserMutesTable {

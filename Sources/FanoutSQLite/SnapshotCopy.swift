@@ -11,9 +11,11 @@ import CSQLite
 
 /// Copies the snapshot at `source` into a new file at `path` with
 /// `VACUUM INTO`: a consistent copy, the source opened read-only.
-package func copySnapshot(from source: String, to path: String) throws(SQLiteError) {
+package func copySnapshot(
+  from source: String, to path: String, busyTimeoutMilliseconds: Int
+) throws(SQLiteError) {
   let original = try Connection(path: source)
-  original.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
+  original.waitWhenBusy(milliseconds: busyTimeoutMilliseconds)
   let vacuum = try original.prepare("VACUUM INTO ?")
   vacuum.bind(1, path)
   try vacuum.insert()
@@ -31,9 +33,11 @@ package func copySnapshot(from source: String, to path: String) throws(SQLiteErr
 /// pager. In WAL mode committed pages may still be in the `-wal` file, so
 /// there (and if the byte copy fails) the backup copies it, in one step,
 /// so under one read transaction too.
-package func copySnapshotPages(from source: String, to path: String) throws(SQLiteError) {
+package func copySnapshotPages(
+  from source: String, to path: String, busyTimeoutMilliseconds: Int
+) throws(SQLiteError) {
   let original = try Connection(path: source)
-  original.waitWhenBusy(milliseconds: SnapshotLoader.defaultBusyTimeoutMilliseconds)
+  original.waitWhenBusy(milliseconds: busyTimeoutMilliseconds)
   if copyInReadTransaction(original, to: path) { return }
   // A scratch copy: no fsync of its 1.8 GB (at 1M users) before it is used.
   let copy = try Connection(scratch: path)
@@ -41,7 +45,7 @@ package func copySnapshotPages(from source: String, to path: String) throws(SQLi
     throw SQLiteError.from(copy.handle, code: sqlite3_errcode(copy.handle), sql: nil)
   }
   // A writer holding the source locked: retried, as a load waits for it.
-  let deadline = ContinuousClock.now + .milliseconds(SnapshotLoader.defaultBusyTimeoutMilliseconds)
+  let deadline = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
   var code = sqlite3_backup_step(backup, -1)
   while (code == SQLITE_BUSY || code == SQLITE_LOCKED) && ContinuousClock.now < deadline {
     usleep(5_000)

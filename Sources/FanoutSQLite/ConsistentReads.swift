@@ -22,8 +22,9 @@ import Synchronization
 /// mode) as busy. No connection waits while the others hold their locks — a
 /// writer waiting for our shared locks to go would wait for us while we wait
 /// for it — : on busy, all transactions are ended and taken again shortly
-/// after, for up to `busyTimeoutMilliseconds`; then a `SnapshotError` whose
-/// `busy` is true: a temporary condition, not a refusal.
+/// after, for up to `busyTimeoutMilliseconds`; then an `SQLiteError` with
+/// the result code `SQLITE_BUSY_TIMEOUT` (`ResultCode.busyTimeout`): a
+/// temporary condition, not a refusal.
 package final class ConsistentReads: @unchecked Sendable {
   /// The connection the load starts on; the others are handed out by `take()`.
   package let main: Connection
@@ -35,17 +36,15 @@ package final class ConsistentReads: @unchecked Sendable {
   /// and the transactions pin its state too.
   package init(
     path: String, base: String? = nil, connections count: Int, busyTimeoutMilliseconds: Int
-  ) throws(SnapshotError) {
+  ) throws(SQLiteError) {
     let deadline = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
-    func open() throws(SnapshotError) -> Connection {
-      do {
-        return try Connection(path: path, base: base)
-      } catch {
-        throw SnapshotError.opening(path, error)
-      }
+    let timedOut = SQLiteError(
+      code: ResultCode.busyTimeout.rawValue,
+      message: "still locked by a writer after \(busyTimeoutMilliseconds) ms", sql: nil)
+    let observer = try Connection(path: path, base: base)
+    let connections = try (0..<max(1, count)).map { _ throws(SQLiteError) in
+      try Connection(path: path, base: base)
     }
-    let observer = try open()
-    let connections = try (0..<max(1, count)).map { _ throws(SnapshotError) in try open() }
     while true {
       do throws(SQLiteError) {
         let before = try observer.dataVersion()
@@ -54,14 +53,10 @@ package final class ConsistentReads: @unchecked Sendable {
         for connection in connections { try connection.execute("ROLLBACK") }
       } catch {
         for connection in connections { try? connection.execute("ROLLBACK") }
-        guard error.isBusy else { throw SnapshotError.opening(path, error) }
-        guard ContinuousClock.now < deadline else {
-          throw SnapshotError(busy: path, waited: busyTimeoutMilliseconds)
-        }
+        guard error.isBusy else { throw error }
+        guard ContinuousClock.now < deadline else { throw timedOut }
       }
-      guard ContinuousClock.now < deadline else {
-        throw SnapshotError(busy: path, waited: busyTimeoutMilliseconds)
-      }
+      guard ContinuousClock.now < deadline else { throw timedOut }
       usleep(1_000)  // a writer holds the file or committed meanwhile: let it finish
     }
     for connection in connections { connection.waitWhenBusy(milliseconds: busyTimeoutMilliseconds) }
@@ -105,7 +100,7 @@ extension Connection {
 
   /// Starts a read transaction and pins it to the current committed state
   /// (of the attached base too).
-  func beginRead() throws(SQLiteError) {
+  package func beginRead() throws(SQLiteError) {
     try execute("BEGIN")
     for schema in schemas {
       let first = try prepare("SELECT count(*) FROM \(schema).sqlite_master")
@@ -121,9 +116,4 @@ extension Connection {
       return try statement.step() ? statement.int64(0) : 0
     }
   }
-}
-
-extension SQLiteError {
-  /// The database is locked by a writer: worth waiting for, not a fault of the file.
-  package var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
 }

@@ -164,14 +164,16 @@ package final class Connection {
 extension Connection: Sendable {}
 
 /// One column of the current row (`Statement.value`).
-struct SQLiteValue {
-  let handle: OpaquePointer?
+package struct SQLiteValue {
+  @usableFromInline let handle: OpaquePointer?
 
-  @inline(__always) var type: Int32 { sqlite3_value_type(handle) }
-  @inline(__always) var int64: Int64 { sqlite3_value_int64(handle) }
+  @usableFromInline init(handle: OpaquePointer?) { self.handle = handle }
+
+  @inlinable @inline(__always) package var type: Int32 { sqlite3_value_type(handle) }
+  @inlinable @inline(__always) package var int64: Int64 { sqlite3_value_int64(handle) }
 
   /// The text as bytes (converted to UTF-8 if the database holds UTF-16).
-  @inline(__always) var textBytes: UnsafeRawBufferPointer {
+  @inlinable @inline(__always) package var textBytes: UnsafeRawBufferPointer {
     guard let p = sqlite3_value_text(handle) else {
       return UnsafeRawBufferPointer(start: nil, count: 0)
     }
@@ -208,18 +210,22 @@ package final class Statement {
   }
 
   /// Rewinds the statement to run again; bindings are kept.
-  func reset() { sqlite3_reset(handle) }
+  package func reset() { sqlite3_reset(handle) }
 
-  @inline(__always) package func type(_ column: Int32) -> Int32 {
+  // (Inlinable: the loader reads millions of rows through these, from
+  // another module.)
+  @inlinable @inline(__always) package func type(_ column: Int32) -> Int32 {
     sqlite3_column_type(handle, column)
   }
-  @inline(__always) package func int64(_ column: Int32) -> Int64 {
+  @inlinable @inline(__always) package func int64(_ column: Int32) -> Int64 {
     sqlite3_column_int64(handle, column)
   }
-  @inline(__always) func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+  @inlinable @inline(__always) package func double(_ column: Int32) -> Double {
+    sqlite3_column_double(handle, column)
+  }
 
   /// The column's text as bytes, valid until the next step.
-  @inline(__always) package func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
+  @inlinable @inline(__always) package func textBytes(_ column: Int32) -> UnsafeRawBufferPointer {
     guard let p = sqlite3_column_text(handle, column) else {
       return UnsafeRawBufferPointer(start: nil, count: 0)
     }
@@ -235,7 +241,7 @@ package final class Statement {
   /// looks it up and checks for errors again. (SQLite tells protected values
   /// from unprotected ones by a mutex; these connections have none —
   /// `SQLITE_OPEN_NOMUTEX` — so `sqlite3_value_*` may read them.)
-  @inline(__always) func value(_ column: Int32) -> SQLiteValue {
+  @inlinable @inline(__always) package func value(_ column: Int32) -> SQLiteValue {
     SQLiteValue(handle: sqlite3_column_value(handle, column))
   }
 
