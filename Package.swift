@@ -46,10 +46,13 @@ let package = Package(
     .target(
       name: "FanoutGenerator", dependencies: ["FanoutSQLite", "FanoutSnapshot", "FanoutTime"]),
     .target(
+      name: "FanoutEngine",
+      dependencies: ["FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutTime", "FanoutTraffic"]),
+    .target(
       name: "FanoutPipeline",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutSnapshot",
-        "FanoutTime", "FanoutTraffic",
+        "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput",
+        "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutScaleOut",
@@ -62,27 +65,29 @@ let package = Package(
       name: "FanoutWhatIf",
       dependencies: [
         "CSQLite",
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
-        "FanoutReport", "FanoutSQLite",
+        "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput",
+        "FanoutPipeline", "FanoutReport", "FanoutSQLite",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutStream",
       dependencies: [
-        "CRedis", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "CRedis", "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput",
+        "FanoutPipeline",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
         .product(name: "Prometheus", package: "swift-prometheus"),
       ]),
     .target(
       name: "FanoutExplain",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutPipeline", "FanoutSnapshot",
+        "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutSnapshot",
         "FanoutTime", "FanoutTraffic",
       ]),
     .target(
       name: "FanoutAudit",
       dependencies: [
-        "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput", "FanoutPipeline",
+        "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput",
+        "FanoutPipeline",
         "FanoutReport", "FanoutSnapshot", "FanoutTime", "FanoutTraffic",
       ]),
     .target(
@@ -156,8 +161,9 @@ if getenv("FANOUT_BENCHMARKS") != nil {
       url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]
     ))
   for (suite, modules) in [
-    ("LoadBenchmarks", ["FanoutPipeline"]), ("KernelBenchmarks", ["FanoutPipeline"]),
-    ("StreamBenchmarks", ["FanoutPipeline", "FanoutStream"]),
+    ("LoadBenchmarks", ["FanoutPipeline"]),
+    ("KernelBenchmarks", ["FanoutEngine", "FanoutPipeline"]),
+    ("StreamBenchmarks", ["FanoutEngine", "FanoutPipeline", "FanoutStream"]),
   ] {
     package.targets.append(
       .executableTarget(

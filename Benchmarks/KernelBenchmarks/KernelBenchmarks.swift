@@ -1,6 +1,7 @@
 // Parse, evaluate and write, against a roofline loop that only reads each
 // pair's member id and one 8-byte state word per user from flat arrays.
 import Benchmark
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutOutput
@@ -22,9 +23,9 @@ let benchmarks: @Sendable () -> Void = {
   let index = try! SnapshotLoader.load(path: BenchmarkData.snapshot).index
   let reader = try! LineReader(path: BenchmarkData.traffic)
   let block = try! reader.next(maxLines: Int.max)!
-  let batches = Pipeline.parse(block, index: index, workers: threads)
+  let batches = Engine.parse(block, index: index, workers: threads)
   // Counting as `fanout eval --summary-only` does: large channels through their shares.
-  let countingPlan = Pipeline.planChunks(batches, index: index, sharedCounting: true)
+  let countingPlan = Engine.planChunks(batches, index: index, sharedCounting: true)
   let pairs = batches.reduce(0) { total, batch in
     total + (0..<batch.count).reduce(0) { $0 + index.members(of: batch.channel[$1]).count }
   }
@@ -49,7 +50,7 @@ let benchmarks: @Sendable () -> Void = {
   let trafficBytes = block.bytes.count
   Benchmark("TrafficParse") { benchmark in
     let start = ContinuousClock.now
-    blackHole(Pipeline.parse(block, index: index, workers: threads).count)
+    blackHole(Engine.parse(block, index: index, workers: threads).count)
     let d = (ContinuousClock.now - start).components
     let seconds = Double(d.seconds) + Double(d.attoseconds) * 1e-18
     benchmark.measurement(parseRate, Int(Double(trafficBytes) / seconds / Double(threads) / 1e6))

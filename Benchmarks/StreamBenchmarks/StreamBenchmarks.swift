@@ -9,6 +9,7 @@
 //   of merit.
 // Batch latency: from a line's arrival to its batch being written.
 import Benchmark
+import FanoutEngine
 import FanoutPipeline
 import FanoutSnapshot
 import FanoutStream
@@ -27,7 +28,7 @@ let benchmarks: @Sendable () -> Void = {
   let pairs: Int = {
     let index = try! SnapshotLoader.load(path: BenchmarkData.snapshot).index
     let block = try! LineReader(path: BenchmarkData.traffic).next(maxLines: Int.max)!
-    return Pipeline.parse(block, index: index, workers: 2).reduce(0) { total, batch in
+    return Engine.parse(block, index: index, workers: 2).reduce(0) { total, batch in
       total + (0..<batch.count).reduce(0) { $0 + index.members(of: batch.channel[$1]).count }
     }
   }()

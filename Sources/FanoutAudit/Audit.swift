@@ -3,6 +3,7 @@
 /// deliver for the same traffic and snapshot. The kernel evaluates (as for
 /// `eval`, through the engine); this module reads the logs, places each
 /// push at its traffic line, matches and reports.
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
@@ -175,7 +176,7 @@ public enum Audit {
       Matching(auditor: auditor, logs: logs, findings: findings), label: "fanout.audit.match",
       inFlight: 2)
     try engine.run(
-      reader, groupSize: Pipeline.chunksInFlight,
+      reader, groupSize: Engine.chunksInFlight,
       readFailed: { AuditError.run(.input($0)) },
       deliver: { chunks throws(AuditError) in
         if matching.hasFailed { _ = try matching.finish() }  // (throws the failure)

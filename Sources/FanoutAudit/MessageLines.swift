@@ -1,7 +1,7 @@
 import CPrefetch
+import FanoutEngine
 import FanoutIndex
 import FanoutModel
-import FanoutPipeline
 import FanoutTraffic
 
 /// The traffic's message lines by id: where each push of a sent log
@@ -26,8 +26,8 @@ struct MessageLines: Sendable {
   /// message ids; rejected and read lines have none.
   init(messages path: String, index: Index, threads: Int) throws(TrafficInputError) {
     let reader = try LineReader(path: path)
-    while let block = try reader.next(maxLines: Pipeline.waveLines) {
-      for batch in Pipeline.parse(block, index: index, workers: threads) {
+    while let block = try reader.next(maxLines: Engine.waveLines) {
+      for batch in Engine.parse(block, index: index, workers: threads) {
         for m in 0..<batch.count {
           let hash = batch.idJSON.withBytes(m) { XXH64.hash($0, seed: 0) }
           entries.append(Entry(hash: hash, line: batch.lines[m]))

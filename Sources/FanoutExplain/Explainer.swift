@@ -1,7 +1,7 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
-import FanoutPipeline
 import FanoutSnapshot
 import FanoutTime
 import FanoutTraffic

@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
@@ -97,14 +98,6 @@ public struct Timings: Sendable {
   public var cpuSystem = 0.0
 }
 
-extension Duration {
-  /// The duration in seconds, as a `Double`.
-  package var seconds: Double {
-    let (whole, attoseconds) = components
-    return Double(whole) + Double(attoseconds) * 1e-18
-  }
-}
-
 /// `value` with exactly three decimals (`1.500`), as times are printed.
 package func threeDecimals(_ value: Double) -> String {
   let thousandths = Int((value * 1000).rounded())
@@ -175,15 +168,6 @@ public enum Pipeline {
   /// How long a snapshot load waits for a writer holding the file locked.
   public static let defaultBusyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
-  /// Lines read and parsed per wave, and per parse chunk.
-  public static let waveLines = 65_536
-  static let parseChunkLines = 1_024
-  /// An evaluation chunk closes at this many pairs (or at the end of a parse chunk).
-  public static let chunkPairs = 65_536
-  /// Evaluation chunks evaluated together; with one such group being written
-  /// while the next is evaluated, this bounds memory.
-  public static let chunksInFlight = 16
-
   /// Runs `fanout eval`: the whole contract, end to end.
   public static func eval(_ options: EvalOptions) throws(PipelineError) -> RunReport {
     let clock = ContinuousClock()
@@ -246,7 +230,7 @@ public enum Pipeline {
     try engine.run(
       reader,
       // Counting holds no lines, so a whole wave is evaluated at once.
-      groupSize: options.summaryOnly ? .max : chunksInFlight,
+      groupSize: options.summaryOnly ? .max : Engine.chunksInFlight,
       readFailed: PipelineError.input,
       deliver: { chunks throws(PipelineError) in
         for chunk in chunks { counters.add(chunk.counters) }
@@ -307,77 +291,5 @@ public enum Pipeline {
     }
     do { try writer.commit { Summary.json(report, files: $0) } } catch { throw .output(error) }
     return report
-  }
-
-  /// Parses a block in fixed chunks of lines, in parallel.
-  package static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {
-    let count = (block.count + parseChunkLines - 1) / parseChunkLines
-    return runChunks(count: count, workers: workers, empty: MessageBatch()) { c in
-      var parser = TrafficParser(index: index)
-      let lines = (c * parseChunkLines)..<min((c + 1) * parseChunkLines, block.count)
-      var oversized = block.oversized.drop { $0 < lines.lowerBound }.makeIterator()
-      var nextOversized = oversized.next()
-      parser.reserveCapacity(
-        lines: lines.count, bytes: block.ends[lines.upperBound - 1] - block.starts[lines.lowerBound]
-      )
-      block.bytes.withUnsafeBytes { raw in
-        for k in lines {
-          if k == nextOversized {
-            parser.reject(line: block.firstLine + k, reason: block.oversizedReason)
-            nextOversized = oversized.next()
-            continue
-          }
-          let line = UnsafeRawBufferPointer(rebasing: raw[block.starts[k]..<block.ends[k]])
-          parser.parse(line, line: block.firstLine + k)
-        }
-      }
-      return parser.finish()
-    }
-  }
-
-  /// Cuts the parsed messages into evaluation chunks of about `chunkPairs`
-  /// pairs. The cut depends only on the input (and `chunkPairs`), so output
-  /// bytes do not depend on the number of threads.
-  ///
-  /// With `sharedCounting` (`--summary-only`: see `ChannelShare`), a message
-  /// in a large channel whose channel and UTC minute already occur in the
-  /// chunk costs its named users rather than its pairs; as counting writes
-  /// no lines, a chunk may then cost 8 times as much (much more, and a wave
-  /// of chat traffic would fit in one chunk, evaluated by one thread).
-  package static func planChunks(
-    _ batches: [MessageBatch], index: Index, chunkPairs: Int = Pipeline.chunkPairs,
-    sharedCounting: Bool = false
-  ) -> [(batch: Int, messages: Range<Int>)] {
-    struct ChannelMinute: Hashable {
-      var channel: Int32
-      var minute: Int64
-    }
-    let budget = sharedCounting ? chunkPairs * 8 : chunkPairs
-    var plan: [(batch: Int, messages: Range<Int>)] = []
-    var seen = Set<ChannelMinute>()
-    for (b, batch) in batches.enumerated() {
-      var start = 0
-      var cost = 0
-      seen.removeAll(keepingCapacity: true)
-      for m in 0..<batch.count {
-        let c = Int(batch.channel[m])
-        let members = index.memberCount(of: c)
-        if sharedCounting && members >= Evaluator.defaultSharingThreshold {
-          let key = ChannelMinute(
-            channel: batch.channel[m], minute: LocalTime.floorDiv(batch.ts[m], 60_000))
-          cost += seen.insert(key).inserted ? members : 1 + batch.mentions(of: m).count
-        } else {
-          cost += members
-        }
-        if cost >= budget {
-          plan.append((b, start..<(m + 1)))
-          start = m + 1
-          cost = 0
-          seen.removeAll(keepingCapacity: true)
-        }
-      }
-      if start < batch.count { plan.append((b, start..<batch.count)) }
-    }
-    return plan
   }
 }

@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
@@ -48,7 +49,7 @@ final class LineBuffers: Sendable {
   /// Keeps the chunks' buffers, up to a group's worth per file: the next
   /// group takes no more (more would only hold memory).
   func recycle(_ chunks: [EvaluatedChunk]) {
-    let kept = Pipeline.chunksInFlight
+    let kept = Engine.chunksInFlight
     spares.withLock { spares in
       for chunk in chunks {
         for (g, lines) in chunk.gatewayLines.enumerated() where spares[g].count < kept {
@@ -221,3 +222,6 @@ public enum RejectedLines {
     return bytes
   }
 }
+
+/// Writes a run's output while the workers evaluate the next group.
+typealias BackgroundWriter = BackgroundQueue<RunWriter, OutputError>

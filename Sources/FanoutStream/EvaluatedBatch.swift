@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel

@@ -1,4 +1,3 @@
-import FanoutPipeline
 import Prometheus
 
 /// The metrics file in Prometheus' text exposition format (`--metrics

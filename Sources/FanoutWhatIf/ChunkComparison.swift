@@ -1,8 +1,8 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
 import FanoutOutput
-import FanoutPipeline
 import FanoutTime
 import FanoutTraffic
 

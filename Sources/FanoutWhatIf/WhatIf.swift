@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
@@ -294,7 +295,7 @@ public enum WhatIf {
     var rejectedLines = 0
     var firstRejection: Rejection?
     try engine.run(
-      reader, groupSize: Pipeline.chunksInFlight,
+      reader, groupSize: Engine.chunksInFlight,
       readFailed: { WhatIfError.run(.input($0)) },
       deliver: { chunks throws(WhatIfError) in
         for chunk in chunks {

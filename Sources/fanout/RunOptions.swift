@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutEngine
 import FanoutKernel
 import FanoutModel
 import FanoutPipeline

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import FanoutEngine
 import FanoutModel
 import FanoutPipeline
 import FanoutStream

@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutIndex
 import FanoutKernel
 import FanoutPipeline
@@ -37,7 +38,7 @@ struct NotificationReloadTests {
     judge.recordsRemovals = true
     let batch = parseTraffic(Array(lines), index: judge.index)
     #expect(batch.rejections.isEmpty)
-    let plan = Pipeline.planChunks([batch], index: judge.index, chunkPairs: 3)
+    let plan = Engine.planChunks([batch], index: judge.index, chunkPairs: 3)
     let wave = judge.judge([batch], plan: plan, throttled: [.none])
     var fields: [String] = []
     let f = wave.fields[0]

@@ -1,5 +1,4 @@
 import Dispatch
-import FanoutOutput
 import Synchronization
 
 /// Work on some state, handed to one serial queue while the caller goes on
@@ -47,6 +46,3 @@ package final class BackgroundQueue<State, Failure: Error>: @unchecked Sendable 
     return state
   }
 }
-
-/// Writes a run's output while the workers evaluate the next group.
-typealias BackgroundWriter = BackgroundQueue<RunWriter, OutputError>

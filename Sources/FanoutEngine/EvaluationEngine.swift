@@ -128,11 +128,11 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// in parallel; nil at the end. Reading counts as parse time.
   private func readAndParse(_ reader: LineReader) throws(TrafficInputError) -> [MessageBatch]? {
     let started = ContinuousClock.now
-    guard let block = try reader.next(maxLines: Pipeline.waveLines) else { return nil }
+    guard let block = try reader.next(maxLines: Engine.waveLines) else { return nil }
     defer { parseSeconds += (ContinuousClock.now - started).seconds }
     if digestsTraffic { digest(block) }
     linesRead = block.firstLine + block.count - 1
-    return Pipeline.parse(block, index: index, workers: threads)
+    return Engine.parse(block, index: index, workers: threads)
   }
 
   /// Folds each line's bytes, seeded by its line number, into the digest.
@@ -152,7 +152,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
     defer { parseSeconds += (ContinuousClock.now - started).seconds }
     let index = index
     return runChunks(count: blocks.count, workers: threads, empty: [MessageBatch]()) {
-      Pipeline.parse(blocks[$0], index: index, workers: 1)
+      Engine.parse(blocks[$0], index: index, workers: 1)
     }
   }
 
@@ -161,10 +161,10 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// `deliver` (which may overlap with the next group's evaluation by
   /// handing the work on to another thread).
   public func evaluate<E: Error>(
-    _ batches: [MessageBatch], chunkPairs: Int = Pipeline.chunkPairs, groupSize: Int,
+    _ batches: [MessageBatch], chunkPairs: Int = Engine.chunkPairs, groupSize: Int,
     _ deliver: ([Work.Output]) throws(E) -> Void
   ) throws(E) {
-    let plan = Pipeline.planChunks(
+    let plan = Engine.planChunks(
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
     let work = work
     let size = max(1, groupSize)
