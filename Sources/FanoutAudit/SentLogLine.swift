@@ -234,7 +234,7 @@ struct SentLogParser {
     } catch {
       throw Failure(reason: error.reason)
     }
-    guard let id = fields.message else { throw Failure(reason: "missing field 'message'") }
+    guard let id = fields[.message] else { throw Failure(reason: "missing field 'message'") }
     messageQuoted.removeAll(keepingCapacity: true)
     if let plain = try plainString(line, id, "message", quoted: true) {
       messageQuoted.append(contentsOf: plain)
@@ -244,12 +244,12 @@ struct SentLogParser {
     let idHash = messageQuoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
     let mark = batch.count
     do throws(Failure) {
-      if let recipients = fields.recipients {
-        let ts = try fields.ts.map { (r) throws(Failure) in try Self.integer(line, r, "ts") }
+      if let recipients = fields[.recipients] {
+        let ts = try fields[.ts].map { (r) throws(Failure) in try Self.integer(line, r, "ts") }
         if !entriesRead { try readRecipients(line, recipients) }
         for entry in entries {
           try append(line, entry, what: "a recipient", into: &batch)
-          if batch.pushes[batch.count - 1].sentAt == nil, let deliverAt = entry.deliverAt {
+          if batch.pushes[batch.count - 1].sentAt == nil, let deliverAt = entry[.deliverAt] {
             batch.pushes[batch.count - 1].sentAt = try Self.integer(line, deliverAt, "deliver_at")
           }
           if batch.pushes[batch.count - 1].sentAt == nil {
@@ -338,13 +338,13 @@ struct SentLogParser {
   private mutating func append(
     _ line: UnsafeRawBufferPointer, _ fields: Fields, what: String, into batch: inout PushBatch
   ) throws(Failure) {
-    guard let userRange = fields.user else {
+    guard let userRange = fields[.user] else {
       throw Failure(reason: "missing field 'user' (\(what))")
     }
     let mark = batch.count
     do throws(Failure) {
       try appendString(line, userRange, "user", quoted: false, to: &batch.users)
-      if let range = fields.gateway {
+      if let range = fields[.gateway] {
         try appendString(line, range, "gateway", quoted: true, to: &batch.gatewayNames)
         let row =
           field.wasPlain
@@ -356,20 +356,20 @@ struct SentLogParser {
         batch.gateways.append(-1)
         batch.gatewayNames.append(UnsafeRawBufferPointer(start: nil, count: 0))
       }
-      if let range = fields.token {
+      if let range = fields[.token] {
         try appendString(line, range, "token", quoted: true, to: &batch.tokens)
       } else {
         batch.tokens.append(UnsafeRawBufferPointer(start: nil, count: 0))
       }
-      let deviceID = try fields.device.map { (r) throws(Failure) in
+      let deviceID = try fields[.device].map { (r) throws(Failure) in
         try Self.integer(line, r, "device")
       }
       batch.deviceIDs.append(deviceID)
-      guard fields.token != nil || deviceID != nil else {
+      guard fields[.token] != nil || deviceID != nil else {
         throw Failure(reason: "needs 'token' or 'device' (\(what))")
       }
       var push = SentPush()
-      push.sentAt = try fields.sentAt.map { (r) throws(Failure) in
+      push.sentAt = try fields[.sentAt].map { (r) throws(Failure) in
         try Self.integer(line, r, "sent_at")
       }
       batch.pushes.append(push)
@@ -473,51 +473,24 @@ struct SentLogParser {
 
   /// Where each known field's value lies in the line; JSON null is absent.
   struct Fields {
+    enum Name: Int {
+      case message, user, gateway, token, device, sentAt, deliverAt, ts, recipients
+    }
+
     /// Each field's value as `start << 32 | end`, 0 when absent (no value
     /// ends at 0): 72 bytes, copied for every recipient.
     private var spans = InlineArray<9, UInt64>(repeating: 0)
 
     @inline(__always)
-    private subscript(_ k: Int) -> Range<Int>? {
-      get { spans[k] == 0 ? nil : Int(spans[k] >> 32)..<Int(spans[k] & 0xFFFF_FFFF) }
-      set { spans[k] = newValue.map { UInt64($0.lowerBound) << 32 | UInt64($0.upperBound) } ?? 0 }
-    }
-
-    var message: Range<Int>? {
-      get { self[0] }
-      set { self[0] = newValue }
-    }
-    var user: Range<Int>? {
-      get { self[1] }
-      set { self[1] = newValue }
-    }
-    var gateway: Range<Int>? {
-      get { self[2] }
-      set { self[2] = newValue }
-    }
-    var token: Range<Int>? {
-      get { self[3] }
-      set { self[3] = newValue }
-    }
-    var device: Range<Int>? {
-      get { self[4] }
-      set { self[4] = newValue }
-    }
-    var sentAt: Range<Int>? {
-      get { self[5] }
-      set { self[5] = newValue }
-    }
-    var deliverAt: Range<Int>? {
-      get { self[6] }
-      set { self[6] = newValue }
-    }
-    var ts: Range<Int>? {
-      get { self[7] }
-      set { self[7] = newValue }
-    }
-    var recipients: Range<Int>? {
-      get { self[8] }
-      set { self[8] = newValue }
+    subscript(_ name: Name) -> Range<Int>? {
+      get {
+        let span = spans[name.rawValue]
+        return span == 0 ? nil : Int(span >> 32)..<Int(span & 0xFFFF_FFFF)
+      }
+      set {
+        spans[name.rawValue] =
+          newValue.map { UInt64($0.lowerBound) << 32 | UInt64($0.upperBound) } ?? 0
+      }
     }
 
     static func named(_ key: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
@@ -531,23 +504,23 @@ struct SentLogParser {
       guard line[range.lowerBound] != UInt8(ascii: "n") else { return }
       func named(_ name: StaticString) -> Bool { Self.named(key, name) }
       switch key.count {
-      case 2: if named("ts") { ts = range }
-      case 4: if named("user") { user = range }
-      case 5: if named("token") { token = range }
-      case 6: if named("device") { device = range }
+      case 2: if named("ts") { self[.ts] = range }
+      case 4: if named("user") { self[.user] = range }
+      case 5: if named("token") { self[.token] = range }
+      case 6: if named("device") { self[.device] = range }
       case 7:
         if named("message") {
-          message = range
+          self[.message] = range
         } else if named("gateway") {
-          gateway = range
+          self[.gateway] = range
         } else if named("sent_at") {
-          sentAt = range
+          self[.sentAt] = range
         }
       case 10:
         if named("deliver_at") {
-          deliverAt = range
+          self[.deliverAt] = range
         } else if named("recipients") {
-          recipients = range
+          self[.recipients] = range
         }
       default: break
       }
