@@ -48,7 +48,11 @@ final class ParsedLogFile {
   /// The number of the next line.
   private var number = 1
 
-  static let blockLines = 4_096
+  /// A block: this many lines, or the line that takes it to `blockBytes`
+  /// (a block of gateway-file lines holds about 4,000 lines, one of
+  /// push-per-line lines all 16,384), so that it stays in the cache.
+  static let blockLines = 16_384
+  static let blockBytes = 2 << 20
   static let chunkLines = 1_024
 
   init(
@@ -137,12 +141,13 @@ final class ParsedLogFile {
   /// Waits for blocks still being read: the reader is not freed under them.
   deinit { for job in ahead { job.done.wait() } }
 
-  /// Reads up to `blockLines` lines, numbered from `first`, and parses
+  /// Reads a block of lines (see `blockLines`), numbered from `first`, and parses
   /// them in chunks, in parallel.
   private func readBlock(first: Int) throws(OutputError) -> [Chunk] {
     var bytes: [UInt8] = []
     var ends: [Int] = []
-    _ = try reader.nextLines(maxLines: Self.blockLines, into: &bytes, ends: &ends)
+    _ = try reader.nextLines(
+      maxLines: Self.blockLines, maxBytes: Self.blockBytes, into: &bytes, ends: &ends)
     let count = ends.count
     let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
     let (index, messages, names, file) = (index, messages, names, file)

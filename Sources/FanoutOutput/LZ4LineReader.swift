@@ -71,27 +71,32 @@ public final class LZ4LineReader {
 
   /// Appends up to `maxLines` lines to `lines`, each followed by a newline
   /// (a last line without one is given one), and each line's end (the
-  /// offset of its newline in `lines`) to `ends`; false at the end of the
-  /// file. Lines are found with `memchr` and copied a run at a time.
-  public func nextLines(maxLines: Int, into lines: inout [UInt8], ends: inout [Int])
-    throws(OutputError) -> Bool
-  {
+  /// offset of its newline in `lines`) to `ends`, stopping after the line
+  /// that takes `lines` to `maxBytes`; false at the end of the file. Lines
+  /// are found with `memchr` and copied a run at a time.
+  public func nextLines(
+    maxLines: Int, maxBytes: Int = .max, into lines: inout [UInt8], ends: inout [Int]
+  ) throws(OutputError) -> Bool {
+    var full = false
     var added = 0
-    while added < maxLines {
+    while added < maxLines && !full {
       text.withUnsafeBytes { raw in
         guard let base = raw.baseAddress else { return }
         let runStart = start
         var p = start
-        while added < maxLines, p < raw.count, let hit = memchr(base + p, 0x0A, raw.count - p) {
+        while added < maxLines, !full, p < raw.count,
+          let hit = memchr(base + p, 0x0A, raw.count - p)
+        {
           let newline = base.distance(to: UnsafeRawPointer(hit))
           ends.append(lines.count + newline - runStart)
           p = newline + 1
           added += 1
+          full = lines.count + p - runStart >= maxBytes
         }
         lines.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart..<p]))
         start = p
       }
-      if added == maxLines { break }
+      if added == maxLines || full { break }
       text.removeSubrange(0..<start)
       start = 0
       guard try decompressMore() else {
