@@ -226,6 +226,11 @@ struct SentLogParser {
           }
         } else {
           try scanner.value(depth: 1)
+          // A later `recipients` that is no array (null aside) leaves the
+          // entries of an earlier one unread: the last one counts.
+          if Fields.named(key, "recipients") && line[start] != UInt8(ascii: "n") {
+            entriesRead = false
+          }
         }
         fields.note(key, start..<scanner.i, in: line)
       }

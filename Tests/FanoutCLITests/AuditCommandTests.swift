@@ -278,6 +278,9 @@ struct AuditCommandTests {
     text.insert(#"{"message":"g1","gateway":"apns","token":"t"}"#, at: 7)
     text.insert(#"{"message":"g1","user":"u1","gateway":"apns"}"#, at: 9)
     text.insert(#"{"message":"g1","user":"u1","device":1.5}"#, at: 11)
+    // A key given twice counts as its last value, `recipients` too.
+    text.insert(
+      #"{"message":"g1","recipients":[{"user":"u1","device":1}],"recipients":"x"}"#, at: 13)
     let path = day.dir + "/bad.ndjson"
     #expect(
       FileManager.default.createFile(
@@ -292,11 +295,12 @@ struct AuditCommandTests {
     #expect(run.status == 0, "\(run.stderr)")
     let unreadable = readText(out + "/unreadable.ndjson").split(separator: "\n")
       .compactMap(decodeRecord)
-    #expect(unreadable.map { $0["line"] as? Int } == [4, 8, 10, 12])
+    #expect(unreadable.map { $0["line"] as? Int } == [4, 8, 10, 12, 14])
     #expect(unreadable.allSatisfy { $0["file"] as? String == path })
     #expect((unreadable[1]["error"] as? String)?.contains("user") == true)
     #expect((unreadable[2]["error"] as? String)?.contains("token") == true)
-    #expect(run.stderr.contains("4 sent log lines unreadable"), "\(run.stderr)")
+    #expect(unreadable.last?["error"] as? String == "field 'recipients' is not an array")
+    #expect(run.stderr.contains("5 sent log lines unreadable"), "\(run.stderr)")
   }
 
   @Test(
