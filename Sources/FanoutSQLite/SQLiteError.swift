@@ -48,7 +48,6 @@ public struct ResultCode: RawRepresentable, Equatable, Hashable, Sendable {
   /// The primary result code (`SQLITE_BUSY` for `SQLITE_BUSY_SNAPSHOT`).
   public var primary: ResultCode { ResultCode(rawValue: rawValue & 0xFF) }
 
-  public static let ok = ResultCode(rawValue: SQLITE_OK)
   public static let busy = ResultCode(rawValue: SQLITE_BUSY)
   /// `ConsistentReads` waited as long as it was told to.
   public static let busyTimeout = ResultCode(rawValue: SQLITE_BUSY | (3 << 8))
@@ -56,7 +55,6 @@ public struct ResultCode: RawRepresentable, Equatable, Hashable, Sendable {
   public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
   public static let cantOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
   public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
-  public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
   public static let full = ResultCode(rawValue: SQLITE_FULL)
   public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
 }
