@@ -6,8 +6,7 @@ import FanoutPipeline
   import Glibc
 #endif
 
-/// What both stages — on standard input or a socket (`StreamStage`), and on
-/// a bus (`BusStage`) — keep while they run: the snapshot in use and its
+/// What a stage keeps while it runs, whatever its source: the snapshot in use and its
 /// evaluation engine, swapped between batches when a reload is ready; the
 /// batch count; the metrics and their status reports; the ready file.
 struct StageRun {
@@ -109,16 +108,12 @@ struct StageRun {
     metrics.record(batch, latency: latency)
   }
 
-  /// The status line and the metrics file, when they are due (`force`:
-  /// now); `lag` is asked only then (on a bus it is a round trip).
-  mutating func reportStatus(
-    queueDepth: Int, queueCapacity: Int,
-    lag: () -> (pending: Int64, behind: Int64?)? = { nil }, force: Bool = false
-  ) {
+  /// The status line and the metrics file, when they are due (`force`: now).
+  mutating func reportStatus(_ source: SourceStatus, force: Bool = false) {
     guard force || ContinuousClock.now >= nextStatus else { return }
     let report = metrics.closeInterval(
-      queueDepth: queueDepth, queueCapacity: queueCapacity, snapshot: snapshot,
-      reloadsRefused: reloader.refusedCount, lag: lag())
+      queueDepth: source.queueDepth, queueCapacity: source.queueCapacity, snapshot: snapshot,
+      reloadsRefused: reloader.refusedCount, lag: source.lag())
     log.event("status", report.line, ["metrics": .json(report.json)])
     if let path = options.metricsPath {
       // Metrics are a view of the stage, not its output: a failure to

@@ -5,13 +5,12 @@ import FanoutModel
 import FanoutPipeline
 import FanoutTraffic
 
-/// The options every run over traffic shares (`eval`, `whatif`).
-struct RunOptions: ParsableArguments {
+/// The options every command that evaluates traffic shares (`eval`,
+/// `whatif`, `audit`, `stream`): the worker pool and how long a load waits
+/// for a writer.
+struct EngineOptions: ParsableArguments {
   @Option(parsing: .unconditional, help: "Worker threads (default: all cores; at most 1024).")
   var threads: Int?
-
-  @Flag(help: "Remove a previous run's files from the output folder first.")
-  var overwrite = false
 
   @Option(
     parsing: .unconditional,
@@ -26,6 +25,17 @@ struct RunOptions: ParsableArguments {
   }
 
   var workerThreads: Int { threads ?? defaultThreadCount() }
+}
+
+/// The options every run into an output folder shares (`eval`, `whatif`, `audit`).
+struct RunOptions: ParsableArguments {
+  @OptionGroup var engine: EngineOptions
+
+  @Flag(help: "Remove a previous run's files from the output folder first.")
+  var overwrite = false
+
+  var workerThreads: Int { engine.workerThreads }
+  var busyTimeout: Int { engine.busyTimeout }
 }
 
 /// The most worker threads a run takes: more only adds memory and contention.

@@ -24,7 +24,8 @@ extension Fanout {
         against the snapshot in use and writes rotated segment files (or one NDJSON stream with \
         --out -). SIGHUP, or replacing the snapshot file, loads the new snapshot in the \
         background and swaps it in between batches. SIGTERM, SIGINT and the end of input finish \
-        the lines already read, close every file and exit 0.
+        the lines already read, close every file and exit 0. A reload that waits --busy-timeout \
+        for a writer keeps the snapshot in use.
 
         Exit codes: 0 stopped cleanly, 64 bad command line, output folder (in use by another \
         stage) or --metrics / --ready-file path, 65 first snapshot refused, 66 socket cannot be \
@@ -41,36 +42,7 @@ extension Fanout {
     )
     var out: String?
 
-    @Option(
-      help: """
-        Consume a Redis stream instead (redis://[user@]host[:port] or unix:///path, optional ?db=N; \
-        password from FANOUT_REDIS_PASSWORD): docs/stream.md, "Redis".
-        """)
-    var redis: String?
-
-    @Option(help: "With --redis: the input stream (each entry's field 'message' is one line).")
-    var input: String?
-
-    @Option(help: "With --redis: the consumer group (created if missing).")
-    var group: String?
-
-    @Option(help: "With --redis: this consumer's name in the group (default: the host name).")
-    var consumer: String?
-
-    @Option(help: "With --redis: output streams PREFIX:<gateway>, PREFIX:rejected, PREFIX:batches.")
-    var outPrefix = "fanout"
-
-    @Flag(help: "With --redis: a new group starts at the beginning of the stream, not its end.")
-    var fromStart = false
-
-    @Option(
-      parsing: .unconditional,
-      help: "With --redis: take over entries other consumers left pending this many ms.")
-    var claimIdleMs: Int?
-
-    @Option(
-      parsing: .unconditional, help: "With --redis: trim output streams to about N entries.")
-    var maxLen: Int?
+    @OptionGroup(title: "Redis") var redis: RedisCommandOptions
 
     @Option(
       help: "Read from this Unix domain socket (several producers) instead of standard input.")
@@ -90,8 +62,7 @@ extension Fanout {
     @Option(parsing: .unconditional, help: "…or once it is this many seconds old.")
     var rotateSeconds = 60.0
 
-    @Option(parsing: .unconditional, help: "Worker threads (default: all cores).")
-    var threads: Int?
+    @OptionGroup var engine: EngineOptions
 
     @Option(
       help: """
@@ -102,14 +73,6 @@ extension Fanout {
 
     @Option(help: "Log lines on standard error: text, or json (one object per line).")
     var logFormat = LogFormat.text
-
-    @Option(
-      parsing: .unconditional,
-      help: """
-        Milliseconds a (re)load waits for a writer that holds the snapshot locked; \
-        the first load then exits 75 (busy), a reload keeps the snapshot in use.
-        """)
-    var busyTimeout = Pipeline.defaultBusyTimeoutMilliseconds
 
     @OptionGroup var indexCacheOptions: IndexCacheOptions
 
@@ -139,41 +102,11 @@ extension Fanout {
     var statusSeconds = 10.0
 
     func validate() throws {
-      if redis == nil {
+      if redis.url == nil {
         guard out != nil else { throw ValidationError("--out is required (or --redis).") }
-        for (name, given) in [
-          ("--input", input != nil), ("--group", group != nil), ("--consumer", consumer != nil),
-          ("--claim-idle-ms", claimIdleMs != nil), ("--max-len", maxLen != nil),
-          ("--from-start", fromStart),
-        ] where given {
-          throw ValidationError("\(name) goes with --redis.")
-        }
-      } else {
-        if out != nil || listen != nil {
-          throw ValidationError("--redis reads and writes Redis streams: drop --out and --listen.")
-        }
-        guard let redis, RedisAddress(redis) != nil else {
-          throw ValidationError(
-            "--redis must be redis://[user@]host[:port][?db=N] (an IPv6 host in brackets) or unix:///path[?db=N]."
-          )
-        }
-        guard let input, group != nil else {
-          throw ValidationError("--redis needs --input STREAM and --group GROUP.")
-        }
-        // The stage's own streams are PREFIX:<gateway>, PREFIX:rejected and
-        // PREFIX:batches: reading one would feed the stage its own output.
-        if input.hasPrefix(outPrefix + ":") {
-          throw ValidationError(
-            "--input '\(Bounded.text(input))' is one of the stage's own output streams "
-              + "(\(outPrefix):…): read the producers' stream, or give another --out-prefix")
-        }
-        if let claimIdleMs, claimIdleMs < 1 {
-          throw ValidationError("--claim-idle-ms must be at least 1")
-        }
-        if let maxLen, maxLen < 1 { throw ValidationError("--max-len must be at least 1") }
+      } else if out != nil || listen != nil {
+        throw ValidationError("--redis reads and writes Redis streams: drop --out and --listen.")
       }
-      try validateThreads(threads)
-      if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
       if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
       for (name, value) in [
@@ -192,45 +125,17 @@ extension Fanout {
       options.batchMilliseconds = batchMs
       options.rotateBytes = Int(rotateMb * 1_048_576)
       options.rotateSeconds = rotateSeconds
-      options.threads = threads ?? defaultThreadCount()
+      options.threads = engine.workerThreads
       options.metricsPath = metrics
       options.logFormat = logFormat
       options.statusSeconds = statusSeconds
       options.watchSeconds = watchSeconds
-      options.busyTimeoutMilliseconds = busyTimeout
+      options.busyTimeoutMilliseconds = engine.busyTimeout
       options.indexCache = indexCacheOptions.cache
       options.maxLineBytes = maxLineBytes
       options.readyFile = readyFile
-      // A consumer that goes away is an output error, not a silent death.
-      signal(SIGPIPE, SIG_IGN)
-      // Signals are handled from the start (blocked in `main`): one that
-      // arrives while the first snapshot loads is kept and acted on once
-      // the stage exists.
-      let control = StageControl()
-      TerminationSignals.handle { number in
-        if number == SIGHUP {
-          control.reload()
-        } else {
-          control.stop(because: TerminationSignals.name(number))
-        }
-      }
       do {
-        if let redis, let input, let group {
-          var bus = RedisOptions(
-            address: RedisAddress(redis)!,
-            password: getenv("FANOUT_REDIS_PASSWORD").map { String(cString: $0) }, stream: input,
-            group: group, consumer: consumer ?? Self.defaultConsumer, outPrefix: outPrefix)
-          bus.fromStart = fromStart
-          bus.claimIdleMilliseconds = claimIdleMs
-          bus.maxLength = maxLen
-          let stage = try BusStage(options, redis: bus)
-          control.attach(stage)
-          _ = try stage.run()
-        } else {
-          let stage = try StreamStage(options)
-          control.attach(stage)
-          _ = try stage.run()
-        }
+        _ = try options.runStage(redis: redis.options)
       } catch {
         guard logFormat == .json else { throw fail(error) }
         StreamLog(format: .json).event(
@@ -242,16 +147,85 @@ extension Fanout {
   }
 }
 
-/// What signals act on: a stage on standard input or a socket, or on a bus.
-protocol SignalledStage: Sendable {
-  func requestStop(because reason: String)
-  func requestReload()
-}
+/// `fanout stream`'s options for a Redis stream (docs/stream.md, "Redis").
+struct RedisCommandOptions: ParsableArguments {
+  @Option(
+    name: .customLong("redis"),
+    help: """
+      Consume a Redis stream instead (redis://[user@]host[:port] or unix:///path, optional ?db=N; \
+      password from FANOUT_REDIS_PASSWORD): docs/stream.md, "Redis".
+      """)
+  var url: String?
 
-extension StreamStage: SignalledStage {}
-extension BusStage: SignalledStage {}
+  @Option(help: "With --redis: the input stream (each entry's field 'message' is one line).")
+  var input: String?
 
-extension Fanout.StreamCommand {
+  @Option(help: "With --redis: the consumer group (created if missing).")
+  var group: String?
+
+  @Option(help: "With --redis: this consumer's name in the group (default: the host name).")
+  var consumer: String?
+
+  @Option(help: "With --redis: output streams PREFIX:<gateway>, PREFIX:rejected, PREFIX:batches.")
+  var outPrefix = "fanout"
+
+  @Flag(help: "With --redis: a new group starts at the beginning of the stream, not its end.")
+  var fromStart = false
+
+  @Option(
+    parsing: .unconditional,
+    help: "With --redis: take over entries other consumers left pending this many ms.")
+  var claimIdleMs: Int?
+
+  @Option(
+    parsing: .unconditional, help: "With --redis: trim output streams to about N entries.")
+  var maxLen: Int?
+
+  func validate() throws {
+    guard let url else {
+      for (name, given) in [
+        ("--input", input != nil), ("--group", group != nil), ("--consumer", consumer != nil),
+        ("--claim-idle-ms", claimIdleMs != nil), ("--max-len", maxLen != nil),
+        ("--from-start", fromStart),
+      ] where given {
+        throw ValidationError("\(name) goes with --redis.")
+      }
+      return
+    }
+    guard RedisAddress(url) != nil else {
+      throw ValidationError(
+        "--redis must be redis://[user@]host[:port][?db=N] (an IPv6 host in brackets) or unix:///path[?db=N]."
+      )
+    }
+    guard let input, group != nil else {
+      throw ValidationError("--redis needs --input STREAM and --group GROUP.")
+    }
+    // The stage's own streams are PREFIX:<gateway>, PREFIX:rejected and
+    // PREFIX:batches: reading one would feed the stage its own output.
+    if input.hasPrefix(outPrefix + ":") {
+      throw ValidationError(
+        "--input '\(Bounded.text(input))' is one of the stage's own output streams "
+          + "(\(outPrefix):…): read the producers' stream, or give another --out-prefix")
+    }
+    if let claimIdleMs, claimIdleMs < 1 {
+      throw ValidationError("--claim-idle-ms must be at least 1")
+    }
+    if let maxLen, maxLen < 1 { throw ValidationError("--max-len must be at least 1") }
+  }
+
+  /// What the stage is asked to do on Redis; nil without --redis.
+  var options: RedisOptions? {
+    guard let url, let address = RedisAddress(url), let input, let group else { return nil }
+    var options = RedisOptions(
+      address: address, password: getenv("FANOUT_REDIS_PASSWORD").map { String(cString: $0) },
+      stream: input, group: group, consumer: consumer ?? Self.defaultConsumer,
+      outPrefix: outPrefix)
+    options.fromStart = fromStart
+    options.claimIdleMilliseconds = claimIdleMs
+    options.maxLength = maxLen
+    return options
+  }
+
   /// The host name: a stage restarted on the same host (or a pod keeping its
   /// name) is the same consumer, and re-reads the entries it left pending.
   /// Two live stages on one host need a `--consumer` each: sharing a name,
@@ -260,42 +234,6 @@ extension Fanout.StreamCommand {
     var name = [CChar](repeating: 0, count: 256)
     gethostname(&name, name.count - 1)
     return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
-}
-
-/// Forwards signals to the stage, keeping those that arrive before it exists.
-final class StageControl: Sendable {
-  private struct State {
-    var stage: (any SignalledStage)?
-    var stopReason: String?
-    var reloadRequested = false
-  }
-  private let state = Mutex(State())
-
-  func stop(because reason: String) {
-    let stage = state.withLock { state -> (any SignalledStage)? in
-      if state.stage == nil { state.stopReason = state.stopReason ?? reason }
-      return state.stage
-    }
-    stage?.requestStop(because: reason)
-  }
-
-  func reload() {
-    let stage = state.withLock { state -> (any SignalledStage)? in
-      if state.stage == nil { state.reloadRequested = true }
-      return state.stage
-    }
-    stage?.requestReload()
-  }
-
-  /// The stage is set up: what was asked meanwhile is done now.
-  func attach(_ stage: any SignalledStage) {
-    let (stopReason, reload) = state.withLock { state in
-      state.stage = stage
-      return (state.stopReason, state.reloadRequested)
-    }
-    if reload { stage.requestReload() }
-    if let stopReason { stage.requestStop(because: stopReason + ", received while loading") }
   }
 }
 

@@ -8,7 +8,7 @@ struct BusEntry {
   var line: [UInt8]?
 }
 
-/// A message bus the stage consumes from and produces to (`BusStage`).
+/// A message bus the stage consumes from and produces to (`BusSource`).
 /// Redis Streams is the first; a Kafka or NATS adapter would sit beside it.
 protocol MessageBus: AnyObject {
   /// Where it reads, for the log.

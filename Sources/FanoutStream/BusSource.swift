@@ -1,0 +1,155 @@
+import FanoutEngine
+import FanoutOutput
+import FanoutPipeline
+import FanoutTraffic
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `fanout stream --redis`: the stage's lines are a bus's entries. A batch
+/// is evaluated and its output committed together with the entries'
+/// acknowledgement, so after any crash a batch is either fully out and
+/// acknowledged or not out and still pending (docs/stream.md, "Redis"). A
+/// lost connection drops the batch in flight (it is still pending) and is
+/// retried with backoff; reading then starts again with this consumer's
+/// own pending entries. A stop finishes the batch in flight.
+final class BusSource: StageSource {
+  static let inFlight = "the batch in flight"
+  static let endReason = "stopped"
+  private let options: StreamOptions
+  private let log: StreamLog
+  private let bus: any MessageBus
+  private let stopping = Atomic(false)
+  /// The entries of the batch being filled: an entry comes once per batch
+  /// (with --claim-idle-ms shorter than the window, XAUTOCLAIM could hand
+  /// back one read earlier in it).
+  private var batchEntries: Set<[UInt8]> = []
+
+  init(_ options: StreamOptions, bus: any MessageBus, log: StreamLog) {
+    self.options = options
+    self.bus = bus
+    self.log = log
+  }
+
+  var name: String { bus.source }
+  var opening: String { "connecting to \(bus.source)" }
+  var encoding: DeliveryEncoding { .numberedLines }
+
+  func open() throws(PipelineError) -> Bool { try connect() }
+
+  /// Connects, retrying with backoff (100 ms doubling to 5 s) until it
+  /// succeeds or a stop is requested; false if stopped.
+  private func connect() throws(PipelineError) -> Bool {
+    var delay = 0.1
+    while !stopping.load(ordering: .acquiring) {
+      do {
+        try bus.connect()
+        return true
+      } catch {
+        switch error {
+        case .reply(let message): throw .usage("\(bus.source): \(message)")
+        case .input(let message): throw .input(TrafficInputError(path: bus.source, reason: message))
+        case .connection: break
+        }
+        log.event(
+          "bus_unavailable", "\(error); retrying in \(threeDecimals(delay)) s", level: .warning,
+          ["error": .text("\(error)"), "retry_seconds": .decimal(delay)])
+        let until = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+        while ContinuousClock.now < until && !stopping.load(ordering: .acquiring) {
+          usleep(20_000)
+        }
+        delay = min(5, delay * 2)
+      }
+    }
+    return false
+  }
+
+  /// After a lost connection or a refused write: the batch in flight is
+  /// dropped (still pending), and the stage reconnects (or stops).
+  private func recover(from error: RedisError) throws(PipelineError) -> Bool {
+    switch error {
+    case .connection:
+      log.event(
+        "bus_lost", "\(error): the batch in flight stays pending; reconnecting", level: .warning,
+        ["error": .text("\(error)")])
+      return try connect()
+    case .reply(let message):
+      throw .output(OutputError(path: bus.source, reason: message))
+    case .input(let message):
+      throw .input(TrafficInputError(path: bus.source, reason: message))
+    }
+  }
+
+  func take(maxLines: Int, until deadline: ContinuousClock.Instant, startsBatch: Bool)
+    throws(PipelineError) -> SourceTake<BusEntry>
+  {
+    if startsBatch { batchEntries = [] }
+    guard !stopping.load(ordering: .acquiring) else { return .finished }
+    let now = ContinuousClock.now
+    guard now < deadline else { return .timedOut }
+    do throws(RedisError) {
+      let entries = try bus.read(max: maxLines, wait: deadline - now)
+        .filter { batchEntries.insert($0.id).inserted }
+      return entries.isEmpty ? .timedOut : .taken(entries, lines: entries.count, arrival: .now)
+    } catch {
+      return try recover(from: error) ? .interrupted : .finished
+    }
+  }
+
+  func deliver(
+    _ entries: [BusEntry], number: Int, snapshot: LoadedSnapshot,
+    engine: EvaluationEngine<StreamWork>
+  ) throws(PipelineError) -> EvaluatedBatch? {
+    let (batch, lineEntries) = evaluate(entries, number: number, snapshot, engine)
+    do throws(RedisError) {
+      try bus.commit(batch, entries: entries, lineEntries: lineEntries)
+      return batch
+    } catch {
+      _ = try recover(from: error)
+      return nil
+    }
+  }
+
+  func snapshotWillChange() {}
+  func tick() {}
+
+  var status: SourceStatus { SourceStatus(lag: bus.lag) }
+
+  func stop() { stopping.store(true, ordering: .releasing) }
+
+  func close() {}
+
+  /// Evaluates the entries' lines as one block numbered from 1; returns,
+  /// per line number - 1, the entry it came from.
+  private func evaluate(
+    _ entries: [BusEntry], number: Int, _ snapshot: LoadedSnapshot,
+    _ engine: EvaluationEngine<StreamWork>
+  ) -> (EvaluatedBatch, [Int]) {
+    var block = LineBlock()
+    var lineEntries: [Int] = []
+    for (e, entry) in entries.enumerated() {
+      guard var line = entry.line?[...] else { continue }
+      if line.last == 0x0A { line = line.dropLast() }
+      if line.last == 0x0D { line = line.dropLast() }
+      block.starts.append(block.bytes.count)
+      if line.count > options.maxLineBytes {
+        block.oversized.append(lineEntries.count)
+      } else {
+        block.bytes += line
+      }
+      block.ends.append(block.bytes.count)
+      lineEntries.append(e)
+    }
+    block.lineLimit = options.maxLineBytes
+    var batch = EvaluatedBatch.evaluate(
+      [ArrivedLines(block: block, producer: nil, arrival: .now)], number: number,
+      snapshot: snapshot, engine: engine)
+    // Entries without a message field are rejected too (by `commit`).
+    let unreadable = entries.count - lineEntries.count
+    batch.lines += unreadable
+    batch.rejected += unreadable
+    return (batch, lineEntries)
+  }
+}
