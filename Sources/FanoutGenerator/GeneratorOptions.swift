@@ -47,8 +47,10 @@ public struct GeneratorReport: Sendable {
   public var trafficPath = ""
 }
 
+/// Why `fanout gen` generated or wrote nothing.
 public struct GeneratorError: Error, CustomStringConvertible {
   public let description: String
+  public init(description: String) { self.description = description }
 }
 
 /// A small, fast, seeded generator (SplitMix64).

@@ -176,22 +176,24 @@ extension SnapshotError {
 }
 
 /// Why `fanout snapshot compile` wrote nothing.
-public enum CompileError: Error, CustomStringConvertible {
-  case snapshot(SnapshotError)
-  /// The compiled file could not be written where asked.
-  case cannotWrite(String)
+extension SnapshotError {
+  public enum Compile: Error, CustomStringConvertible {
+    case snapshot(SnapshotError)
+    /// The compiled file could not be written where asked.
+    case cannotWrite(String)
 
-  public var exitStatus: ExitStatus {
-    switch self {
-    case .snapshot(let error): error.exitStatus
-    case .cannotWrite: .cannotCreate
+    public var exitStatus: ExitStatus {
+      switch self {
+      case .snapshot(let error): error.exitStatus
+      case .cannotWrite: .cannotCreate
+      }
     }
-  }
 
-  public var description: String {
-    switch self {
-    case .snapshot(let error): error.description
-    case .cannotWrite(let what): "cannot write \(what)"
+    public var description: String {
+      switch self {
+      case .snapshot(let error): error.description
+      case .cannotWrite(let what): "cannot write \(what)"
+      }
     }
   }
 }

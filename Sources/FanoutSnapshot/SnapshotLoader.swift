@@ -144,8 +144,10 @@ public enum SnapshotLoader {
     path: String, output: String?, cache: IndexCache?,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
-  ) throws(CompileError) -> String {
-    func loaded(into cache: IndexCache?) throws(CompileError) -> (Snapshot, SnapshotFingerprint?) {
+  ) throws(SnapshotError.Compile) -> String {
+    func loaded(into cache: IndexCache?) throws(SnapshotError.Compile) -> (
+      Snapshot, SnapshotFingerprint?
+    ) {
       do {
         let read = try loadNoting(
           path: path, timeZones: timeZones, busyTimeoutMilliseconds: busyTimeoutMilliseconds,

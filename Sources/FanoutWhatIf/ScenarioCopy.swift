@@ -9,20 +9,22 @@ import FanoutSnapshot
   import Darwin
 #endif
 
-/// Why a what-if scenario's snapshot could not be made.
-public enum ScenarioError: Error, CustomStringConvertible {
-  /// The source could not be copied (or a temporary folder made).
-  case copy(String)
-  /// The scenario's SQL failed on the copy.
-  case sql(SQLiteError)
-  /// The scenario's SQL tried what a scenario may not do.
-  case refused(String)
+/// Why a what-if scenario's snapshot could not be made (`WhatIfError.scenario`).
+extension WhatIfError {
+  public enum Scenario: Error, CustomStringConvertible {
+    /// The source could not be copied (or a temporary folder made).
+    case copy(String)
+    /// The scenario's SQL failed on the copy.
+    case sql(SQLiteError)
+    /// The scenario's SQL tried what a scenario may not do.
+    case refused(String)
 
-  public var description: String {
-    switch self {
-    case .copy(let reason): "cannot copy the snapshot for --sql: \(reason)"
-    case .sql(let error): "--sql failed: \(error.message)"
-    case .refused(let reason): "--sql refused: \(reason)"
+    public var description: String {
+      switch self {
+      case .copy(let reason): "cannot copy the snapshot for --sql: \(reason)"
+      case .sql(let error): "--sql failed: \(error.message)"
+      case .refused(let reason): "--sql refused: \(reason)"
+      }
     }
   }
 }
@@ -62,7 +64,7 @@ public final class ScenarioCopy: Sendable {
     return stat(path, &info) != 0 || info.st_size == 0
   }
 
-  public init(of source: String, applying sql: String) throws(ScenarioError) {
+  public init(of source: String, applying sql: String) throws(WhatIfError.Scenario) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
     var template = Array((temporary + "/fanout-whatif-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else {
@@ -96,7 +98,7 @@ public final class ScenarioCopy: Sendable {
   /// Makes the scenario's snapshot at `path`: an overlay of `source` if it
   /// can, else a whole copy; with the rows the SQL changed per table.
   private static func make(applying sql: String, to source: String, at path: String)
-    throws(ScenarioError) -> (overlay: Bool, rowsChanged: [String: Int])
+    throws(WhatIfError.Scenario) -> (overlay: Bool, rowsChanged: [String: Int])
   {
     if let changed = try applyOnOverlay(sql, over: source, at: path) { return (true, changed) }
     removeFiles(path, nil)
@@ -115,7 +117,7 @@ public final class ScenarioCopy: Sendable {
   /// instead (the overlay is then garbage). A refusal is final: the whole
   /// copy would refuse the same statement.
   private static func applyOnOverlay(_ sql: String, over source: String, at path: String)
-    throws(ScenarioError) -> [String: Int]?
+    throws(WhatIfError.Scenario) -> [String: Int]?
   {
     let tables: OverlayTables
     do throws(SQLiteError) {
@@ -164,7 +166,7 @@ public final class ScenarioCopy: Sendable {
   ///   the table it writes.
   @discardableResult
   static func apply(_ sql: String, to copy: Connection, overlay: OverlayTables? = nil)
-    throws(ScenarioError) -> [String: Int]
+    throws(WhatIfError.Scenario) -> [String: Int]
   {
     let authorize:
       @convention(c) (
@@ -189,7 +191,7 @@ public final class ScenarioCopy: Sendable {
     let context = Unmanaged.passUnretained(preparing).toOpaque()
     sqlite3_set_authorizer(copy.handle, authorize, context)
     defer { sqlite3_set_authorizer(copy.handle, nil, nil) }
-    var failure: ScenarioError?
+    var failure: WhatIfError.Scenario?
     sql.withCString { text in
       var next: UnsafePointer<CChar>? = text
       while let start = next, start.pointee != 0 {
@@ -203,7 +205,7 @@ public final class ScenarioCopy: Sendable {
           sqlite3_set_authorizer(copy.handle, authorize, context)
           guard copied else {
             failure =
-              overlay.refusal.map(ScenarioError.refused)
+              overlay.refusal.map(WhatIfError.Scenario.refused)
               ?? .copy("the overlay could not copy a table")
             return
           }
@@ -240,7 +242,7 @@ public final class ScenarioCopy: Sendable {
     return changed
   }
 
-  private static func failure(_ copy: Connection, _ code: Int32) -> ScenarioError {
+  private static func failure(_ copy: Connection, _ code: Int32) -> WhatIfError.Scenario {
     if code == SQLITE_AUTH { return .refused(confinement) }
     return .sql(SQLiteError.from(copy.handle, code: code, sql: nil))
   }

@@ -72,7 +72,7 @@ public enum WhatIfError: Error, CustomStringConvertible {
   /// As for `fanout eval` (usage, snapshot A refused, input, output).
   case run(PipelineError)
   /// The scenario's SQL failed (64), or A could not be copied (73).
-  case scenario(ScenarioError)
+  case scenario(WhatIfError.Scenario)
   /// Snapshot B (the file, or A with the SQL applied) was refused.
   case refusedB(SnapshotError, fromSQL: Bool)
   /// B does not have the same users, channels or categories as A.
@@ -219,12 +219,13 @@ public enum WhatIf {
         throw .run(.snapshot(error))
       }
     }
-    let copies: [Pending<Result<ScenarioCopy, ScenarioError>>?] = bs.map { b in
+    let copies: [Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?] = bs.map { b in
       switch b.scenario {
       case .snapshot: nil
       case .sql(let sql):
         Pending {
-          Result { () throws(ScenarioError) in try ScenarioCopy(of: options.snapshot, applying: sql)
+          Result { () throws(WhatIfError.Scenario) in
+            try ScenarioCopy(of: options.snapshot, applying: sql)
           }
         }
       }
@@ -342,7 +343,7 @@ public enum WhatIf {
   /// A; `rowsChanged` is set to the rows the SQL changed per table.
   private static func loadB(
     _ options: WhatIfOptions, scenario: WhatIfOptions.Scenario,
-    copy scenarioCopy: Pending<Result<ScenarioCopy, ScenarioError>>?,
+    copy scenarioCopy: Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?,
     over rowsOfA: SnapshotRows?, a: Index, rowsChanged: inout [String: Int]?,
     lap: (String) -> Void
   ) throws(WhatIfError) -> Index {

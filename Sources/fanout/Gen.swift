@@ -106,7 +106,7 @@ extension Fanout {
         bar?.clear()
         // Removed now, so that the folder's release finds it as it was.
         for file in files { file.discard() }
-        throw fail(GenerationError(reason: "\(error)"), status: .cannotCreate)
+        throw fail(GeneratorError(description: "\(error)"), status: .cannotCreate)
       }
       print(
         "\(report.users) users, \(report.channels) channels, \(report.memberships) memberships, "
@@ -115,10 +115,4 @@ extension Fanout {
       print("snapshot: \(out)/\(names[0])\ntraffic:  \(out)/\(names[1])")
     }
   }
-}
-
-/// Why `fanout gen` could not write its files.
-struct GenerationError: Error, CustomStringConvertible {
-  let reason: String
-  var description: String { reason }
 }

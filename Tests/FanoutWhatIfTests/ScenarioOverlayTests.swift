@@ -158,7 +158,7 @@ struct ScenarioOverlayTests {
       try ScenarioCopy(
         of: source, applying: "UPDATE users SET show_preview = 0; PRAGMA user_version = 3")
     } throws: { error in
-      guard case .refused = error as? ScenarioError else { return false }
+      guard case .refused = error as? WhatIfError.Scenario else { return false }
       return true
     }
   }
