@@ -1,3 +1,5 @@
+import FanoutModel
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -5,50 +7,107 @@
 #endif
 
 /// One of the index's columns: fixed-size values that stay where they are
-/// for as long as the column lives, held either by a Swift array (a
-/// snapshot loaded from SQLite) or by a mapped compiled index file (one
-/// read back from the cache: its pages are the file's, shared between the
-/// processes that map it, and nothing is copied).
+/// for as long as the column lives, held either by a storage of its own (a
+/// raw allocation: a snapshot loaded from SQLite) or by a mapped compiled
+/// index file (one read back from the cache: its pages are the file's,
+/// shared between the processes that map it, and nothing is copied).
 ///
-/// Reads go straight to `buffer`. Building through `withArray` copies a
-/// mapped or shared column into an array of its own first, as an array's
-/// copy-on-write would.
+/// Reads go straight to `buffer`, valid while this column (or a copy of
+/// it) lives: its owner keeps the memory, and only the mutating methods
+/// move it — they first give the column storage of its own (copy on write,
+/// as an array does), then grow it as an array would.
 public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
-  /// The values. Valid while this column (or a copy of it) lives: its
-  /// owner keeps the memory, and nothing moves it but `withArray`.
   @inlinable public var buffer: UnsafeBufferPointer<Element> { values }
   @usableFromInline var values: UnsafeBufferPointer<Element>
-  /// Owns the values when they are an array's: held by this class alone,
-  /// never changed but through `withArray`, so its storage stays put.
-  @usableFromInline var array: ColumnArray<Element>?
+  /// Owns the values when they are the column's own.
+  @usableFromInline var storage: ColumnStorage<Element>?
   /// Owns the values when they are a mapped file's.
-  @usableFromInline let mapping: MappedFile?
+  @usableFromInline var mapping: MappedFile?
 
   @inlinable public init() { self.init([]) }
 
+  /// A column holding a copy of `values`.
   @inlinable public init(_ values: [Element]) {
-    let array = ColumnArray(values)
-    self.array = array
+    let storage = values.withUnsafeBufferPointer { ColumnStorage(copying: $0, capacity: $0.count) }
+    self.storage = storage
     mapping = nil
-    self.values = array.buffer
+    self.values = storage.values
+  }
+
+  /// A column of `count` times `value`, to be filled in place
+  /// (`withUnsafeMutableBufferPointer`): a builder that knows its size
+  /// makes the column directly, with no array to copy.
+  @inlinable public init(repeating value: Element, count: Int) {
+    let storage = ColumnStorage<Element>(
+      copying: UnsafeBufferPointer(start: nil, count: 0), capacity: count)
+    storage.base.initialize(repeating: value, count: count)
+    storage.count = count
+    self.storage = storage
+    mapping = nil
+    values = storage.values
+  }
+
+  /// A column holding `values`, which are left empty (their memory freed
+  /// at once: a loader's arrays are not held twice).
+  @inlinable public init(taking values: inout [Element]) {
+    self.init(values)
+    values = []
   }
 
   /// The `count` values at byte `offset` of `file` (aligned for `Element`).
   package init(_ file: MappedFile, offset: Int, count: Int) {
-    array = nil
+    storage = nil
     mapping = file
     values = UnsafeBufferPointer(
       start: (file.base + offset).assumingMemoryBound(to: Element.self), count: count)
   }
 
-  /// Runs `body` on the values as an array of this column's own, then
-  /// keeps the result (the builders' way of making a column).
-  @inlinable public mutating func withArray<R>(_ body: (inout [Element]) throws -> R) rethrows -> R
-  {
-    if !isKnownUniquelyReferenced(&array) {
-      array = ColumnArray(Array(values))
+  /// The storage to change, the column's own and with room for `capacity`
+  /// values; the caller points `values` at it again.
+  @inlinable mutating func ownStorage(capacity: Int) -> ColumnStorage<Element> {
+    if !isKnownUniquelyReferenced(&storage) {
+      storage = ColumnStorage(copying: values, capacity: Swift.max(capacity, values.count))
+      mapping = nil
     }
-    return try array.unsafelyUnwrapped.update(&values, body)
+    let own = storage.unsafelyUnwrapped
+    own.reserve(capacity)
+    return own
+  }
+
+  @inlinable public mutating func append(_ value: Element) {
+    let own = ownStorage(capacity: values.count + 1)
+    own.append(CollectionOfOne(value))
+    values = own.values
+  }
+
+  @inlinable public mutating func append(contentsOf more: UnsafeBufferPointer<Element>) {
+    let own = ownStorage(capacity: values.count + more.count)
+    own.append(more)
+    values = own.values
+  }
+
+  /// Room for `capacity` values in all, allocated (and its pages touched) once.
+  @inlinable public mutating func reserveCapacity(_ capacity: Int) {
+    values = ownStorage(capacity: capacity).values
+  }
+
+  /// Removes every value, keeping the storage when it is the column's own.
+  @inlinable public mutating func removeAll() {
+    if isKnownUniquelyReferenced(&storage) {
+      storage.unsafelyUnwrapped.count = 0
+      values = storage.unsafelyUnwrapped.values
+    } else {
+      self = Column()
+    }
+  }
+
+  /// Runs `body` on the values, changeable in place (their count is not).
+  @inlinable public mutating func withUnsafeMutableBufferPointer<R>(
+    _ body: (UnsafeMutableBufferPointer<Element>) throws -> R
+  ) rethrows -> R {
+    let own = ownStorage(capacity: values.count)
+    values = own.values
+    return try body(UnsafeMutableBufferPointer(start: own.base, count: own.count))
   }
 
   /// Whether both hold the same bytes (for integer values: the same values).
@@ -58,6 +117,17 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
         || memcmp(
           buffer.baseAddress!, other.buffer.baseAddress!,
           buffer.count * MemoryLayout<Element>.stride) == 0)
+  }
+}
+
+extension Column: JSONByteSink where Element == UInt8 {
+  @inlinable public mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+    let own = ownStorage(capacity: values.count + bytes.count)
+    if let from = bytes.baseAddress {
+      UnsafeMutableRawPointer(own.base + own.count).copyMemory(from: from, byteCount: bytes.count)
+      own.count += bytes.count
+    }
+    values = own.values
   }
 }
 
@@ -93,20 +163,51 @@ extension Column: ExpressibleByArrayLiteral {
   public init(arrayLiteral values: Element...) { self.init(values) }
 }
 
-/// An array a column owns. Its elements never move while it is not
-/// mutated, and only `Column.withArray` mutates it.
-@usableFromInline final class ColumnArray<Element: BitwiseCopyable> {
-  /// (Unchecked: only `Column.withArray` accesses it, never reentrantly.)
-  @exclusivity(unchecked) @usableFromInline var values: [Element]
-  @inlinable init(_ values: [Element]) { self.values = values }
-  @inlinable var buffer: UnsafeBufferPointer<Element> { values.withUnsafeBufferPointer { $0 } }
+/// A column's own values: a raw allocation, freed with this object, that
+/// moves only when it grows (the column then points at its new place).
+@usableFromInline final class ColumnStorage<Element: BitwiseCopyable> {
+  @usableFromInline var base: UnsafeMutablePointer<Element>
+  @usableFromInline var count: Int
+  @usableFromInline var capacity: Int
 
-  /// Runs `body` on the array, then points `view` at its values.
-  @inlinable func update<R>(
-    _ view: inout UnsafeBufferPointer<Element>, _ body: (inout [Element]) throws -> R
-  ) rethrows -> R {
-    defer { view = buffer }
-    return try body(&values)
+  @inlinable init(copying values: UnsafeBufferPointer<Element>, capacity: Int) {
+    self.capacity = Swift.max(capacity, values.count, 1)
+    base = UnsafeMutablePointer.allocate(capacity: self.capacity)
+    count = values.count
+    if let from = values.baseAddress { base.initialize(from: from, count: values.count) }
+  }
+
+  deinit { base.deallocate() }
+
+  @inlinable var values: UnsafeBufferPointer<Element> {
+    UnsafeBufferPointer(start: base, count: count)
+  }
+
+  /// Room for `minimum` values; grows by doubling, as an array does, so
+  /// that appending one at a time costs amortized constant time.
+  @inlinable func reserve(_ minimum: Int) {
+    guard minimum > capacity else { return }
+    let grown = Swift.max(minimum, 2 * capacity)
+    let moved = UnsafeMutablePointer<Element>.allocate(capacity: grown)
+    moved.initialize(from: base, count: count)
+    base.deallocate()
+    base = moved
+    capacity = grown
+  }
+
+  /// Appends `more` (room for them already reserved).
+  @inlinable func append<C: Collection>(_ more: C) where C.Element == Element {
+    var at = base + count
+    for value in more {
+      at.initialize(to: value)
+      at += 1
+    }
+    count += more.count
+  }
+
+  @inlinable func append(_ more: UnsafeBufferPointer<Element>) {
+    if let from = more.baseAddress { (base + count).initialize(from: from, count: more.count) }
+    count += more.count
   }
 }
 

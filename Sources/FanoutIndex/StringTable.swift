@@ -37,37 +37,29 @@ public struct BytePool: Sendable {
   public var count: Int { offsets.count - 1 }
 
   public mutating func append<S: Sequence>(_ s: S) where S.Element == UInt8 {
-    let end = bytes.withArray {
-      $0.append(contentsOf: s)
-      return $0.count
-    }
-    offsets.withArray { $0.append(end) }
+    let s = Array(s)
+    s.withUnsafeBytes { append($0) }
   }
 
   /// Appends raw bytes (the loader's path: no generic sequence walk).
   public mutating func append(_ s: UnsafeRawBufferPointer) {
-    let end = bytes.withArray {
-      $0.append(contentsOf: s)
-      return $0.count
-    }
-    offsets.withArray { $0.append(end) }
+    bytes.append(contentsOf: s)
+    offsets.append(bytes.count)
   }
 
   /// Makes room for `strings` more strings of `bytes` bytes in all: a pool
   /// whose size is known ahead is allocated, and its pages touched, once
   /// (each doubling of a large array faults in and fills fresh pages).
   public mutating func reserveCapacity(strings: Int, bytes: Int) {
-    self.bytes.withArray { $0.reserveCapacity($0.count + bytes) }
-    offsets.withArray { $0.reserveCapacity($0.count + strings) }
+    self.bytes.reserveCapacity(self.bytes.count + bytes)
+    offsets.reserveCapacity(offsets.count + strings)
   }
 
   /// Removes every string, keeping the storage.
   public mutating func removeAll() {
-    bytes.withArray { $0.removeAll(keepingCapacity: true) }
-    offsets.withArray {
-      $0.removeAll(keepingCapacity: true)
-      $0.append(0)
-    }
+    bytes.removeAll()
+    offsets.removeAll()
+    offsets.append(0)
   }
 
   /// Whether string `i` is `key`, byte for byte. (Inlinable: the loader
@@ -92,11 +84,8 @@ public struct BytePool: Sendable {
 
   /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
   public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
-    let end = bytes.withArray {
-      JSONText.appendQuoted(s, to: &$0)
-      return $0.count
-    }
-    offsets.withArray { $0.append(end) }
+    JSONText.appendQuoted(s, to: &bytes)
+    offsets.append(bytes.count)
   }
 
   /// String `i`'s bytes.
@@ -439,7 +428,7 @@ public struct StringTable: Sendable {
   }
 
   private mutating func place(_ id: Int32, hash: UInt64) {
-    slots.withArray { slots in
+    slots.withUnsafeMutableBufferPointer { slots in
       let mask = slots.count - 1
       var i = Int(truncatingIfNeeded: hash) & mask
       while slots[i] != Self.empty { i = (i + 1) & mask }

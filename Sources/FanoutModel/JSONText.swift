@@ -42,17 +42,30 @@ public enum JSONText {
   }
 
   /// Appends `s` quoted to `out`; copies runs that need no escape in one go.
-  public static func appendQuoted(_ s: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+  @inlinable
+  public static func appendQuoted<Out: JSONByteSink>(
+    _ s: UnsafeRawBufferPointer, to out: inout Out
+  ) {
     out.append(UInt8(ascii: "\""))
     var run = 0
     for i in 0..<s.count {
       let c = s[i]
       guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
       out.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[run..<i]))
-      out.append(contentsOf: quoted(CollectionOfOne(c)).dropFirst().dropLast())
+      quoted(CollectionOfOne(c)).withUnsafeBytes {
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0.dropFirst().dropLast()))
+      }
       run = i + 1
     }
     out.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[run..<s.count]))
     out.append(UInt8(ascii: "\""))
   }
 }
+
+/// Where JSON text is appended: a byte array, or a column of bytes.
+public protocol JSONByteSink {
+  mutating func append(_ byte: UInt8)
+  mutating func append(contentsOf bytes: UnsafeRawBufferPointer)
+}
+
+extension Array: JSONByteSink where Element == UInt8 {}

@@ -143,7 +143,7 @@ extension Load {
     }
     info.dndPatterns = patternIDs.count
 
-    let slots = pendingSlots.wait()
+    var slots = pendingSlots.take()
     info.snoozeGroups = slots.snoozeGroupCount
 
     let index = Index(
@@ -152,10 +152,11 @@ extension Load {
       userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: Column(deviceIDs),
       deviceGateway: Column(deviceGateway),
       deviceRestricted: Column(deviceRestricted), deviceJSON: deviceJSON, channels: channels,
-      channelScope: channelScope, channelMembers: Column(slots.channelMembers),
-      memberUser: Column(slots.memberUser),
-      memberSettings: Column(slots.memberSettings), memberSnooze: Column(slots.memberSnooze),
-      snoozeGroups: Column(slots.snoozeGroups), snoozeBounds: Column(slots.snoozeBounds),
+      channelScope: channelScope, channelMembers: Column(taking: &slots.channelMembers),
+      memberUser: slots.memberUser,
+      memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
+      snoozeGroups: Column(taking: &slots.snoozeGroups),
+      snoozeBounds: Column(taking: &slots.snoozeBounds),
       dndWords: Column(dndWords),
       zones: zones, gateways: gateways,
       gatewayJSON: gatewayJSON,

@@ -8,9 +8,9 @@ import FanoutModel
 /// and independent of the rest, so it is built on a core of its own.
 struct MembershipSlots: Sendable {
   var channelMembers: [Int]
-  var memberUser: [Int32]
-  var memberSettings: [MemberSettings]
-  var memberSnooze: [Int32]
+  var memberUser: Column<Int32>
+  var memberSettings: Column<MemberSettings>
+  var memberSnooze: Column<Int32>
   var snoozeGroups: [Int32] = [0]
   var snoozeBounds: [Int64] = []
   var snoozeGroupCount = 0
@@ -68,9 +68,10 @@ struct MembershipSlots: Sendable {
     var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
     var groups: [Int32] = [0]
     var bounds: [Int64] = []
-    var settings = [MemberSettings](repeating: MemberSettings(raw: 0), count: slotCount)
-    var snooze = [Int32](repeating: -1, count: slotCount)
-    var users = [Int32](repeating: 0, count: slotCount)
+    // Columns from the start: the largest of the index, never copied.
+    var settings = Column(repeating: MemberSettings(raw: 0), count: slotCount)
+    var snooze = Column<Int32>(repeating: -1, count: slotCount)
+    var users = Column<Int32>(repeating: 0, count: slotCount)
     let prefKeys = rows.channelPrefKeys
     var nextPref = 0
     // Where the user bytes and rows lie, to ask for them ahead (a hint

@@ -20,4 +20,12 @@ package final class Pending<T: Sendable>: @unchecked Sendable {
     group.wait()
     return value!
   }
+
+  /// The result, given up: the caller holds the only copy (its arrays can
+  /// be freed as soon as the caller is done with them).
+  package func take() -> T {
+    group.wait()
+    defer { value = nil }
+    return value!
+  }
 }
