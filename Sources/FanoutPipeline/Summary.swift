@@ -1,51 +1,88 @@
 import FanoutKernel
 import FanoutModel
 
-/// summary.json: counts in a fixed key order, then the run's times.
+/// summary.json: counts in a fixed key order, then the run's times; one
+/// key per line, each value on its line (`JSONValue`, `lineDepth` 1).
 package enum Summary {
   static func json(_ report: RunReport, files: [WrittenFile] = []) -> [UInt8] {
     let c = report.counters
-    let deliveries = report.gatewayNames.indices.filter { c.deliveries[$0] > 0 }
-      .map { "\"\(report.gatewayNames[$0])\": \(c.deliveries[$0])" }
-    let suppressed = Reason.allCases.map { "\"\($0.name)\": \(c.suppressed[Int($0.rawValue)])" }
     let t = report.timings
-    let text = """
-      {
-        "messages": \(c.messages),
-        "reads": \(report.reads),
-        "rejected": \(report.rejected),
-        "pairs": \(c.pairs),
-        "delivered": \(c.delivered),
-        "deferred": \(c.deferred),\(report.notifications.map(notificationsJSON) ?? "")
-        "deliveries": {\(deliveries.joined(separator: ", "))},
-        "suppressed": {\(suppressed.joined(separator: ", "))},
-        "seconds": \(seconds(report.seconds)),
-        "pairs_per_second": \(Int(report.pairsPerSecond.rounded())),
-        "timings": {"load": \(seconds(t.load)), "parse": \(seconds(t.parse)), "evaluate": \(seconds(t.evaluate)), "write": \(seconds(t.write)), "cpu_user": \(seconds(t.cpuUser)), "cpu_system": \(seconds(t.cpuSystem))}\(report.shard.map { shardJSON($0, files: files) } ?? "")
-      }
-
-      """
-    return Array(text.utf8)
+    var fields = counts(
+      messages: c.messages, reads: report.reads, rejected: report.rejected, pairs: c.pairs,
+      delivered: c.delivered, deferred: c.deferred, notifications: report.notifications,
+      deliveries: report.gatewayNames.indices.filter { c.deliveries[$0] > 0 }.map {
+        (report.gatewayNames[$0], c.deliveries[$0])
+      },
+      suppressed: Reason.allCases.map { ($0.name, c.suppressed[Int($0.rawValue)]) })
+    fields += [
+      ("seconds", .number(seconds(report.seconds))),
+      ("pairs_per_second", .int(Int64(report.pairsPerSecond.rounded()))),
+      (
+        "timings",
+        .object(
+          [
+            ("load", t.load), ("parse", t.parse), ("evaluate", t.evaluate), ("write", t.write),
+            ("cpu_user", t.cpuUser), ("cpu_system", t.cpuSystem),
+          ].map { ($0, .number(seconds($1))) })
+      ),
+    ]
+    if let shard = report.shard { fields.append(("shard", shardJSON(shard, files: files))) }
+    return document(fields)
   }
 
-  /// `\n  "notifications": {…},` (contract v3).
-  package static func notificationsJSON(_ n: NotificationCounters) -> String {
-    #"\#n  "notifications": {"hidden": \#(n.hidden), "removed": \#(n.removed), "cancelled": \#(n.cancelled), "unread": \#(n.unread)},"#
-  }
-
-  /// `,\n  "shard": {…}`: what `fanout merge` checks before merging: the
-  /// shard and its split, the traffic, and every file written with its
-  /// size and XXH64 digest.
-  static func shardJSON(_ run: ShardRun, files: [WrittenFile]) -> String {
-    let split = run.label.split.map { #""split": "\#($0)", "# } ?? ""
-    let listed = files.map {
-      #"{"name": \#(String(decoding: JSONText.quoted($0.name), as: UTF8.self)), "bytes": \#($0.bytes), "xxh64": "\#(ShardLabel.hex($0.digest))"}"#
+  /// The counts a run writes first, and a merge of shards writes summed.
+  package static func counts(
+    messages: Int, reads: Int, rejected: Int, pairs: Int, delivered: Int, deferred: Int,
+    notifications n: NotificationCounters?, deliveries: [(String, Int)],
+    suppressed: [(String, Int)]
+  ) -> [(String, JSONValue)] {
+    var fields: [(String, JSONValue)] = [
+      ("messages", messages), ("reads", reads), ("rejected", rejected), ("pairs", pairs),
+      ("delivered", delivered), ("deferred", deferred),
+    ].map { ($0, .int(Int64($1))) }
+    if let n {  // contract v3
+      fields.append(
+        (
+          "notifications",
+          .object(
+            [
+              ("hidden", n.hidden), ("removed", n.removed), ("cancelled", n.cancelled),
+              ("unread", n.unread),
+            ].map { ($0, .int(Int64($1))) })
+        ))
     }
-    return """
-      ,
-        "shard": {"index": \(run.label.index), "count": \(run.label.count), \(split)"traffic_lines": \(run.trafficLines), \
-      "traffic_digest": "\(run.digestHex)", "output": "\(run.output)", "files": [\(listed.joined(separator: ", "))]}
-      """
+    fields.append(("deliveries", .object(deliveries.map { ($0, .int(Int64($1))) })))
+    fields.append(("suppressed", .object(suppressed.map { ($0, .int(Int64($1))) })))
+    return fields
+  }
+
+  /// The file's bytes: one key per line, each value on one line.
+  package static func document(_ fields: [(String, JSONValue)]) -> [UInt8] {
+    Array((JSONValue.object(fields).rendered(lineDepth: 1) + "\n").utf8)
+  }
+
+  /// What `fanout merge` checks before merging: the shard and its split,
+  /// the traffic, and every file written with its size and XXH64 digest.
+  static func shardJSON(_ run: ShardRun, files: [WrittenFile]) -> JSONValue {
+    var fields: [(String, JSONValue)] = [
+      ("index", .int(Int64(run.label.index))), ("count", .int(Int64(run.label.count))),
+    ]
+    if let split = run.label.split { fields.append(("split", .string(split))) }
+    fields += [
+      ("traffic_lines", .int(Int64(run.trafficLines))),
+      ("traffic_digest", .string(run.digestHex)), ("output", .string(run.output)),
+      (
+        "files",
+        .array(
+          files.map {
+            .object([
+              ("name", .string($0.name)), ("bytes", .int(Int64($0.bytes))),
+              ("xxh64", .string(ShardLabel.hex($0.digest))),
+            ])
+          })
+      ),
+    ]
+    return .object(fields)
   }
 
   /// Seconds to the microsecond, never in exponent form.

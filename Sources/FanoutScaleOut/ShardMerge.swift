@@ -58,7 +58,7 @@ public enum ShardMerge {
     let seconds = (clock.now - started).seconds
     do {
       let file = try PendingFile(directory: out, name: "summary.json")
-      try file.write(Array(summary.json(mergeSeconds: seconds).utf8))
+      try file.write(summary.json(mergeSeconds: seconds))
       try PendingFile.commit(together: files + [file])
     } catch { throw .output(error) }
     return Report(
@@ -649,20 +649,19 @@ struct MergedSummary {
 
   /// Deliveries per gateway, summed, in byte order of the gateway name (as
   /// one run writes them), the gateways with none left out.
-  var deliveries: String {
+  var deliveries: [(String, Int)] {
     var totals: [String: Int] = [:]
     for shard in shards {
       for (name, value) in shard.deliveries { totals[name, default: 0] += value }
     }
     return totals.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-      .filter { totals[$0]! > 0 }
-      .map { "\"\($0)\": \(totals[$0]!)" }.joined(separator: ", ")
+      .filter { totals[$0]! > 0 }.map { ($0, totals[$0]!) }
   }
 
   /// Contract v3's counts, summed (each user's notifications are in one
   /// shard), when the shards kept them.
-  var notifications: String {
-    guard shards[0].notifications != nil else { return "" }
+  var notifications: NotificationCounters? {
+    guard shards[0].notifications != nil else { return nil }
     var total = NotificationCounters()
     for shard in shards {
       let n = shard.notifications ?? .init()
@@ -671,40 +670,45 @@ struct MergedSummary {
       total.cancelled += n.cancelled
       total.unread += n.unread
     }
-    return Summary.notificationsJSON(total)
+    return total
   }
 
-  func json(mergeSeconds: Double) -> String {
+  func json(mergeSeconds: Double) -> [UInt8] {
     let seconds = shards.map(\.seconds)
     let slowest = seconds.indices.max { seconds[$0] < seconds[$1] } ?? 0
     let pairs = sum(\.pairs)
     let slowestSeconds = seconds[slowest]
-    func timings(_ shard: ShardSummary) -> String {
+    func timings(_ shard: ShardSummary) -> [(String, JSONValue)] {
       let t = shard.timings
       return [("load", t.load), ("parse", t.parse), ("evaluate", t.evaluate), ("write", t.write)]
-        .map { "\"\($0)\": \(Summary.seconds($1))" }.joined(separator: ", ")
+        .map { ($0, .number(Summary.seconds($1))) }
     }
     let perShard = shards.enumerated().map { (k, shard) in
-      "{\"shard\": \(k), \"seconds\": \(Summary.seconds(seconds[k])), \(timings(shard))}"
+      JSONValue.object(
+        [("shard", .int(Int64(k))), ("seconds", .number(Summary.seconds(seconds[k])))]
+          + timings(shard))
     }
-    let suppressed = Reason.allCases.map(\.name).map { name in
-      "\"\(name)\": \(sum { $0.suppressed[name] ?? 0 })"
-    }
-    return """
-      {
-        "messages": \(messages),
-        "reads": \(shards[0].reads),
-        "rejected": \(rejected),
-        "pairs": \(pairs),
-        "delivered": \(sum(\.delivered)),
-        "deferred": \(sum(\.deferred)),\(notifications)
-        "deliveries": {\(deliveries)},
-        "suppressed": {\(suppressed.joined(separator: ", "))},
-        "seconds": \(Summary.seconds(slowestSeconds)),
-        "pairs_per_second": \(slowestSeconds > 0 ? Int((Double(pairs) / slowestSeconds).rounded()) : 0),
-        "timings": {\(timings(shards[slowest])), "merge": \(Summary.seconds(mergeSeconds)), "shards": [\(perShard.joined(separator: ", "))]}
-      }
-
-      """
+    var fields = Summary.counts(
+      messages: messages, reads: shards[0].reads, rejected: rejected, pairs: pairs,
+      delivered: sum(\.delivered), deferred: sum(\.deferred), notifications: notifications,
+      deliveries: deliveries,
+      suppressed: Reason.allCases.map(\.name).map { name in
+        (name, sum { $0.suppressed[name] ?? 0 })
+      })
+    fields += [
+      ("seconds", .number(Summary.seconds(slowestSeconds))),
+      (
+        "pairs_per_second",
+        .int(slowestSeconds > 0 ? Int64((Double(pairs) / slowestSeconds).rounded()) : 0)
+      ),
+      (
+        "timings",
+        .object(
+          timings(shards[slowest]) + [
+            ("merge", .number(Summary.seconds(mergeSeconds))), ("shards", .array(perShard)),
+          ])
+      ),
+    ]
+    return Summary.document(fields)
   }
 }
