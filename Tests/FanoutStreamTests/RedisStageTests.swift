@@ -318,6 +318,32 @@ struct RedisStageTests {
     expectEvalOutput(server, world, inOrder: true)
   }
 
+  @Test(
+    "a server that cannot answer yet (BUSY running a script) when the stage connects: it waits and goes on, the result is exact"
+  )
+  func serverBusy() throws {
+    let world = Self.small
+    let server = fedServer(world)
+    server.cli(["CONFIG", "SET", "busy-reply-threshold", "50"])
+    // A script that holds the server for 2 s: other clients are told BUSY
+    // (as they are told LOADING while a restarted server reads its data).
+    let script = Process()
+    script.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+    script.arguments = [
+      "-s", server.socket, "EVAL",
+      "local s = tonumber(redis.call('TIME')[1]) while tonumber(redis.call('TIME')[1]) < s + 2 do end return 1",
+      "0",
+    ]
+    script.standardOutput = FileHandle.nullDevice
+    try script.run()
+    usleep(300_000)
+    #expect(server.cli(["PING"]).text.hasPrefix("BUSY"))
+    let process = stage(server, world, consumer: "c1")
+    script.waitUntilExit()
+    finishAsEval(process, server, world, inOrder: true)
+    #expect(process.stderr.contains("not ready: BUSY"), "\(process.stderr)")
+  }
+
   @Test("a refused snapshot exits 65 with nothing read or acknowledged")
   func refusedSnapshot() {
     let server = RedisServer()

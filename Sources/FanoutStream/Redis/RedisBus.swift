@@ -96,7 +96,7 @@ final class RedisBus: MessageBus {
     ])
     if case .error(let message) = created, !message.hasPrefix("BUSYGROUP") {
       // The input key holds something else than a stream: nothing to read.
-      throw message.hasPrefix("WRONGTYPE") ? .input(message) : .reply(message)
+      throw message.hasPrefix("WRONGTYPE") ? .input(message) : .refusal(message)
     }
     connection = made
     groupDeleted = false
@@ -295,8 +295,14 @@ final class RedisBus: MessageBus {
       refused = refused ?? error
     }
     let failed = try redis.replyError()
-    if let refused { throw .reply("batch \(batch.number) not written: \(refused)") }
-    if let failed { throw .reply("batch \(batch.number) not written: \(failed)") }
+    if let refused = refused ?? failed {
+      // A transient refusal (EXEC aborted: nothing applied) is retried.
+      switch RedisError.refusal(refused) {
+      case .connection(let reason):
+        throw .connection("batch \(batch.number) not written: \(reason)")
+      default: throw .reply("batch \(batch.number) not written: \(refused)")
+      }
+    }
   }
 
   /// `{"line":N,rest` → (N, `rest`).

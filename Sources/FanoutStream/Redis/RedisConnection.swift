@@ -81,6 +81,17 @@ public enum RedisError: Error, CustomStringConvertible {
   /// The server refused to read the input stream, and retrying cannot help.
   case input(String)
 
+  /// The server's error reply `message`: a refusal, or — when the server
+  /// says it cannot answer yet (still loading its data after a restart, a
+  /// script running, a replica without its master) — as transient as a
+  /// lost connection: nothing of the command was applied, and the stage
+  /// retries with backoff.
+  static func refusal(_ message: String) -> RedisError {
+    let transient = ["LOADING", "BUSY ", "MASTERDOWN", "TRYAGAIN"]
+    return transient.contains { message.hasPrefix($0) }
+      ? .connection("Redis is not ready: \(message)") : .reply(message)
+  }
+
   public var description: String {
     switch self {
     case .connection(let reason): reason
@@ -251,7 +262,7 @@ public final class RedisConnection {
 /// A reply, or the server's error thrown.
 @discardableResult
 func check(_ reply: RedisReply) throws(RedisError) -> RedisReply {
-  if case .error(let message) = reply { throw .reply(message) }
+  if case .error(let message) = reply { throw .refusal(message) }
   return reply
 }
 
