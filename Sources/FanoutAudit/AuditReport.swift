@@ -137,11 +137,9 @@ public struct AuditReport: Sendable {
   /// `audit.json`: fixed key order, no timings (the same inputs give the
   /// same bytes).
   public func json() -> [UInt8] {
-    func q(_ s: String) -> String { String(decoding: JSONText.quoted(s), as: UTF8.self) }
-    func kinds(_ counts: [Int]) -> String {
-      "{"
-        + FindingKind.allCases.map { "\(q($0.name)):\(counts[$0.rawValue])" }
-        .joined(separator: ",") + "}"
+    func int(_ i: Int) -> JSONValue { .int(Int64(i)) }
+    func kinds(_ counts: [Int]) -> JSONValue {
+      .object(FindingKind.allCases.map { ($0.name, int(counts[$0.rawValue])) })
     }
     let t = tally
     var gateways: [(String, AuditTally.GatewayCounts)] = gatewayNames.indices.compactMap {
@@ -153,35 +151,40 @@ public struct AuditReport: Sendable {
     let hours = (0..<24).filter { t.hours[$0].contains { $0 > 0 } }
     let ppm = t.agreementPPM
     let fraction = "\(ppm / 1_000_000).\(String(ppm % 1_000_000 + 1_000_000).dropFirst())"
-    var lines = [
-      #"  "messages": \#(messages),"#,
-      #"  "reads": \#(reads),"#,
-      #"  "rejected": \#(rejected),"#,
-      #"  "log": {"files": [\#(logFiles.map(q).joined(separator: ","))], "lines": \#(logLines), "#
-        + #""pushes": \#(t.sent), "unreadable": \#(unreadable), "#
-        + #""order": \#(sortedAt == nil ? #""traffic""# : #""sorted""#)},"#,
-      #"  "tolerance_ms": \#(toleranceMs),"#,
-      #"  "expected": \#(t.expected),"#,
-      #"  "agree": \#(t.agree),"#,
-      #"  "agreement": \#(fraction),"#,
-      #"  "findings": \#(kinds(t.findings)),"#,
-      #"  "spurious": {"#
-        + SpuriousReason.all.map { "\(q($0.name)):\(t.spurious[$0.slot])" }.joined(separator: ",")
-        + "},",
-      #"  "wrong_device": {"#
-        + WrongDeviceReason.allCases.map { "\(q($0.name)):\(t.wrongDevice[$0.rawValue])" }
-        .joined(separator: ",") + "},",
-      #"  "gateways": {"#
-        + gateways.map { name, c in
-          "\(q(name)):{\"expected\":\(c.expected),\"sent\":\(c.sent),\"findings\":\(kinds(c.findings))}"
-        }.joined(separator: ",") + "},",
-      #"  "hours_utc": {"#
-        + hours.map { "\(q(String($0))):\(kinds(t.hours[$0]))" }
-        .joined(separator: ",") + "},",
-      #"  "headline": \#(q(headline))"#,
-    ]
-    lines[0] = "{\n" + lines[0]
-    return Array((lines.joined(separator: "\n") + "\n}\n").utf8)
+    let document = JSONValue.object([
+      ("messages", int(messages)), ("reads", int(reads)), ("rejected", int(rejected)),
+      (
+        "log",
+        .object([
+          ("files", .array(logFiles.map { .string($0) })), ("lines", int(logLines)),
+          ("pushes", int(t.sent)), ("unreadable", int(unreadable)),
+          ("order", .string(sortedAt == nil ? "traffic" : "sorted")),
+        ])
+      ),
+      ("tolerance_ms", .int(Int64(toleranceMs))), ("expected", int(t.expected)),
+      ("agree", int(t.agree)), ("agreement", .number(fraction)), ("findings", kinds(t.findings)),
+      ("spurious", .object(SpuriousReason.all.map { ($0.name, int(t.spurious[$0.slot])) })),
+      (
+        "wrong_device",
+        .object(WrongDeviceReason.allCases.map { ($0.name, int(t.wrongDevice[$0.rawValue])) })
+      ),
+      (
+        "gateways",
+        .object(
+          gateways.map { name, c in
+            (
+              name,
+              .object([
+                ("expected", int(c.expected)), ("sent", int(c.sent)),
+                ("findings", kinds(c.findings)),
+              ])
+            )
+          })
+      ),
+      ("hours_utc", .object(hours.map { (String($0), kinds(t.hours[$0])) })),
+      ("headline", .string(headline)),
+    ])
+    return Array((document.rendered(.table) + "\n").utf8)
   }
 
   /// For the terminal: the headline, then the counts.

@@ -2,7 +2,7 @@ import FanoutKernel
 import FanoutModel
 
 /// summary.json: counts in a fixed key order, then the run's times; one
-/// key per line, each value on its line (`JSONValue`, `lineDepth` 1).
+/// key per line, each value on its line (`JSONLayout.keyPerLine`).
 package enum Summary {
   static func json(_ report: RunReport, files: [WrittenFile] = []) -> [UInt8] {
     let c = report.counters
@@ -58,7 +58,7 @@ package enum Summary {
 
   /// The file's bytes: one key per line, each value on one line.
   package static func document(_ fields: [(String, JSONValue)]) -> [UInt8] {
-    Array((JSONValue.object(fields).rendered(lineDepth: 1) + "\n").utf8)
+    Array((JSONValue.object(fields).rendered(.keyPerLine) + "\n").utf8)
   }
 
   /// What `fanout merge` checks before merging: the shard and its split,

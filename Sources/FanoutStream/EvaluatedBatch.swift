@@ -71,7 +71,7 @@ struct EvaluatedBatch {
         String(decoding: JSONText.quoted(name), as: UTF8.self) + ":\(counters.deliveries[g])")
     }
     let text =
-      #"{"batch":\#(number),"snapshot":\#(snapshot.json),"lines":\#(lines)"#
+      #"{"batch":\#(number),"snapshot":\#(snapshot.json.rendered(.line)),"lines":\#(lines)"#
       + #","messages":\#(counters.messages),"rejected":\#(rejected),"pairs":\#(counters.pairs)"#
       + #","delivered":\#(counters.delivered),"deliveries":{\#(deliveriesJSON.joined(separator: ","))}"#
       + #","closed_at":"\#(LocalTime.rfc3339UTC(millis: closedAtMillis))"}"#

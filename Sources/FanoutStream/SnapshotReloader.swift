@@ -39,17 +39,19 @@ struct LoadedSnapshot: Sendable {
   let loadSeconds: Double
 
   /// `{"generation":2,"path":"…","inode":…,"size":…,"modified":"…","loaded_at":"…"}`
-  var json: String {
-    #"{"generation":\#(generation),"path":"#
-      + String(decoding: JSONText.quoted(path), as: UTF8.self)
-      + #","device":\#(identity.device),"inode":\#(identity.inode),"size":\#(identity.size)"#
-      + #","modified":"\#(LocalTime.rfc3339UTC(millis: identity.modifiedNanos / 1_000_000))""#
-      + #","loaded_at":"\#(LocalTime.rfc3339UTC(millis: loadedAtMillis))"}"#
+  var json: JSONValue {
+    .object([
+      ("generation", .int(Int64(generation))), ("path", .string(path)),
+      ("device", .number(String(identity.device))), ("inode", .number(String(identity.inode))),
+      ("size", .int(identity.size)),
+      ("modified", .string(LocalTime.rfc3339UTC(millis: identity.modifiedNanos / 1_000_000))),
+      ("loaded_at", .string(LocalTime.rfc3339UTC(millis: loadedAtMillis))),
+    ])
   }
 
   /// A log event's fields for this snapshot's load.
   var logFields: KeyValuePairs<String, LogValue> {
-    ["snapshot": .json(Array(json.utf8)), "load_seconds": .decimal(loadSeconds)]
+    ["snapshot": .json(json), "load_seconds": .decimal(loadSeconds)]
   }
 
   /// Loads the snapshot at `path`; if the file is replaced while it loads,

@@ -25,8 +25,8 @@ public enum LogValue: Sendable {
   case int(Int)
   /// Written with three decimals.
   case decimal(Double)
-  /// Already JSON (the status event's metrics object).
-  case json([UInt8])
+  /// A JSON document (the status event's metrics object).
+  case json(JSONValue)
 }
 
 /// The stage's log on standard error, each line in one write so lines from
@@ -46,23 +46,24 @@ public struct StreamLog: Sendable {
     case .text:
       bytes = Array("fanout stream: \(message)\n".utf8)
     case .json:
-      bytes = Array(
-        #"{"time":"\#(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))","level":"\#(level.rawValue)","event":"\#(name)","message":"#
-          .utf8)
-      bytes += JSONText.quoted(message)
-      bytes += Array(#","fields":{"#.utf8)
-      for (i, (key, value)) in fields.enumerated() {
-        if i > 0 { bytes.append(UInt8(ascii: ",")) }
-        bytes += JSONText.quoted(key)
-        bytes.append(UInt8(ascii: ":"))
-        switch value {
-        case .text(let text): bytes += JSONText.quoted(text)
-        case .int(let number): bytes += Array(String(number).utf8)
-        case .decimal(let value): bytes += Array(threeDecimals(value).utf8)
-        case .json(let json): bytes += json
-        }
-      }
-      bytes += Array("}}\n".utf8)
+      let line = JSONValue.object([
+        ("time", .string(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))),
+        ("level", .string(level.rawValue)), ("event", .string(name)),
+        ("message", .string(message)),
+        (
+          "fields",
+          .object(
+            fields.map { key, value in
+              switch value {
+              case .text(let text): (key, .string(text))
+              case .int(let number): (key, .int(Int64(number)))
+              case .decimal(let value): (key, .number(threeDecimals(value)))
+              case .json(let json): (key, json)
+              }
+            })
+        ),
+      ])
+      bytes = Array((line.rendered(.line) + "\n").utf8)
     }
     _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
   }

@@ -80,7 +80,7 @@ struct StreamMetrics {
   struct Report {
     var line: String
     /// The interval's metrics as a JSON object (the status event's fields).
-    var json: [UInt8]
+    var json: JSONValue
     /// The metrics file's content: JSON, or Prometheus' text format.
     var file: [UInt8]
   }
@@ -103,28 +103,38 @@ struct StreamMetrics {
       + "queue \(queueDepth)/\(queueCapacity), snapshot generation \(snapshot.generation)"
       + (lag.map { ", lag: \($0.pending) pending, \($0.behind.map(String.init) ?? "?") not read" }
         ?? "")
-    let json =
-      #"{"time":"\#(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))""#
-      + #","uptime_seconds":\#(threeDecimals((ContinuousClock.now - started).seconds))"#
-      + #","interval_seconds":\#(threeDecimals(seconds)),"batches":\#(total.batches)"#
-      + #","lines":\#(total.lines),"messages":\#(total.messages),"rejected":\#(total.rejected)"#
-      + #","pairs":\#(total.pairs),"delivered":\#(total.delivered)"#
-      + #","messages_per_second":\#(messagesPerSecond),"pairs_per_second":\#(pairsPerSecond)"#
-      + #","batch_latency_ms":{"p50":\#(threeDecimals(p50)),"p99":\#(threeDecimals(p99)),"batches":\#(interval.batches)}"#
-      + #","queue_depth":\#(queueDepth),"queue_capacity":\#(queueCapacity)"#
-      + #","snapshot":\#(snapshot.json),"snapshots_refused":\#(reloadsRefused)"#
-      + (lag.map {
-        #","lag":{"pending":\#($0.pending),"not_read":\#($0.behind.map(String.init) ?? "null")}"#
-      }
-        ?? "") + "}"
+    func int(_ i: Int) -> JSONValue { .int(Int64(i)) }
+    var fields: [(String, JSONValue)] = [
+      ("time", .string(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))),
+      ("uptime_seconds", .number(threeDecimals((ContinuousClock.now - started).seconds))),
+      ("interval_seconds", .number(threeDecimals(seconds))), ("batches", int(total.batches)),
+      ("lines", int(total.lines)), ("messages", int(total.messages)),
+      ("rejected", int(total.rejected)), ("pairs", int(total.pairs)),
+      ("delivered", int(total.delivered)), ("messages_per_second", int(messagesPerSecond)),
+      ("pairs_per_second", int(pairsPerSecond)),
+      (
+        "batch_latency_ms",
+        .object([
+          ("p50", .number(threeDecimals(p50))), ("p99", .number(threeDecimals(p99))),
+          ("batches", int(interval.batches)),
+        ])
+      ),
+      ("queue_depth", int(queueDepth)), ("queue_capacity", int(queueCapacity)),
+      ("snapshot", snapshot.json), ("snapshots_refused", int(reloadsRefused)),
+    ]
+    if let lag {
+      fields.append(
+        ("lag", .object([("pending", .int(lag.pending)), ("not_read", .optional(lag.behind))])))
+    }
+    let json = JSONValue.object(fields)
     interval = StreamTotals()
     intervalLatency = LatencyHistogram()
     intervalStart = .now
     let file =
       prometheus?.text(
         queueDepth: queueDepth, queueCapacity: queueCapacity, snapshot: snapshot,
-        reloadsRefused: reloadsRefused, lag: lag) ?? Array((json + "\n").utf8)
-    return Report(line: line, json: Array(json.utf8), file: file)
+        reloadsRefused: reloadsRefused, lag: lag) ?? Array((json.rendered(.line) + "\n").utf8)
+    return Report(line: line, json: json, file: file)
   }
 
   /// The last event's fields: the totals and latency over the whole run.

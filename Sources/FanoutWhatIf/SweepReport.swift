@@ -32,18 +32,17 @@ public struct SweepReport: Sendable {
   /// report (as `fanout whatif` writes it) under its name, in order.
   public func json() -> [UInt8] {
     let first = variants[0].report
-    var text = "{\n  \"messages\": \(first.messages),\n  \"rejected\": \(first.rejected),\n"
-    text += "  \"variants\": [\n"
-    text += variants.map { name, report in
-      let body = String(decoding: report.json(), as: UTF8.self)
-        .split(separator: "\n", omittingEmptySubsequences: false)
-        .map { $0.isEmpty ? "" : "    " + $0 }.joined(separator: "\n")
-        .trimmingSuffixNewlines()
-      return "    {\"name\": \(String(decoding: JSONText.quoted(name), as: UTF8.self)),\n"
-        + "     \"report\":\n" + body + "}"
-    }.joined(separator: ",\n")
-    text += "\n  ]\n}\n"
-    return Array(text.utf8)
+    let document = JSONValue.object([
+      ("messages", .int(Int64(first.messages))), ("rejected", .int(Int64(first.rejected))),
+      (
+        "variants",
+        .array(
+          variants.map { name, report in
+            .object([("name", .string(name)), ("report", report.document)])
+          })
+      ),
+    ])
+    return Array((document.rendered(.table(at: 3)) + "\n").utf8)
   }
 
   /// `report.html`: the variants side by side, a row each, then each
@@ -117,12 +116,4 @@ public struct SweepReport: Sendable {
   }
 
   public var seconds: Double { phases.reduce(0) { $0 + $1.seconds } }
-}
-
-extension String {
-  fileprivate func trimmingSuffixNewlines() -> String {
-    var s = self
-    while s.hasSuffix("\n") { s.removeLast() }
-    return s
-  }
 }
