@@ -243,3 +243,17 @@ public final class Index: Sendable {
   /// The row in `zones` of user row `u`'s time zone.
   public func zoneRow(ofUser u: Int) -> Int { Int(userZone[u]) }
 }
+
+extension Index {
+  /// Whether category `name` is mandatory, and the gateways mandatory in
+  /// it (in byte order); nil for a category the snapshot does not have.
+  public func categoryMandates(_ name: String) -> (mandatory: Bool, gateways: [String])? {
+    guard let c = categories.find(name).map(Int.init) else { return nil }
+    let mandatoryGateways = (0..<gateways.count).filter {
+      categoryGatewayMandatory[c * gateways.count + $0]
+    }.map { gateways[$0] }
+    return (
+      categoryMandatory[c], mandatoryGateways.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    )
+  }
+}

@@ -16,17 +16,15 @@ struct EntryError: Error {
 /// the client-side user, the clock, and the editor that writes the rows.
 final class ApplyContext {
   let index: Index
-  let records: SnapshotRecords
   let editor: SnapshotEditor
   let asUser: String?
   let now: Int64
   private let timeZones = TimeZoneDatabase()
 
-  init(index: Index, snapshot: String, editor: SnapshotEditor, asUser: String?, now: Int64)
+  init(index: Index, editor: SnapshotEditor, asUser: String?, now: Int64)
     throws(ApplyError)
   {
     self.index = index
-    do { records = try SnapshotRecords(path: snapshot) } catch { throw .snapshot(error) }
     self.editor = editor
     self.asUser = asUser
     self.now = now
@@ -148,10 +146,11 @@ final class ApplyContext {
     return id
   }
 
-  func category(_ name: String) throws(EntryError) -> CategoryRecord {
-    let found: CategoryRecord?
-    do { found = try records.category(name) } catch { throw EntryError(error.description) }
-    guard let found else { throw EntryError("unknown category \(Bounded.quoted(name))") }
+  /// Whether category `name` is mandatory, and the gateways mandatory in it.
+  func category(_ name: String) throws(EntryError) -> (mandatory: Bool, gateways: [String]) {
+    guard let found = index.categoryMandates(name) else {
+      throw EntryError("unknown category \(Bounded.quoted(name))")
+    }
     return found
   }
 

@@ -182,8 +182,7 @@ public enum PrefsApply {
     _ data: Data, _ options: ApplyOptions, index: Index, to editor: SnapshotEditor
   ) throws(ApplyError) -> Int {
     let context = try ApplyContext(
-      index: index, snapshot: options.snapshot, editor: editor, asUser: options.asUser,
-      now: options.now)
+      index: index, editor: editor, asUser: options.asUser, now: options.now)
     return try options.format.apply(data, context)
   }
 

@@ -80,7 +80,7 @@ enum SuprSendChanges {
     var optedOut: [String] = []
     for channel in channels {
       let gateway = try context.gateway(channel)
-      guard !category.mandatoryGateways.contains(gateway) else {
+      guard !category.gateways.contains(gateway) else {
         throw EntryError(
           "channel \(Bounded.quoted(gateway)) is not editable in category \(Bounded.quoted(name)) (mandatory there)"
         )

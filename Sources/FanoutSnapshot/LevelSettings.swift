@@ -44,7 +44,8 @@ public struct LevelSettings: Sendable, Equatable {
   /// Reads `SnapshotSchema.levelColumns` from the row, starting at column
   /// `first`, and mention_all_notifications, the table's first optional
   /// column; channel_prefs also accepts chat_level 'default' (= NULL).
-  init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError) {
+  package init(_ row: TableReader, first: Int32, acceptDefault: Bool = false) throws(SnapshotError)
+  {
     let allowed = acceptDefault ? "all, mentions, none or default" : "all, mentions or none"
     if acceptDefault && row.isDefault(first) {
       chatLevel = nil

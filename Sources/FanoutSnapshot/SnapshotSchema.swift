@@ -182,7 +182,7 @@ public enum SnapshotSchema {
     Table(name: "presence", required: false, columns: ["user_id", "active_from", "active_until"]),
   ]
 
-  static func table(_ name: String) -> Table { tables.first { $0.name == name }! }
+  package static func table(_ name: String) -> Table { tables.first { $0.name == name }! }
 
   /// Whether `name` may name a gateway (see the bytes version below).
   public static func isValidGatewayName(_ name: String) -> Bool {

@@ -5,7 +5,7 @@ import FanoutSQLite
 /// Reads one table's rows column by column, checking each value's storage
 /// class and nullness (SQLite enforces neither), and builds errors that name
 /// the table, the row's key and the column.
-struct TableReader {
+package struct TableReader {
   let table: SnapshotSchema.Table
   private let statement: Statement
   /// Positions (in `table.allColumns`) of the columns that identify a row.
@@ -21,7 +21,7 @@ struct TableReader {
 
   /// Reads `table`'s columns, optionally filtered by `condition` (with `?`
   /// placeholders bound to `arguments` in order) and ordered by `orderBy`.
-  init(
+  package init(
     _ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32],
     where condition: String? = nil, arguments: [String] = [], orderBy: String? = nil
   )
@@ -58,7 +58,7 @@ struct TableReader {
   }
 
   /// Moves to the next row; false at the end.
-  func next() throws(SnapshotError) -> Bool {
+  package func next() throws(SnapshotError) -> Bool {
     do {
       return try statement.step()
     } catch {
@@ -68,7 +68,7 @@ struct TableReader {
 
   // MARK: Typed access
 
-  func isNull(_ c: Int32) -> Bool { statement.type(c) == SQLITE_NULL }
+  package func isNull(_ c: Int32) -> Bool { statement.type(c) == SQLITE_NULL }
 
   /// Whether column `c` holds the text 'default' (channel_prefs.chat_level).
   func isDefault(_ c: Int32) -> Bool {
@@ -95,20 +95,20 @@ struct TableReader {
     return UTF8Check.isValid(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
   }
 
-  func text(_ c: Int32) throws(SnapshotError) -> String {
+  package func text(_ c: Int32) throws(SnapshotError) -> String {
     String(decoding: try textBytes(c), as: UTF8.self)
   }
 
-  func optionalText(_ c: Int32) throws(SnapshotError) -> String? {
+  package func optionalText(_ c: Int32) throws(SnapshotError) -> String? {
     isNull(c) ? nil : try text(c)
   }
 
-  func int(_ c: Int32) throws(SnapshotError) -> Int64 {
+  package func int(_ c: Int32) throws(SnapshotError) -> Int64 {
     guard let v = try optionalInt(c) else { throw nullError(c) }
     return v
   }
 
-  func optionalInt(_ c: Int32) throws(SnapshotError) -> Int64? {
+  package func optionalInt(_ c: Int32) throws(SnapshotError) -> Int64? {
     let value = statement.value(c)
     switch value.type {
     case SQLITE_INTEGER: return value.int64
@@ -118,30 +118,31 @@ struct TableReader {
   }
 
   /// A 0/1 column.
-  func flag(_ c: Int32) throws(SnapshotError) -> Bool {
+  package func flag(_ c: Int32) throws(SnapshotError) -> Bool {
     let v = try int(c)
     guard v == 0 || v == 1 else { throw fail(c, "\(v) is not 0 or 1") }
     return v == 1
   }
 
-  func optionalFlag(_ c: Int32) throws(SnapshotError) -> Bool? {
+  package func optionalFlag(_ c: Int32) throws(SnapshotError) -> Bool? {
     isNull(c) ? nil : try flag(c)
   }
 
   /// A minute of the local day, 0...1439.
-  func optionalMinute(_ c: Int32) throws(SnapshotError) -> Int? {
+  package func optionalMinute(_ c: Int32) throws(SnapshotError) -> Int? {
     guard let v = try optionalInt(c) else { return nil }
     guard (0...1439).contains(v) else { throw fail(c, "minute \(v) is outside 0..1439") }
     return Int(v)
   }
 
-  func minute(_ c: Int32) throws(SnapshotError) -> Int {
+  package func minute(_ c: Int32) throws(SnapshotError) -> Int {
     guard let v = try optionalMinute(c) else { throw nullError(c) }
     return v
   }
 
   /// An enumerated text column: one of `allowed`, exactly.
-  func enumerated<T>(_ c: Int32, _ allowed: String, _ parse: (String) -> T?) throws(SnapshotError)
+  package func enumerated<T>(_ c: Int32, _ allowed: String, _ parse: (String) -> T?)
+    throws(SnapshotError)
     -> T?
   {
     guard let s = try optionalText(c) else { return nil }

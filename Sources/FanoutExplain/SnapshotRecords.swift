@@ -1,29 +1,6 @@
 import FanoutModel
 import FanoutSQLite
-
-/// A daily DND window as stored: minutes of the local day.
-public struct DailyWindow: Sendable, Equatable {
-  public var start: Int
-  public var end: Int
-
-  public init(start: Int, end: Int) {
-    self.start = start
-    self.end = end
-  }
-}
-
-/// A weekly DND window as stored: ISO weekday, `[start, end)` minutes.
-public struct WeeklyWindow: Sendable, Equatable {
-  public var weekday: Int
-  public var start: Int
-  public var end: Int
-
-  public init(weekday: Int, start: Int, end: Int) {
-    self.weekday = weekday
-    self.start = start
-    self.end = end
-  }
-}
+import FanoutSnapshot
 
 public struct DeviceRecord: Sendable, Equatable {
   public var id: Int64
