@@ -49,7 +49,7 @@ let benchmarks: @Sendable () -> Void = {
     var options = StreamOptions(
       snapshot: BenchmarkData.snapshot, input: .standardInput, destination: .directory(out))
     options.threads = 2
-    let stage = try StreamStage(options)  // loads the snapshot: not measured
+    let stage = try options.makeStage()  // loads the snapshot: not measured
 
     benchmark.startMeasurement()
     let writeEnd = fds[1]

@@ -14,7 +14,7 @@ import Synchronization
 /// `--batch-messages` lines); the source says where lines come from and
 /// where a batch goes: standard input or a socket into segment files or
 /// standard output (`LineSource`), or a Redis stream (`BusSource`).
-final class Stage<Source: StageSource>: Sendable, SignalledStage {
+final class Stage<Source: StageSource>: StreamStage {
   private let options: StreamOptions
   private let log: StreamLog
   private let first: LoadedSnapshot
@@ -39,7 +39,6 @@ final class Stage<Source: StageSource>: Sendable, SignalledStage {
       busyTimeoutMilliseconds: options.busyTimeoutMilliseconds, cache: options.indexCache)
   }
 
-  /// Stops taking input; what was taken is evaluated and written.
   func requestStop(because reason: String) {
     let isFirst = stopReason.withLock { current -> Bool in
       defer { current = current ?? reason }
@@ -51,10 +50,8 @@ final class Stage<Source: StageSource>: Sendable, SignalledStage {
     source.stop()
   }
 
-  /// Loads the snapshot file again in the background (SIGHUP).
   func requestReload() { reloader.reload(because: "SIGHUP") }
 
-  /// Runs until the input ends or a stop is requested; returns the totals.
   func run() throws(PipelineError) -> StreamReport {
     var run = StageRun(
       options: options, log: log, first: first, reloader: reloader, encoding: source.encoding)
@@ -184,17 +181,33 @@ struct SourceStatus {
   var lag: () -> (pending: Int64, behind: Int64?)? = { nil }
 }
 
-/// What signals act on.
-protocol SignalledStage: Sendable {
+/// A stage, set up (first snapshot loaded, input open): `run()` evaluates
+/// until the input ends or a stop is requested; `requestStop` and
+/// `requestReload` may be called from any thread.
+public protocol StreamStage: Sendable {
+  func run() throws(PipelineError) -> StreamReport
+  /// Stops taking input; what was taken is evaluated and written.
   func requestStop(because reason: String)
+  /// Loads the snapshot file again in the background.
   func requestReload()
 }
 
 extension StreamOptions {
-  /// Runs the stage these options describe — on `redis` when given — with
-  /// the termination signals its own: SIGTERM and SIGINT stop it (what was
-  /// taken is finished), SIGHUP reloads the snapshot. A signal that arrives
-  /// while the first snapshot loads is kept and acted on once the stage exists.
+  /// The stage these options describe — on `redis` when given — set up:
+  /// the first snapshot loaded, then the input opened and the output made
+  /// ready (a refused snapshot leaves nothing behind and consumes nothing).
+  public func makeStage(redis: RedisOptions? = nil) throws(PipelineError) -> any StreamStage {
+    let log = StreamLog(format: logFormat)
+    if let redis {
+      return try Stage(self, log: log) { BusSource(self, bus: RedisBus(redis), log: log) }
+    }
+    return try Stage(self, log: log) { () throws(PipelineError) in try LineSource(self, log: log) }
+  }
+
+  /// Runs the stage these options describe with the termination signals
+  /// its own: SIGTERM and SIGINT stop it (what was taken is finished),
+  /// SIGHUP reloads the snapshot. A signal that arrives while the first
+  /// snapshot loads is kept and acted on once the stage exists.
   public func runStage(redis: RedisOptions? = nil) throws(PipelineError) -> StreamReport {
     // A consumer that goes away is an output error, not a silent death.
     signal(SIGPIPE, SIG_IGN)
@@ -206,15 +219,7 @@ extension StreamOptions {
         control.stop(because: TerminationSignals.name(number))
       }
     }
-    let log = StreamLog(format: logFormat)
-    if let redis {
-      let stage = try Stage(self, log: log) { BusSource(self, bus: RedisBus(redis), log: log) }
-      control.attach(stage)
-      return try stage.run()
-    }
-    let stage = try Stage(self, log: log) { () throws(PipelineError) in
-      try LineSource(self, log: log)
-    }
+    let stage = try makeStage(redis: redis)
     control.attach(stage)
     return try stage.run()
   }
@@ -223,14 +228,14 @@ extension StreamOptions {
 /// Forwards signals to the stage, keeping those that arrive before it exists.
 final class StageControl: Sendable {
   private struct State {
-    var stage: (any SignalledStage)?
+    var stage: (any StreamStage)?
     var stopReason: String?
     var reloadRequested = false
   }
   private let state = Mutex(State())
 
   func stop(because reason: String) {
-    let stage = state.withLock { state -> (any SignalledStage)? in
+    let stage = state.withLock { state -> (any StreamStage)? in
       if state.stage == nil { state.stopReason = state.stopReason ?? reason }
       return state.stage
     }
@@ -238,7 +243,7 @@ final class StageControl: Sendable {
   }
 
   func reload() {
-    let stage = state.withLock { state -> (any SignalledStage)? in
+    let stage = state.withLock { state -> (any StreamStage)? in
       if state.stage == nil { state.reloadRequested = true }
       return state.stage
     }
@@ -246,7 +251,7 @@ final class StageControl: Sendable {
   }
 
   /// The stage is set up: what was asked meanwhile is done now.
-  func attach(_ stage: any SignalledStage) {
+  func attach(_ stage: any StreamStage) {
     let (stopReason, reload) = state.withLock { state in
       state.stage = stage
       return (state.stopReason, state.reloadRequested)
