@@ -99,8 +99,11 @@ final class ParsedLogFile {
     }
   }
 
-  /// The next line and its number; nil at the end of the file.
-  func nextLine() throws(OutputError) -> (number: Int, line: Line)? {
+  /// The next line, its number and how many lines it stands for; nil at
+  /// the end of the file. Consecutive lines whose pushes belong to one
+  /// message line (the same id, placed at the same line) come as one: a
+  /// log with a push per line is handed out a message at a time.
+  func nextLine() throws(OutputError) -> (number: Int, lines: Int, line: Line)? {
     while chunk == block.count || next == block[chunk].kinds.count {
       if chunk < block.count {
         chunk += 1
@@ -119,23 +122,34 @@ final class ParsedLogFile {
       if block.isEmpty { return nil }
     }
     // (Through `block[chunk]` each time: a copy of the chunk would retain
-    // its four arrays, per line.)
-    let pushes =
-      (next == 0 ? 0 : block[chunk].pushEnds[next - 1])..<block[chunk].pushEnds[next]
+    // its four arrays.)
+    let start = next == 0 ? 0 : block[chunk].pushEnds[next - 1]
+    var end = next + 1
     let line: Line
     switch block[chunk].kinds[next] {
     case .blank: line = .blank
     case .unreadable:
       line = .unreadable(block[chunk].reasons[reason])
       reason += 1
-    case .pushes: line = .pushes(block[chunk].pushes[pushes])
-    case .unknown: line = .unknown(block[chunk].pushes[pushes])
+    case .pushes:
+      if start < block[chunk].pushEnds[next] {
+        let (hash, first) = (block[chunk].pushes[start].idHash, block[chunk].pushes[start].line)
+        while end < block[chunk].kinds.count && block[chunk].kinds[end] == .pushes {
+          let k = block[chunk].pushEnds[end - 1]
+          guard k < block[chunk].pushEnds[end], block[chunk].pushes[k].idHash == hash,
+            block[chunk].pushes[k].line == first
+          else { break }
+          end += 1
+        }
+      }
+      line = .pushes(block[chunk].pushes[start..<block[chunk].pushEnds[end - 1]])
+    case .unknown: line = .unknown(block[chunk].pushes[start..<block[chunk].pushEnds[next]])
     }
     defer {
-      next += 1
-      number += 1
+      number += end - next
+      next = end
     }
-    return (number, line)
+    return (number, end - next, line)
   }
 
   /// Waits for blocks still being read: the reader is not freed under them.
@@ -284,9 +298,11 @@ final class SentLogs {
         let file = try ParsedLogFile(
           path: path, file: Int32(f), index: index, messages: messages, names: names,
           threads: threads)
-        while let (number, line) = try file.nextLine() {
+        while let (number, lines, line) = try file.nextLine() {
           // (Parsed with their message id's first line.)
-          if let pushes = known(line, file: Int32(f), number: number) { all += pushes }
+          if let pushes = known(line, file: Int32(f), number: number, lines: lines) {
+            all += pushes
+          }
         }
       } catch { throw .log(error) }
     }
@@ -330,10 +346,11 @@ final class SentLogs {
   private func advance(_ f: Int, frontier: Int) throws(AuditError) -> SentPush? {
     heads[f] = []
     while true {
-      let next: (number: Int, line: ParsedLogFile.Line)?
+      let next: (number: Int, lines: Int, line: ParsedLogFile.Line)?
       do { next = try files[f].nextLine() } catch { throw .log(error) }
-      guard let (number, line) = next else { return nil }
-      guard var pushes = known(line, file: Int32(f), number: number), let first = pushes.first
+      guard let (number, lines, line) = next else { return nil }
+      guard var pushes = known(line, file: Int32(f), number: number, lines: lines),
+        let first = pushes.first
       else { continue }
       switch messages.place(hash: first.idHash, firstLine: first.line, from: frontier) {
       case .passed: return first
@@ -349,12 +366,13 @@ final class SentLogs {
     }
   }
 
-  /// Tallies one log line; its pushes when their message is in the traffic
-  /// (pushes of unknown messages and unreadable lines are kept aside).
-  private func known(_ line: ParsedLogFile.Line, file: Int32, number: Int)
+  /// Tallies a log line (or `lines` lines of one message's pushes); its
+  /// pushes when their message is in the traffic (pushes of unknown
+  /// messages and unreadable lines are kept aside).
+  private func known(_ line: ParsedLogFile.Line, file: Int32, number: Int, lines: Int)
     -> ArraySlice<SentPush>?
   {
-    logLines += 1
+    logLines += lines
     switch line {
     case .blank:
       return nil
