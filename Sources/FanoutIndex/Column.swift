@@ -38,8 +38,7 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
   /// (`withUnsafeMutableBufferPointer`): a builder that knows its size
   /// makes the column directly, with no array to copy.
   @inlinable public init(repeating value: Element, count: Int) {
-    let storage = ColumnStorage<Element>(
-      copying: UnsafeBufferPointer(start: nil, count: 0), capacity: count)
+    let storage = ColumnStorage<Element>(capacity: count)
     storage.base.initialize(repeating: value, count: count)
     storage.count = count
     self.storage = storage
@@ -76,7 +75,7 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
 
   @inlinable public mutating func append(_ value: Element) {
     let own = ownStorage(capacity: values.count + 1)
-    own.append(CollectionOfOne(value))
+    own.append(value)
     values = own.values
   }
 
@@ -123,10 +122,7 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
 extension Column: JSONByteSink where Element == UInt8 {
   @inlinable public mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
     let own = ownStorage(capacity: values.count + bytes.count)
-    if let from = bytes.baseAddress {
-      UnsafeMutableRawPointer(own.base + own.count).copyMemory(from: from, byteCount: bytes.count)
-      own.count += bytes.count
-    }
+    own.append(bytes: bytes)
     values = own.values
   }
 }
@@ -170,11 +166,16 @@ extension Column: ExpressibleByArrayLiteral {
   @usableFromInline var count: Int
   @usableFromInline var capacity: Int
 
-  @inlinable init(copying values: UnsafeBufferPointer<Element>, capacity: Int) {
-    self.capacity = Swift.max(capacity, values.count, 1)
+  /// Room for `capacity` values (at least one: `base` is never nil), none held.
+  @inlinable init(capacity: Int) {
+    self.capacity = Swift.max(capacity, 1)
     base = UnsafeMutablePointer.allocate(capacity: self.capacity)
-    count = values.count
-    if let from = values.baseAddress { base.initialize(from: from, count: values.count) }
+    count = 0
+  }
+
+  @inlinable convenience init(copying values: UnsafeBufferPointer<Element>, capacity: Int) {
+    self.init(capacity: Swift.max(capacity, values.count))
+    append(values)
   }
 
   deinit { base.deallocate() }
@@ -195,19 +196,24 @@ extension Column: ExpressibleByArrayLiteral {
     capacity = grown
   }
 
-  /// Appends `more` (room for them already reserved).
-  @inlinable func append<C: Collection>(_ more: C) where C.Element == Element {
-    var at = base + count
-    for value in more {
-      at.initialize(to: value)
-      at += 1
-    }
-    count += more.count
+  // Appending: room already reserved.
+
+  @inlinable func append(_ value: Element) {
+    (base + count).initialize(to: value)
+    count += 1
   }
 
   @inlinable func append(_ more: UnsafeBufferPointer<Element>) {
     if let from = more.baseAddress { (base + count).initialize(from: from, count: more.count) }
     count += more.count
+  }
+
+  /// `bytes.count` bytes (values of one byte).
+  @inlinable func append(bytes: UnsafeRawBufferPointer) {
+    if let from = bytes.baseAddress {
+      UnsafeMutableRawPointer(base + count).copyMemory(from: from, byteCount: bytes.count)
+    }
+    count += bytes.count / MemoryLayout<Element>.stride
   }
 }
 

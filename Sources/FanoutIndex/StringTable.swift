@@ -12,10 +12,17 @@ import FanoutModel
 /// Used for ids and for pre-escaped JSON fragments, so that output is a byte
 /// copy. `offsets` has one more element than there are strings.
 public struct BytePool: Sendable {
-  public private(set) var bytes: Column<UInt8> = []
-  public private(set) var offsets: Column<Int> = [0]
+  public private(set) var bytes: Column<UInt8>
+  public private(set) var offsets: Column<Int>
 
-  public init() {}
+  public init() { self.init(built: [], offsets: [0]) }
+
+  /// A pool over `bytes` and `offsets` known to walk them in order (a
+  /// builder's): nothing checked, no empty columns made only to be replaced.
+  fileprivate init(built bytes: Column<UInt8>, offsets: Column<Int>) {
+    self.bytes = bytes
+    self.offsets = offsets
+  }
 
   /// A pool over stored bytes and offsets (a compiled index's), or nil
   /// when the offsets do not walk the bytes from 0 to the end in order.
@@ -166,9 +173,7 @@ extension BytePool {
     /// The strings appended since the last `take`, as a pool; the builder
     /// starts over.
     public mutating func take() -> BytePool {
-      var pool = BytePool()
-      pool.bytes = Column(bytes)
-      pool.offsets = Column(offsets)
+      let pool = BytePool(built: Column(bytes), offsets: Column(offsets))
       bytes = []
       offsets = [0]
       return pool

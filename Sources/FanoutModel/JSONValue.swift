@@ -74,21 +74,14 @@ public indirect enum JSONValue: Sendable, Equatable {
 /// stay on one line. Depths count from the top value (0).
 public struct JSONLayout: Sendable {
   /// Containers this deep or deeper stay on one line.
-  public var lineDepth: Int
+  public let lineDepth: Int
   /// Objects deeper than this stay on one line (a table's rows): below
   /// it, only arrays of containers go on lines of their own.
-  public var objectDepth: Int
+  public let objectDepth: Int
   /// Whether an array of scalars goes on lines of its own too.
-  public var listsOnLines: Bool
+  public let listsOnLines: Bool
   /// Separators on one line: ", " and ": ", or "," and ":".
-  public var spaced: Bool
-
-  public init(lineDepth: Int, objectDepth: Int, listsOnLines: Bool, spaced: Bool) {
-    self.lineDepth = lineDepth
-    self.objectDepth = objectDepth
-    self.listsOnLines = listsOnLines
-    self.spaced = spaced
-  }
+  public let spaced: Bool
 
   /// Every container holding another on lines of its own, lists too
   /// (`fanout explain --json`, `fanout prefs get --json`).
