@@ -65,17 +65,17 @@ struct EvaluatedBatch {
   /// The batch's record: its number, the snapshot it was evaluated against
   /// and its counts. One line, without a line end.
   func record(closedAtMillis: Int64) -> [UInt8] {
-    var deliveriesJSON: [String] = []
-    for (g, name) in gatewayNames.enumerated() where counters.deliveries[g] > 0 {
-      deliveriesJSON.append(
-        String(decoding: JSONText.quoted(name), as: UTF8.self) + ":\(counters.deliveries[g])")
-    }
-    let text =
-      #"{"batch":\#(number),"snapshot":\#(snapshot.json.rendered(.line)),"lines":\#(lines)"#
-      + #","messages":\#(counters.messages),"rejected":\#(rejected),"pairs":\#(counters.pairs)"#
-      + #","delivered":\#(counters.delivered),"deliveries":{\#(deliveriesJSON.joined(separator: ","))}"#
-      + #","closed_at":"\#(LocalTime.rfc3339UTC(millis: closedAtMillis))"}"#
-    return Array(text.utf8)
+    func int(_ i: Int) -> JSONValue { .int(Int64(i)) }
+    let deliveries = gatewayNames.enumerated().filter { counters.deliveries[$0.offset] > 0 }
+      .map { ($0.element, int(counters.deliveries[$0.offset])) }
+    let record = JSONValue.object([
+      ("batch", int(number)), ("snapshot", snapshot.json), ("lines", int(lines)),
+      ("messages", int(counters.messages)), ("rejected", int(rejected)),
+      ("pairs", int(counters.pairs)), ("delivered", int(counters.delivered)),
+      ("deliveries", .object(deliveries)),
+      ("closed_at", .string(LocalTime.rfc3339UTC(millis: closedAtMillis))),
+    ])
+    return Array(record.rendered(.line).utf8)
   }
 
   /// Parses and evaluates `arrived` with `engine` (the snapshot in use's).
