@@ -42,11 +42,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// counted through channel shares, and chunks are planned for it.
   public let sharedCounting: Bool
   private var workers: [Work.Worker]
-  /// Rule 8, per index of the work that sets a throttle; its ledger lives
-  /// as long as the engine.
-  public private(set) var throttleJudges: [ThrottleJudge?]
-  /// Contract v3, per index of the work that turns notification groups on.
-  public private(set) var notificationJudges: [NotificationJudge?]
+  /// Rule 8 and contract v3, per index of the work that sets a throttle or
+  /// turns notification groups on; the ledgers live as long as the engine.
+  public private(set) var ledgers: [Ledgers?]
   /// Whether the update lines (contract v3) of the first index are kept
   /// for `takeUpdates` (else dropped).
   public var keepsUpdates = false
@@ -83,19 +81,12 @@ public final class EvaluationEngine<Work: ChunkWork> {
     self.sharedCounting = sharedCounting
     let threads = max(1, threads)
     workers = (0..<threads).map { _ in work.makeWorker() }
-    throttleJudges = work.indexes.map { index in
-      index.settings.throttle.map {
-        ThrottleJudge(index: index, throttle: $0, threads: threads, retention: throttleRetention)
-      }
-    }
-    notificationJudges = work.indexes.map { index in
-      index.settings.notificationGroups.map {
-        NotificationJudge(index: index, caps: $0, threads: threads)
-      }
+    ledgers = work.indexes.map {
+      Ledgers(index: $0, threads: threads, throttleRetention: throttleRetention)
     }
     // Counting only, no line carries a notification's fields.
-    for judge in notificationJudges { judge?.buildsFields = !sharedCounting }
-    badges = notificationJudges.map { $0 == nil ? nil : BadgeHistogram() }
+    for ledger in ledgers { ledger?.notifications?.buildsFields = !sharedCounting }
+    badges = ledgers.map { $0?.notifications == nil ? nil : BadgeHistogram() }
   }
 
   /// The update lines of the first index since the last call.
@@ -107,18 +98,15 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Notifications hidden, removed, cancelled and unread so far, per index
   /// (nil where notification groups are off).
   public var notificationCounters: [NotificationCounters?] {
-    notificationJudges.map { $0?.ledger.counters }
+    ledgers.map { $0?.notifications?.ledger.counters }
   }
 
   /// Carries the throttle ledgers and notification states of `previous`
   /// (an engine of the snapshot this one replaces) over, side by side; see
-  /// `ThrottleJudge.inherit` and `NotificationJudge.inherit`.
+  /// `Ledgers.inherit`.
   public func inheritLedgers<Other>(from previous: EvaluationEngine<Other>) {
-    for (judge, old) in zip(throttleJudges, previous.throttleJudges) {
-      if let judge, let old { judge.inherit(from: old) }
-    }
-    for (judge, old) in zip(notificationJudges, previous.notificationJudges) {
-      if let judge, let old { judge.inherit(from: old) }
+    for (ledger, old) in zip(ledgers, previous.ledgers) {
+      if let ledger, let old { ledger.inherit(from: old) }
     }
   }
 
@@ -168,26 +156,23 @@ public final class EvaluationEngine<Work: ChunkWork> {
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
     let work = work
     let size = max(1, groupSize)
-    let judged = ContinuousClock.now
-    let unthrottled = [ThrottledMembers](repeating: .none, count: batches.count)
+    let judgingStarted = ContinuousClock.now
     // Per index, per batch.
-    let throttled = throttleJudges.map { $0?.judge(batches, plan: plan) ?? unthrottled }
-    let notified = zip(notificationJudges, throttled).enumerated().map { side, judged in
-      judged.0.map { judge in
-        let wave = judge.judge(batches, plan: plan, throttled: judged.1)
+    let judged = ledgers.enumerated().map { side, ledger in
+      let found = ledger?.judge(batches, plan: plan)
+      if let wave = found?.notifications {
         if side == 0 && keepsUpdates { updates += wave.updates }
         if side == 0 { onNotificationWave?(batches, wave) }
         for fields in wave.fields { badges[side]?.add(fields) }
-        return wave.fields
+      }
+      return batches.indices.map { b in
+        LedgerVerdicts(
+          throttled: found?.throttled[b] ?? .none, notifications: found?.notifications?.fields[b])
       }
     }
     reads += batches.reduce(0) { $0 + $1.reads.count }
-    let verdicts = batches.indices.map { b in
-      throttled.indices.map { side in
-        LedgerVerdicts(throttled: throttled[side][b], notifications: notified[side]?[b])
-      }
-    }
-    evaluateSeconds += (ContinuousClock.now - judged).seconds
+    let verdicts = batches.indices.map { b in judged.map { $0[b] } }
+    evaluateSeconds += (ContinuousClock.now - judgingStarted).seconds
     for groupStart in stride(from: 0, to: plan.count, by: size) {
       let started = ContinuousClock.now
       let group = Array(plan[groupStart..<(groupStart + min(size, plan.count - groupStart))])

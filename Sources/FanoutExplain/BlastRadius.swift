@@ -61,7 +61,7 @@ extension Explainer {
       let outcome = outcomes.pairOutcomes[k]
       var deliverAt: Int64? = nil
       if outcome.isDelivered {
-        let at = delivered.deliveredAt[next]
+        let at = delivered.delivered.deliverAt[next]
         next += 1
         if at > batch.ts[0] {
           deliverAt = at
@@ -71,9 +71,9 @@ extension Explainer {
       radius.pairList.append(
         .init(user: index.users[Int(user)], outcome: outcome, deliverAt: deliverAt))
     }
-    if let caps = index.settings.notificationGroups {
-      let judge = NotificationJudge(index: index, caps: caps, threads: 1)
-      let wave = judge.judge([batch], plan: [(0, one)], throttled: [.none])
+    // A fresh ledger: the message as if it were the first line.
+    if let wave = Ledgers(index: index, threads: 1)?.judge([batch], plan: [(0, one)]).notifications
+    {
       var badges = BadgeHistogram()
       badges.add(wave.fields[0])
       radius.badges = badges

@@ -141,17 +141,16 @@ public final class Explainer {
     let reader: LineReader
     do { reader = try LineReader(path: path) } catch { throw .messages(error) }
     let engine = EvaluationEngine(index: index, threads: 1, work: NoOutput(index: index))
-    engine.notificationJudges[0]?.recordsRemovals = true
+    engine.ledgers[0]?.notifications?.recordsRemovals = true
     var found: Explanation.Notification?
     engine.onNotificationWave = { batches, wave in
       for (b, batch) in batches.enumerated() where found == nil {
         guard let m = batch.lines.firstIndex(of: line) else { continue }
         let fields = wave.fields[b]
-        for k in Int(fields.starts[m])..<Int(fields.starts[m + 1]) where fields.users[k] == u {
-          let hid = (k == 0 ? 0 : Int(fields.hideEnds[k - 1]))..<Int(fields.hideEnds[k])
+        if let k = fields.pair(of: m, user: u) {
           found = Explanation.Notification(
             group: fields.group[k], id: fields.notification[k], badge: fields.badge[k],
-            hid: Array(fields.hides[hid]))
+            hid: Array(fields.hidden(by: k)))
         }
       }
       guard let id = found?.id, found?.removedBy == nil else { return }

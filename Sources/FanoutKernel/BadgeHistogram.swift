@@ -9,9 +9,9 @@ public struct BadgeHistogram: Sendable, Equatable {
 
   public init() {}
 
-  /// Counts the badges of every pair of `fields`.
+  /// Counts the badges of every notification of `fields`.
   public mutating func add(_ fields: NotificationFields) {
-    for badge in fields.badge {
+    for (k, badge) in fields.badge.enumerated() where fields.notification[k] != 0 {
       var k = Self.bounds.count - 1
       while k > 0 && badge < Self.bounds[k] { k -= 1 }
       counts[k] += 1

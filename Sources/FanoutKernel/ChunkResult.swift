@@ -61,16 +61,9 @@ public struct ChunkResult: Sendable {
   public var pairDeviceEnds: [Int32] = []
   public var pairDevices: [Int32] = []
   public var pairDeviceGateways: [UInt16] = []
-  /// With `.throttleCandidates`: the member slots of each message's pairs
-  /// delivered with trigger 'message', and per message their end.
-  public var candidateSlots: [Int32] = []
-  public var candidateEnds: [Int32] = []
-  /// With `.deliveredPairs`: each message's delivered pairs (user row,
-  /// trigger, delivery time), and per message their end.
-  public var deliveredUsers: [Int32] = []
-  public var deliveredTriggers: [Trigger] = []
-  public var deliveredAt: [Int64] = []
-  public var deliveredEnds: [Int32] = []
+  /// With `.deliveredPairs` or `.throttleCandidates`: each message's pairs
+  /// delivered before rule 8 (all, or those with trigger 'message').
+  public var delivered = DeliveredPairs()
   public var counters: Counters
 
   public init(gateways: Int) {
@@ -92,12 +85,32 @@ public struct ChunkResult: Sendable {
     pairDeviceEnds.removeAll(keepingCapacity: true)
     pairDevices.removeAll(keepingCapacity: true)
     pairDeviceGateways.removeAll(keepingCapacity: true)
-    candidateSlots.removeAll(keepingCapacity: true)
-    candidateEnds.removeAll(keepingCapacity: true)
-    deliveredUsers.removeAll(keepingCapacity: true)
-    deliveredTriggers.removeAll(keepingCapacity: true)
-    deliveredAt.removeAll(keepingCapacity: true)
-    deliveredEnds.removeAll(keepingCapacity: true)
+    delivered = DeliveredPairs()
     counters = Counters(gateways: gatewayLines.count)
   }
+}
+
+/// The pairs of a chunk's messages that the rules deliver before rule 8
+/// (the input of the ledgers' input-order passes: `Ledgers`), in
+/// evaluation order — by message, then by user row.
+public struct DeliveredPairs: Sendable {
+  public var slots: [Int32] = []
+  public var users: [Int32] = []
+  public var triggers: [Trigger] = []
+  public var deliverAt: [Int64] = []
+  /// Per message, where its pairs end.
+  public var ends: [Int32] = []
+
+  public init() {}
+
+  @inline(__always)
+  mutating func append(slot: Int, user: Int32, _ verdict: Evaluator.Verdict) {
+    slots.append(Int32(truncatingIfNeeded: slot))
+    users.append(user)
+    triggers.append(verdict.trigger)
+    deliverAt.append(verdict.deliverAt)
+  }
+
+  @inline(__always)
+  mutating func endMessage() { ends.append(Int32(truncatingIfNeeded: users.count)) }
 }

@@ -72,7 +72,8 @@ extension Evaluator {
 
   /// Contract v3: the notification fields of the delivered pair of user
   /// `u` (the next of the message's that is `u`'s), into `pairFields`;
-  /// empty when it has none (a pair that will not be delivered).
+  /// empty when it has none (a pair that will not be delivered, or that
+  /// rule 8 throttles).
   @inline(never)
   func takePairFields(_ u: Int32) {
     pairFields.removeAll(keepingCapacity: true)
@@ -80,8 +81,9 @@ extension Evaluator {
     while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
       noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
     }
-    guard !noteCursor.isEmpty, notes.users[noteCursor.lowerBound] == u else { return }
-    notes.appendFields(noteCursor.lowerBound, to: &pairFields)
+    let k = noteCursor.lowerBound
+    guard !noteCursor.isEmpty, notes.users[k] == u, notes.notification[k] != 0 else { return }
+    notes.appendFields(k, to: &pairFields)
   }
 
   static let decisionSuffix = (

@@ -17,12 +17,11 @@ public final class Evaluator {
     case deliveriesAndDecisions
     /// Counters and one `Outcome` record per pair, for comparing two snapshots.
     case outcomes
-    /// Rule 8's candidates: per message, the member slots of its pairs
-    /// delivered with trigger 'message' before any throttle (see
-    /// `ThrottleJudge`).
+    /// Rule 8's input: per message, its pairs delivered with trigger
+    /// 'message' before any throttle (`ChunkResult.delivered`, see `Ledgers`).
     case throttleCandidates
-    /// Contract v3's input: per message, its delivered pairs' users,
-    /// triggers and delivery times (see `NotificationJudge`).
+    /// Contract v3's input, and rule 8's: per message, all its pairs
+    /// delivered before any throttle (`ChunkResult.delivered`).
     case deliveredPairs
     /// `.outcomes`, and per pair its delivery time and the devices it is
     /// delivered to (`fanout audit` compares them with what was sent).
@@ -167,7 +166,7 @@ public final class Evaluator {
   ) {
     // Silent messages and calls have no pair with trigger 'message'.
     if recordCandidates && (batch.silent[m] || batch.kind[m] == .call) {
-      result.candidateEnds.append(Int32(result.candidateSlots.count))
+      result.delivered.endMessage()
       return
     }
     stamp += 1
@@ -210,13 +209,10 @@ public final class Evaluator {
       let pair = singledOut.terms(for: u)
       let verdict = evaluatePair(slot, u, terms, pair, sign: 1, &result)
       if verdict.reason == nil { delivered &+= 1 }
-      if recordCandidates && verdict.reason == nil && verdict.trigger == .message {
-        result.candidateSlots.append(Int32(slot))
-      }
-      if recordDelivered && verdict.reason == nil {
-        result.deliveredUsers.append(u)
-        result.deliveredTriggers.append(verdict.trigger)
-        result.deliveredAt.append(verdict.deliverAt)
+      if verdict.reason == nil
+        && (recordDelivered || (recordCandidates && verdict.trigger == .message))
+      {
+        result.delivered.append(slot: slot, user: u, verdict)
       }
       if writeDecisions { appendDecision(user: Int(u), verdict, ts: terms.ts, &result) }
       if recordOutcomes {
@@ -234,8 +230,7 @@ public final class Evaluator {
       }
     }
     if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
-    if recordCandidates { result.candidateEnds.append(Int32(result.candidateSlots.count)) }
-    if recordDelivered { result.deliveredEnds.append(Int32(result.deliveredUsers.count)) }
+    if recordCandidates || recordDelivered { result.delivered.endMessage() }
     result.counters.messages += 1
     result.counters.pairs += pairs
     result.counters.delivered += delivered

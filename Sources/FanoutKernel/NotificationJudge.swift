@@ -15,9 +15,11 @@ public struct LedgerVerdicts: Sendable {
   public static let none = LedgerVerdicts()
 }
 
-/// Per message of one batch, the notifications of its delivered pairs
-/// (contract v3, section 6.4), by user row ascending: the fields the
-/// evaluator writes on the pair's recipient entries and decision line.
+/// Per message of one batch, the notifications of its pairs delivered
+/// before rule 8 (contract v3, section 6.4), by user row ascending: the
+/// fields the evaluator writes on the pair's recipient entries and decision
+/// line. A pair rule 8 throttles is listed with notification 0: it takes
+/// none.
 public struct NotificationFields: Sendable {
   /// Per message, where its pairs start in `users`, and one more at the end.
   public var starts: [Int32] = [0]
@@ -31,6 +33,18 @@ public struct NotificationFields: Sendable {
 
   public init() {}
 
+  /// Where user row `u`'s notification for message `m` is, if it has one.
+  public func pair(of m: Int, user u: Int32) -> Int? {
+    let pairs = Int(starts[m])..<Int(starts[m + 1])
+    guard let k = pairs.first(where: { users[$0] == u }), notification[k] != 0 else { return nil }
+    return k
+  }
+
+  /// The ids pair `k`'s notification hid, ascending.
+  public func hidden(by k: Int) -> ArraySlice<Int64> {
+    hides[(k == 0 ? 0 : Int(hideEnds[k &- 1]))..<Int(hideEnds[k])]
+  }
+
   /// `,"group":G,"notification":N,"badge":B` and `,"hide":[…]` when it hid
   /// any, for pair `k`.
   func appendFields(_ k: Int, to bytes: inout [UInt8]) {
@@ -40,10 +54,10 @@ public struct NotificationFields: Sendable {
     JSONText.appendDecimal(notification[k], to: &bytes)
     bytes += #","badge":"#.utf8
     JSONText.appendDecimal(badge[k], to: &bytes)
-    let hidden = (k == 0 ? 0 : Int(hideEnds[k &- 1]))..<Int(hideEnds[k])
+    let hidden = hidden(by: k)
     guard !hidden.isEmpty else { return }
     bytes += #","hide":"#.utf8
-    appendIDs(hides[hidden], to: &bytes)
+    appendIDs(hidden, to: &bytes)
   }
 }
 
@@ -83,16 +97,16 @@ public struct Removal: Sendable {
 }
 
 /// Contract v3's notification state over a run, wave by wave, after rule 8
-/// (throttled pairs take no notification). Like `ThrottleJudge`, in three
-/// steps: the wave's chunks are evaluated in parallel keeping only each
-/// message's delivered pairs; the ledger's partitions, one thread each,
-/// walk the lines in input order, each for its own users, adding
-/// notifications and applying read lines; the caller evaluates the wave
-/// with the fields found, which the evaluator writes.
+/// (throttled pairs take no notification), decided between `Ledgers`' pass
+/// over a wave and its evaluation: the ledger's partitions, one thread
+/// each, walk the wave's lines in input order, each for its own users,
+/// adding the notifications of the pairs delivered and applying read
+/// lines; then each batch's fields are gathered from the partitions, the
+/// batches in parallel, for the evaluator to write.
 public final class NotificationJudge {
   public let index: Index
   public private(set) var ledger: NotificationLedger
-  private var finders: [Evaluator]
+  private let threads: Int
   /// Whether each wave lists its removals as values too (`explain`).
   public var recordsRemovals = false
   /// Whether each wave gives its pairs' fields (not when only counts are
@@ -101,36 +115,26 @@ public final class NotificationJudge {
 
   /// A judge for `index` (which must turn notification groups on), with a
   /// fresh ledger.
-  public init(index: Index, caps: AppSettings.NotificationGroups, threads: Int) {
+  init(index: Index, caps: AppSettings.NotificationGroups, threads: Int) {
     self.index = index
-    ledger = NotificationLedger(caps: caps, partitions: threads, users: index.users.count)
-    finders = (0..<max(1, threads)).map { _ in Evaluator(index: index, output: .deliveredPairs) }
+    self.threads = max(1, threads)
+    ledger = NotificationLedger(caps: caps, partitions: self.threads, index: index)
   }
 
   /// Carries `previous`'s state over to this judge's index, by user id and
   /// channel id (a stream's snapshot reload).
-  public func inherit(from previous: NotificationJudge) {
-    ledger = previous.ledger.rekeyed(from: previous.index, to: index, partitions: finders.count)
+  func inherit(from previous: NotificationJudge) {
+    ledger = previous.ledger.rekeyed(from: previous.index, to: index, partitions: threads)
   }
 
   /// The notifications of `batches` (cut by `plan` into chunks in input
-  /// order; `throttled` per batch from rule 8), and their read lines'
-  /// updates; updates the ledger.
-  public func judge(
+  /// order; `delivered`: each chunk's pairs delivered before rule 8;
+  /// `throttled` per batch from rule 8), and their read lines' updates;
+  /// updates the ledger.
+  func judge(
     _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
-    throttled: [ThrottledMembers]
+    delivered: [DeliveredPairs], throttled: [ThrottledMembers]
   ) -> NotificationWave {
-    let delivered = runChunks(count: plan.count, workers: &finders, empty: Delivered()) {
-      finder, k in
-      var result = ChunkResult(gateways: finder.index.gateways.count)
-      let chunk = plan[k]
-      finder.evaluate(
-        batches[chunk.batch], messages: chunk.messages, throttled: throttled[chunk.batch],
-        into: &result)
-      return Delivered(
-        users: result.deliveredUsers, triggers: result.deliveredTriggers,
-        deliverAt: result.deliveredAt, ends: result.deliveredEnds)
-    }
     // Plan chunks by batch (the plan is in input order).
     var chunksByBatch = [[Int]](repeating: [], count: batches.count)
     for (k, chunk) in plan.enumerated() { chunksByBatch[chunk.batch].append(k) }
@@ -139,7 +143,7 @@ public final class NotificationJudge {
     let recordsRemovals = recordsRemovals
     let buildsFields = buildsFields
     let index = index
-    let walked = runChunks(count: ledger.partitions.count, workers: finders.count, empty: Walk()) {
+    let walked = runChunks(count: ledger.partitions.count, workers: threads, empty: Walk()) {
       p in
       var walk = Walk()
       ledger.partitions[p].walk { state in
@@ -147,14 +151,13 @@ public final class NotificationJudge {
         var cancelled: [Int64] = []
         func read(_ reads: ReadLines, _ r: Int) {
           let u = reads.user[r]
-          let channel = reads.channel[r]
           guard u >= 0, ledger.partition(ofUser: u) == p,
-            index.memberSlot(user: u, channel: Int(channel)) != nil
+            let slot = index.memberSlot(user: u, channel: Int(reads.channel[r]))
           else { return }
           removed.removeAll(keepingCapacity: true)
           cancelled.removeAll(keepingCapacity: true)
           let badge = state.read(
-            user: u, channel: channel, at: reads.ts[r], removed: &removed, cancelled: &cancelled)
+            user: u, slot: slot, at: reads.ts[r], removed: &removed, cancelled: &cancelled)
           guard !removed.isEmpty else { return }
           if recordsRemovals {
             walk.removals.append(
@@ -162,58 +165,51 @@ public final class NotificationJudge {
                 line: reads.lines[r], idJSON: Array(reads.idJSON[r]), user: u, ts: reads.ts[r],
                 removed: removed, cancelled: cancelled, badge: badge))
           }
-          walk.updateLines.append(reads.lines[r])
-          walk.updates += #"{"line":"#.utf8
-          JSONText.appendDecimal(Int64(reads.lines[r]), to: &walk.updates)
-          walk.updates += #","id":"#.utf8
-          walk.updates += reads.idJSON[r]
-          walk.updates += #","user":"#.utf8
-          walk.updates += index.userJSON[Int(u)]
-          walk.updates += #","channel":"#.utf8
-          index.channels.pool.withBytes(Int(channel)) {
-            JSONText.appendQuoted($0, to: &walk.updates)
-          }
-          walk.updates += #","ts":"#.utf8
-          JSONText.appendDecimal(reads.ts[r], to: &walk.updates)
-          walk.updates += #","removed":"#.utf8
-          appendIDs(removed[...], to: &walk.updates)
-          walk.updates += #","cancelled":"#.utf8
-          appendIDs(cancelled[...], to: &walk.updates)
-          walk.updates += #","badge":"#.utf8
-          JSONText.appendDecimal(badge, to: &walk.updates)
-          walk.updates += "}\n".utf8
-          walk.updateEnds.append(walk.updates.count)
+          walk.appendUpdate(
+            reads, r, removed: removed, cancelled: cancelled, badge: badge, index: index)
         }
-        var message = 0
+        var mine = PartitionPairs()
         for (b, batch) in batches.enumerated() {
+          walk.batchStarts.append((walk.notification.count, walk.hides.count))
           let reads = batch.reads
           var r = 0
           for k in chunksOf[b] {
-            var start = 0
-            for (j, m) in plan[k].messages.enumerated() {
-              while r < reads.count && reads.lines[r] < batch.lines[m] {
-                read(reads, r)
-                r += 1
+            let pairs = delivered[k]
+            let messages = plan[k].messages
+            mine.collect(pairs, partition: p, of: ledger)
+            var ahead = Lookahead()
+            var current = -1
+            var throttledUsers: ArraySlice<Int32> = []
+            for x in 0..<mine.count {
+              ahead.prefetch(x, mine, pairs, state)
+              let i = Int(mine.pair[x])
+              let m = messages.lowerBound &+ Int(mine.message[x])
+              if m != current {
+                // A read before this message applies first; the others can wait.
+                current = m
+                while r < reads.count && reads.lines[r] < batch.lines[m] {
+                  read(reads, r)
+                  r += 1
+                }
+                throttledUsers = throttled[b].users(of: m)
               }
-              let end = Int(delivered[k].ends[j])
-              defer { start = end }
-              let channel = batch.channel[m]
-              let users = delivered[k].users
-              for i in start..<end where ledger.partition(ofUser: users[i]) == p {
-                let u = users[i]
-                let note = state.add(
-                  user: u, channel: channel, trigger: delivered[k].triggers[i], ts: batch.ts[m],
-                  deliverAt: delivered[k].deliverAt[i], hides: &walk.hides)
-                guard buildsFields else {
-                  walk.hides.removeAll(keepingCapacity: true)
+              let u = pairs.users[i]
+              if pairs.triggers[i] == .message && !throttledUsers.isEmpty {
+                while let first = throttledUsers.first, first < u { throttledUsers.removeFirst() }
+                if throttledUsers.first == u {
+                  if buildsFields { walk.appendNone() }
                   continue
                 }
-                walk.messages.append(Int32(message &+ m))
-                walk.users.append(u)
-                walk.group.append(note.group)
-                walk.notification.append(note.id)
-                walk.badge.append(note.badge)
-                walk.hideEnds.append(Int32(walk.hides.count))
+              }
+              let firstHide = walk.hides.count
+              let note = state.add(
+                user: u, slot: Int(pairs.slots[i]), channel: batch.channel[m],
+                trigger: pairs.triggers[i],
+                ts: batch.ts[m], deliverAt: pairs.deliverAt[i], hides: &walk.hides)
+              if buildsFields {
+                walk.append(note, hides: walk.hides.count &- firstHide)
+              } else {
+                walk.hides.removeAll(keepingCapacity: true)
               }
             }
           }
@@ -221,54 +217,62 @@ public final class NotificationJudge {
             read(reads, r)
             r += 1
           }
-          message += batch.count
         }
+        walk.batchStarts.append((walk.notification.count, walk.hides.count))
       }
       return walk
     }
+    let fields =
+      buildsFields
+      ? runChunks(count: batches.count, workers: threads, empty: NotificationFields()) { b in
+        Self.fields(
+          chunks: chunksOf[b], delivered: delivered, walked: walked, batch: b, ledger: ledger)
+      }
+      : [NotificationFields](repeating: NotificationFields(), count: batches.count)
     return NotificationWave(
-      fields: buildsFields
-        ? Self.fields(of: batches, from: walked)
-        : [NotificationFields](repeating: NotificationFields(), count: batches.count),
+      fields: fields,
       updates: Self.updates(from: walked),
       reads: batches.reduce(0) { $0 + $1.reads.count },
       removals: walked.flatMap(\.removals).sorted { $0.line < $1.line })
   }
 
-  /// Each batch's fields, the partitions' pairs merged per message by user.
-  private static func fields(of batches: [MessageBatch], from walked: [Walk])
-    -> [NotificationFields]
-  {
-    var next = [Int](repeating: 0, count: walked.count)
-    var message: Int32 = 0
-    return batches.map { batch in
-      var fields = NotificationFields()
-      fields.starts.reserveCapacity(batch.count + 1)
-      for _ in 0..<batch.count {
-        while true {
-          // The partition whose next pair of this message has the lowest user.
-          var best = -1
-          for p in walked.indices where next[p] < walked[p].messages.count {
-            let i = next[p]
-            guard walked[p].messages[i] == message else { continue }
-            if best < 0 || walked[p].users[i] < walked[best].users[next[best]] { best = p }
-          }
-          guard best >= 0 else { break }
-          let w = walked[best]
-          let i = next[best]
-          fields.users.append(w.users[i])
-          fields.group.append(w.group[i])
-          fields.notification.append(w.notification[i])
-          fields.badge.append(w.badge[i])
-          fields.hides += w.hides[(i == 0 ? 0 : Int(w.hideEnds[i - 1]))..<Int(w.hideEnds[i])]
-          fields.hideEnds.append(Int32(fields.hides.count))
-          next[best] += 1
+  /// Batch `b`'s fields (its pairs are the delivered pairs of `chunks`, in
+  /// order), each pair's taken from its user's partition, where the pairs
+  /// of the batch are in the same order.
+  private static func fields(
+    chunks: [Int], delivered: [DeliveredPairs], walked: [Walk], batch b: Int,
+    ledger: NotificationLedger
+  ) -> NotificationFields {
+    var fields = NotificationFields()
+    let count = chunks.reduce(0) { $0 + delivered[$1].users.count }
+    fields.users.reserveCapacity(count)
+    fields.group.reserveCapacity(count)
+    fields.notification.reserveCapacity(count)
+    fields.badge.reserveCapacity(count)
+    fields.hideEnds.reserveCapacity(count)
+    var next = walked.map { $0.batchStarts[b].pairs }
+    var nextHide = walked.map { $0.batchStarts[b].hides }
+    for k in chunks {
+      let pairs = delivered[k]
+      let base = Int32(fields.users.count)
+      for end in pairs.ends { fields.starts.append(base &+ end) }
+      for u in pairs.users {
+        let p = ledger.partition(ofUser: u)
+        let i = next[p]
+        next[p] &+= 1
+        fields.users.append(u)
+        fields.group.append(walked[p].group[i])
+        fields.notification.append(walked[p].notification[i])
+        fields.badge.append(walked[p].badge[i])
+        let hidden = Int(walked[p].hideCounts[i])
+        if hidden > 0 {
+          fields.hides += walked[p].hides[nextHide[p]..<(nextHide[p] &+ hidden)]
+          nextHide[p] &+= hidden
         }
-        fields.starts.append(Int32(fields.users.count))
-        message += 1
+        fields.hideEnds.append(Int32(truncatingIfNeeded: fields.hides.count))
       }
-      return fields
     }
+    return fields
   }
 
   /// The partitions' update lines, merged by line number.
@@ -291,27 +295,112 @@ public final class NotificationJudge {
     }
   }
 
-  /// One chunk's delivered pairs, and per message their end.
-  private struct Delivered: Sendable {
-    var users: [Int32] = []
-    var triggers: [Trigger] = []
-    var deliverAt: [Int64] = []
-    var ends: [Int32] = []
+  /// A chunk's pairs of one partition's users, in order: where each is in
+  /// the chunk's `DeliveredPairs`, and its message (in the chunk).
+  private struct PartitionPairs {
+    var pair: [Int32] = []
+    var message: [Int32] = []
+    var count: Int { pair.count }
+
+    mutating func collect(_ pairs: DeliveredPairs, partition p: Int, of ledger: NotificationLedger)
+    {
+      pair.removeAll(keepingCapacity: true)
+      message.removeAll(keepingCapacity: true)
+      var start = 0
+      for (j, end) in pairs.ends.enumerated() {
+        for i in start..<Int(end) where ledger.partition(ofUser: pairs.users[i]) == p {
+          pair.append(Int32(truncatingIfNeeded: i))
+          message.append(Int32(truncatingIfNeeded: j))
+        }
+        start = Int(end)
+      }
+    }
   }
 
-  /// One partition's notifications of a wave, in input order (messages
-  /// numbered in the wave), and its update lines with their line numbers.
+  /// The walk's prefetching (`NotificationState`'s four stages), some of
+  /// the partition's pairs ahead; what a stage finds (the group, the count
+  /// cap's choice) is kept for the next, by pair, in a ring.
+  private struct Lookahead {
+    var group = InlineArray<16, Int>(repeating: -1)
+    var choice = InlineArray<16, Int>(repeating: -1)
+
+    @inline(__always)
+    mutating func prefetch(
+      _ x: Int, _ mine: PartitionPairs, _ pairs: DeliveredPairs, _ state: NotificationState
+    ) {
+      func key(_ y: Int) -> (record: Int, slot: Int, type: UInt8)? {
+        guard y < mine.count else { return nil }
+        let i = Int(mine.pair[y])
+        return (
+          state.record(ofUser: pairs.users[i]), Int(pairs.slots[i]),
+          NotificationGroupType(pairs.triggers[i]).rawValue
+        )
+      }
+      if let (r, slot, type) = key(x &+ 12) {
+        state.prefetchUser(record: r, slot: slot, type: type)
+      }
+      if let (r, slot, type) = key(x &+ 8) {
+        group[(x &+ 8) & 15] = state.prefetchGroup(record: r, slot: slot, type: type)
+      }
+      if let (r, _, _) = key(x &+ 4) {
+        choice[(x &+ 4) & 15] = state.prefetchBlocks(record: r, group: group[(x &+ 4) & 15])
+      }
+      if x &+ 2 < mine.count { state.prefetchHidden(group: choice[(x &+ 2) & 15]) }
+    }
+  }
+
+  /// One partition's part of a wave: its pairs' notifications in input
+  /// order (notification 0: throttled), with how many ids each hid, where
+  /// each batch's begin, and its update lines with their line numbers.
   private struct Walk: Sendable {
-    var messages: [Int32] = []
-    var users: [Int32] = []
     var group: [Int64] = []
     var notification: [Int64] = []
     var badge: [Int64] = []
-    var hideEnds: [Int32] = []
+    var hideCounts: [Int32] = []
     var hides: [Int64] = []
+    var batchStarts: [(pairs: Int, hides: Int)] = []
     var updates: [UInt8] = []
     var updateLines: [Int] = []
     var updateEnds: [Int] = []
     var removals: [Removal] = []
+
+    mutating func append(_ note: (group: Int64, id: Int64, badge: Int64), hides: Int) {
+      group.append(note.group)
+      notification.append(note.id)
+      badge.append(note.badge)
+      hideCounts.append(Int32(truncatingIfNeeded: hides))
+    }
+
+    /// A throttled pair: no notification.
+    mutating func appendNone() { append((0, 0, 0), hides: 0) }
+
+    /// `{"line":…,"id":…,"user":…,"channel":…,"ts":…,"removed":[…],"cancelled":[…],"badge":…}`
+    /// for read line `r`.
+    mutating func appendUpdate(
+      _ reads: ReadLines, _ r: Int, removed: [Int64], cancelled: [Int64], badge: Int64,
+      index: Index
+    ) {
+      updateLines.append(reads.lines[r])
+      updates += #"{"line":"#.utf8
+      JSONText.appendDecimal(Int64(reads.lines[r]), to: &updates)
+      updates += #","id":"#.utf8
+      updates += reads.idJSON[r]
+      updates += #","user":"#.utf8
+      updates += index.userJSON[Int(reads.user[r])]
+      updates += #","channel":"#.utf8
+      index.channels.pool.withBytes(Int(reads.channel[r])) {
+        JSONText.appendQuoted($0, to: &updates)
+      }
+      updates += #","ts":"#.utf8
+      JSONText.appendDecimal(reads.ts[r], to: &updates)
+      updates += #","removed":"#.utf8
+      appendIDs(removed[...], to: &updates)
+      updates += #","cancelled":"#.utf8
+      appendIDs(cancelled[...], to: &updates)
+      updates += #","badge":"#.utf8
+      JSONText.appendDecimal(badge, to: &updates)
+      updates += "}\n".utf8
+      updateEnds.append(updates.count)
+    }
   }
 }

@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 
@@ -24,25 +25,37 @@ enum NotificationGroupType: UInt8, CaseIterable {
 /// depends only on the lines that reach that user, in input order, so the
 /// ledger is cut into partitions by user, each walked by one thread: the
 /// ids, badges, hides and removals are the same whatever the number of
-/// partitions.
+/// partitions. Their number is a power of two (at least the threads), so
+/// that a user's partition and record are bits of its row.
 ///
 /// Memory grows with the unread notifications and the groups used (a
-/// group's id is kept for the run, as ids are never reused), not with users
-/// × channels: see `NotificationState`.
+/// group's id is kept for the run, as ids are never reused), and with the
+/// memberships that get a notification, not with users × channels: see
+/// `NotificationState`.
 public final class NotificationLedger: @unchecked Sendable {
   public let caps: AppSettings.NotificationGroups
   let partitions: [NotificationPartition]
+  /// Per membership slot of the index and group type (slot × 3 + type):
+  /// the group's place + 1 in its user's partition, 0 until its first
+  /// notification. One array for all partitions (each writes only its
+  /// users' entries), given pages only where it is written.
+  private let slotGroups = MappedArray<Int32>()
 
-  public init(caps: AppSettings.NotificationGroups, partitions: Int, users: Int) {
+  /// A fresh ledger for `index`'s users and memberships.
+  public init(caps: AppSettings.NotificationGroups, partitions: Int, index: Index) {
     self.caps = caps
-    let count = max(1, partitions)
-    self.partitions = (0..<count).map { _ in
-      NotificationPartition(caps: caps, stride: count, users: users)
+    var shift = 0
+    while 1 << shift < partitions { shift += 1 }
+    slotGroups.appendZeroed(count: index.memberCount * NotificationGroupType.allCases.count)
+    let slotGroups = slotGroups.base
+    self.partitions = (0..<(1 << shift)).map { _ in
+      NotificationPartition(
+        caps: caps, shift: shift, users: index.users.count, slotGroups: slotGroups)
     }
   }
 
   @inline(__always)
-  func partition(ofUser u: Int32) -> Int { Int(u) % partitions.count }
+  func partition(ofUser u: Int32) -> Int { Int(u) & (partitions.count &- 1) }
 
   /// Notifications hidden, removed and cancelled so far, and unread now.
   public var counters: NotificationCounters {
@@ -60,8 +73,7 @@ public final class NotificationLedger: @unchecked Sendable {
     -> NotificationLedger
   {
     let ledger = NotificationLedger(
-      caps: index.settings.notificationGroups ?? caps, partitions: count,
-      users: index.users.count)
+      caps: index.settings.notificationGroups ?? caps, partitions: count, index: index)
     var channelRow = [Int32](repeating: -1, count: previous.channels.count)
     for c in 0..<previous.channels.count {
       channelRow[c] = index.channels.find(previous.channels[c]) ?? -1
@@ -70,7 +82,8 @@ public final class NotificationLedger: @unchecked Sendable {
       part.state.forEachUser { oldUser, exported in
         guard let user = index.users.find(previous.users[Int(oldUser)]) else { return }
         ledger.partitions[ledger.partition(ofUser: user)].state.adopt(
-          user: user, exported.movedToChannels(channelRow))
+          user: user, exported.movedToChannels(channelRow)
+        ) { index.memberSlot(user: user, channel: Int($0)) }
       }
       ledger.partitions[0].state.counters.add(part.state.counters.runTotals)
     }
@@ -109,8 +122,11 @@ public struct NotificationCounters: Sendable, Equatable {
 final class NotificationPartition: @unchecked Sendable {
   var state: NotificationState
 
-  init(caps: AppSettings.NotificationGroups, stride: Int, users: Int) {
-    state = NotificationState(caps: caps, stride: stride, users: users)
+  init(
+    caps: AppSettings.NotificationGroups, shift: Int, users: Int,
+    slotGroups: UnsafeMutablePointer<Int32>
+  ) {
+    state = NotificationState(caps: caps, shift: shift, users: users, slotGroups: slotGroups)
   }
 
   /// Runs `body` on the state, held for its whole run (one access, not one
@@ -118,131 +134,120 @@ final class NotificationPartition: @unchecked Sendable {
   func walk<R>(_ body: (inout NotificationState) -> R) -> R { body(&state) }
 }
 
-/// One partition's users, groups and notifications in flat pools — arrays
-/// of plain records (one cache line or less each), linked by index, no
-/// allocation per user or per notification once the pools have grown: each
-/// group's unread notifications in id order (singly linked: a read walks
-/// only its channel's), each group's visible ones in id order (doubly
-/// linked, so that hiding or removing one is O(1)), a user's groups
-/// (singly linked), and a hash table from (user, channel, type) to group.
-/// Removed notifications' places are reused.
+/// One partition's users, groups and notifications in flat pools, linked
+/// by index, no allocation per user or per notification once the pools
+/// have grown.
 ///
-/// Memory: 48 bytes per notification place (the most unread at once), 56
-/// per group used plus 12 per table slot (at most half full), and 48 per
-/// user row / partitions.
+/// A group's unread notifications lie side by side in id order in a block
+/// of `notes` (moved to a block twice the size when full): a read scans
+/// its channel's blocks, hiding reads none. The visible ones are always
+/// the block's last ones — a notification is added with the newest id,
+/// the size cap hides the oldest visible, the count cap all of a group's,
+/// a read removes any — so a group keeps only where they start
+/// (`visibleStart`), and its newest visible notification is its block's
+/// last. With a count cap, each user's visible groups and their newest
+/// ids lie in a block of `visibleGroups` too, so the cap's choice reads
+/// one block, not every group. A pair's group is found by its membership
+/// slot (the ledger's `slotGroups`).
+///
+/// Memory: 24 bytes per unread notification (at most twice that in
+/// partly filled blocks), 40 per group used, 16 per visible group with a
+/// count cap, 48 per user row / partitions; and the ledger's 12 per
+/// membership, in pages touched only where a user got a notification.
 struct NotificationState {
   let caps: AppSettings.NotificationGroups
-  let stride: Int
+  /// log2 of the partitions: user row u's record is u >> shift.
+  let shift: Int
   var counters = NotificationCounters()
 
   /// A user with any notification: the last ids given out, the unread
-  /// notifications (a list in id order, and how many), the groups (all,
-  /// and those with a visible notification).
+  /// count, the groups used (a list), and with a count cap, the visible
+  /// groups' block.
   struct User {
     var lastNotification: Int64 = 0
     var unreadCount: Int64 = 0
+    var visibleBlock = -1
     var row: Int32
     var lastGroup: Int32 = 0
     var firstGroup: Int32 = -1
-    var visibleGroups: Int32 = 0
-    var firstVisibleGroup: Int32 = -1
+    var visibleCount: Int32 = 0
+    var visibleSize: UInt8 = 0
   }
 
-  /// A group used: its id (`ordinal`), key and user, its visible
-  /// notifications (a list in id order, how many, the newest's id), and
-  /// its places in the user's lists.
+  /// A group used: its id (`ordinal`), key and user, its unread
+  /// notifications' block (`count` of them, visible from `visibleStart`),
+  /// and with a count cap, its place in its user's visible groups (−1:
+  /// none visible).
   struct Group {
-    var newestVisible: Int64 = 0
+    var block = -1
+    var count: Int32 = 0
+    var visibleStart: Int32 = 0
     var ordinal: Int32
     var channel: Int32
     var record: Int32
     var nextOfUser: Int32
-    var nextVisibleGroup: Int32 = -1
-    var previousVisibleGroup: Int32 = -1
-    var visibleHead: Int32 = -1
-    var visibleTail: Int32 = -1
-    var visibleCount: Int32 = 0
-    /// The group's unread notifications (visible or hidden), in id order.
-    var unreadHead: Int32 = -1
-    var unreadTail: Int32 = -1
+    var visiblePlace: Int32 = -1
+    var blockSize: UInt8 = 0
     var type: UInt8
+
+    var visibleCount: Int32 { count &- visibleStart }
   }
 
-  /// An unread notification (or a free place).
-  struct Note {
-    var id: Int64
-    var ts: Int64
-    var due: Int64
-    var group: Int32
-    var nextUnread: Int32 = -1
-    var nextVisible: Int32 = -1
-    var previousVisible: Int32 = -1
-    var visible = false
-  }
-
-  /// By user row / stride (the record of user row u is u / stride): one
-  /// record per user of the partition, `row` −1 until the user's first
+  /// By user row >> shift: one record per user of the partition, `row` −1 until the user's first
   /// notification. A user's record is found without a lookup.
-  private var users: [User]
-  private var groups: [Group] = []
-  private var notes: [Note] = []
-  /// Places of removed notifications, linked through `nextUnread`.
-  private var freeNote: Int32 = -1
+  private let users = MappedArray<User>()
+  private let groups = MappedArray<Group>()
+  /// Per unread notification: id, message ts, delivery time.
+  private var notes = BlockPool(width: 3)
+  /// Per visible group (with a count cap): newest visible id, group.
+  private var visibleGroups = BlockPool(width: 2)
+  /// Whether the visible groups are tracked: only a count cap needs them.
+  private let tracksVisibleGroups: Bool
 
-  // (record, channel, type) → group.
-  private var tableKeys = [UInt64](repeating: .max, count: 1024)
-  private var tableGroups = [Int32](repeating: -1, count: 1024)
-  private var tableCount = 0
+  /// See `NotificationLedger.slotGroups`.
+  private let slotGroups: UnsafeMutablePointer<Int32>
 
-  init(caps: AppSettings.NotificationGroups, stride: Int, users: Int) {
+  init(
+    caps: AppSettings.NotificationGroups, shift: Int, users: Int,
+    slotGroups: UnsafeMutablePointer<Int32>
+  ) {
     self.caps = caps
-    self.stride = stride
-    self.users = [User](repeating: User(row: -1), count: users / stride &+ 1)
+    self.shift = shift
+    self.slotGroups = slotGroups
+    tracksVisibleGroups = caps.countMax != nil
+    self.users.append(repeating: User(row: -1), count: users &>> shift &+ 1)
   }
 
   // MARK: The rules
 
-  /// The notification of a pair delivered to `u` in `channel`: its group
-  /// and id, the badge, and the ids it hid (appended to `hides`, ascending).
+  /// The notification of a pair delivered to `u` in `channel` (its
+  /// membership `slot`): its group and id, the badge, and the ids it hid
+  /// (appended to `hides`, ascending).
   mutating func add(
-    user u: Int32, channel: Int32, trigger: Trigger, ts: Int64, deliverAt: Int64,
+    user u: Int32, slot: Int, channel: Int32, trigger: Trigger, ts: Int64, deliverAt: Int64,
     hides: inout [Int64]
   ) -> (group: Int64, id: Int64, badge: Int64) {
     let r = record(of: u)
     users[r].lastNotification &+= 1
     let id = users[r].lastNotification
-    let g = group(record: r, channel: channel, type: NotificationGroupType(trigger).rawValue)
-    let n = newNote(id: id, group: g, ts: ts, due: deliverAt)
-    // Unread, at the user's tail.
-    appendUnread(n, group: g)
+    let g = group(
+      record: r, slot: slot, channel: channel, type: NotificationGroupType(trigger).rawValue)
+    appendNote(group: g, id: id, ts: ts, due: deliverAt)
     users[r].unreadCount &+= 1
-    // Visible, at the group's tail.
-    linkVisible(n, group: g)
     let firstHidden = hides.count
     // The size cap: the group's oldest visible notifications.
     if let size = caps.sizeMax {
-      while Int64(groups[g].visibleCount) > size { hides.append(hide(groups[g].visibleHead)) }
+      while Int64(groups[g].visibleCount) > size {
+        hides.append(notes[groups[g].block, Int(groups[g].visibleStart), 0])
+        groups[g].visibleStart &+= 1
+      }
     }
+    if tracksVisibleGroups { setNewestVisible(group: g, id) }
     // The count cap: the other group whose newest visible notification is oldest.
     if let count = caps.countMax {
-      while Int64(users[r].visibleGroups) > count {
-        var oldest: Int32 = -1
-        var oldestNewest = Int64.max
-        var k = users[r].firstVisibleGroup
-        while k >= 0 {
-          if Int(k) != g {
-            let newest = groups[Int(k)].newestVisible
-            if newest < oldestNewest {
-              oldest = k
-              oldestNewest = newest
-            }
-          }
-          k = groups[Int(k)].nextVisibleGroup
-        }
-        guard oldest >= 0 else { break }
-        while groups[Int(oldest)].visibleCount > 0 {
-          hides.append(hide(groups[Int(oldest)].visibleHead))
-        }
+      while Int64(users[r].visibleCount) > count {
+        guard let oldest = countCapChoice(record: r, besides: g) else { break }
+        hideAll(group: oldest, into: &hides)
       }
     }
     let hidden = hides.count &- firstHidden
@@ -252,45 +257,50 @@ struct NotificationState {
     return (Int64(groups[g].ordinal), id, users[r].unreadCount)
   }
 
-  /// A read by `u` of `channel` up to `ts`: removes the user's unread
-  /// notifications of that channel whose message's ts is at most `ts`
-  /// (appended to `removed`, ascending), those due later also cancelled
-  /// (appended to `cancelled`); returns the unread count after it.
+  /// A read by `u` of a channel (its membership `slot`) up to `ts`:
+  /// removes the user's unread notifications of that channel whose
+  /// message's ts is at most `ts` (appended to `removed`, ascending), those
+  /// due later also cancelled (appended to `cancelled`); returns the unread
+  /// count after it.
   mutating func read(
-    user u: Int32, channel: Int32, at ts: Int64, removed: inout [Int64],
-    cancelled: inout [Int64]
+    user u: Int32, slot: Int, at ts: Int64, removed: inout [Int64], cancelled: inout [Int64]
   ) -> Int64 {
-    let k = Int(u) / stride
-    guard k < users.count, users[k].row >= 0 else { return 0 }
-    let r = k
+    let r = record(ofUser: u)
+    guard r < users.count, users[r].row >= 0 else { return 0 }
     let first = removed.count
     let firstCancelled = cancelled.count
     // Only the channel's groups: a read costs that channel's unread notifications.
     for type in NotificationGroupType.allCases {
-      guard let g = existingGroup(record: r, channel: channel, type: type.rawValue) else {
-        continue
-      }
-      var previous: Int32 = -1
-      var n = groups[g].unreadHead
-      while n >= 0 {
-        let note = Int(n)
-        let next = notes[note].nextUnread
-        if notes[note].ts <= ts {
-          removed.append(notes[note].id)
-          if notes[note].due > ts { cancelled.append(notes[note].id) }
-          if notes[note].visible { unlinkVisible(n) }
-          if previous < 0 {
-            groups[g].unreadHead = next
-          } else {
-            notes[Int(previous)].nextUnread = next
-          }
-          if groups[g].unreadTail == n { groups[g].unreadTail = previous }
-          notes[note].nextUnread = freeNote
-          freeNote = n
-        } else {
-          previous = n
+      guard let g = existingGroup(slot: slot, type: type.rawValue) else { continue }
+      let count = Int(groups[g].count)
+      let visibleStart = Int(groups[g].visibleStart)
+      let block = groups[g].block
+      var kept = 0
+      var keptHidden = 0
+      for i in 0..<count {
+        let id = notes[block, i, 0]
+        if notes[block, i, 1] <= ts {
+          removed.append(id)
+          if notes[block, i, 2] > ts { cancelled.append(id) }
+          continue
         }
-        n = next
+        if kept != i { notes.copy(block, i, to: kept) }
+        if i < visibleStart { keptHidden &+= 1 }
+        kept &+= 1
+      }
+      guard kept < count else { continue }
+      groups[g].count = Int32(kept)
+      groups[g].visibleStart = Int32(keptHidden)
+      if tracksVisibleGroups {
+        if kept > keptHidden {
+          setNewestVisible(group: g, notes[block, kept &- 1, 0])
+        } else if groups[g].visiblePlace >= 0 {
+          removeVisible(group: g)
+        }
+      }
+      if kept == 0 {
+        notes.release(block, size: groups[g].blockSize)
+        groups[g].block = -1
       }
     }
     // Ascending across the channel's groups.
@@ -304,64 +314,124 @@ struct NotificationState {
     return users[r].unreadCount
   }
 
+  /// The count cap's choice for user record `r`: the visible group other
+  /// than `g` whose newest visible notification is oldest.
+  @inline(__always)
+  private func countCapChoice(record r: Int, besides g: Int) -> Int? {
+    let block = users[r].visibleBlock
+    var oldest = -1
+    var oldestNewest = Int64.max
+    for i in 0..<Int(users[r].visibleCount) {
+      let k = Int(visibleGroups[block, i, 1])
+      let newest = visibleGroups[block, i, 0]
+      if k != g && newest < oldestNewest {
+        oldest = k
+        oldestNewest = newest
+      }
+    }
+    return oldest >= 0 ? oldest : nil
+  }
+
+  /// Hides every visible notification of group `g` (appending their ids).
+  private mutating func hideAll(group g: Int, into hides: inout [Int64]) {
+    for i in Int(groups[g].visibleStart)..<Int(groups[g].count) {
+      hides.append(notes[groups[g].block, i, 0])
+    }
+    groups[g].visibleStart = groups[g].count
+    removeVisible(group: g)
+  }
+
+  // MARK: Prefetching
+
+  // A pair's `add` waits on a chain of cache misses — the user's record
+  // and the slot's group entry, then the group and the user's visible
+  // groups, then the blocks it writes and the group the count cap hides,
+  // then that group's block — and pairs of one partition rarely share
+  // them. The walk asks for each link some pairs ahead (`NotificationJudge`),
+  // so that the misses of several pairs overlap. A prefetch changes no
+  // state; what it finds may be stale by the time the pair is added, which
+  // costs only a miss.
+
+  /// The record of user row `u` in this partition.
+  @inline(__always)
+  func record(ofUser u: Int32) -> Int { Int(u) &>> shift }
+
+  /// The first links of a pair of user record `r` in membership `slot`:
+  /// the user's record and the slot's group entry.
+  @inline(__always)
+  func prefetchUser(record r: Int, slot: Int, type: UInt8) {
+    if r < users.count { users.prefetch(r) }
+    cprefetch_read(slotGroups + Self.entry(slot: slot, type: type))
+  }
+
+  /// The second: the group's record and the user's visible groups.
+  /// Returns the group (−1: the user has not used it yet).
+  @inline(__always)
+  func prefetchGroup(record r: Int, slot: Int, type: UInt8) -> Int {
+    guard r < users.count, users[r].row >= 0 else { return -1 }
+    visibleGroups.prefetch(users[r].visibleBlock, 0)
+    guard let g = existingGroup(slot: slot, type: type) else { return -1 }
+    groups.prefetch(g)
+    return g
+  }
+
+  /// The third: where group `g`'s new notification goes and its oldest
+  /// visible one (the size cap hides it), and the group the count cap
+  /// would hide, which it returns (−1: none).
+  @inline(__always)
+  func prefetchBlocks(record r: Int, group g: Int) -> Int {
+    guard r < users.count, users[r].row >= 0 else { return -1 }
+    if g >= 0 {
+      notes.prefetch(groups[g].block, Int(groups[g].count))
+      notes.prefetch(groups[g].block, Int(groups[g].visibleStart))
+    }
+    guard let count = caps.countMax, Int64(users[r].visibleCount) >= count,
+      let oldest = countCapChoice(record: r, besides: g)
+    else { return -1 }
+    groups.prefetch(oldest)
+    return oldest
+  }
+
+  /// The fourth: the visible notifications of group `g`, which the count
+  /// cap would hide.
+  @inline(__always)
+  func prefetchHidden(group g: Int) {
+    guard g >= 0 else { return }
+    notes.prefetch(groups[g].block, Int(groups[g].visibleStart))
+  }
+
   // MARK: Pools
 
   @inline(__always)
   private mutating func record(of u: Int32) -> Int {
-    let k = Int(u) / stride
+    let k = record(ofUser: u)
     if k >= users.count {
-      users += [User](repeating: User(row: -1), count: k &+ 1 &- users.count)
+      users.append(repeating: User(row: -1), count: k &+ 1 &- users.count)
     }
     if users[k].row < 0 { users[k].row = u }
     return k
   }
 
-  /// The group (record, channel, type), if the user has used it.
+  /// Where the group of membership `slot` and `type` is kept in `slotGroups`.
   @inline(__always)
-  private func existingGroup(record r: Int, channel: Int32, type: UInt8) -> Int? {
-    let slot = tableSlot(Self.groupKey(record: r, channel: channel, type: type))
-    return tableKeys[slot] == .max ? nil : Int(tableGroups[slot])
+  private static func entry(slot: Int, type: UInt8) -> Int {
+    slot &* NotificationGroupType.allCases.count &+ Int(type)
   }
 
-  /// A group's key in the table: (record, channel, type).
+  /// The group of membership `slot` and `type`, if its user has used it.
   @inline(__always)
-  private static func groupKey(record r: Int, channel: Int32, type: UInt8) -> UInt64 {
-    UInt64(UInt32(r)) << 32 | UInt64(UInt32(bitPattern: channel)) << 2 | UInt64(type)
+  private func existingGroup(slot: Int, type: UInt8) -> Int? {
+    let place = slotGroups[Self.entry(slot: slot, type: type)]
+    return place == 0 ? nil : Int(place) &- 1
   }
 
-  /// The table slot holding `key`, or the empty slot where it belongs
-  /// (linear probing from its hash).
+  /// The group of membership `slot` (user record `r` in `channel`) and
+  /// `type`, made on first use with the user's next group id.
   @inline(__always)
-  private func tableSlot(_ key: UInt64) -> Int {
-    let mask = tableKeys.count &- 1
-    var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 40) & mask
-    while tableKeys[slot] != .max && tableKeys[slot] != key { slot = (slot &+ 1) & mask }
-    return slot
-  }
-
-  /// Appends notification `n` to group `g`'s unread list.
-  @inline(__always)
-  private mutating func appendUnread(_ n: Int32, group g: Int) {
-    if groups[g].unreadTail < 0 {
-      groups[g].unreadHead = n
-    } else {
-      notes[Int(groups[g].unreadTail)].nextUnread = n
-    }
-    groups[g].unreadTail = n
-  }
-
-  /// The group (record, channel, type), made on first use with the user's
-  /// next group id.
-  @inline(__always)
-  private mutating func group(record r: Int, channel: Int32, type: UInt8) -> Int {
-    let key = Self.groupKey(record: r, channel: channel, type: type)
-    if 2 * (tableCount &+ 1) > tableKeys.count { growTable() }
-    let slot = tableSlot(key)
-    if tableKeys[slot] == key { return Int(tableGroups[slot]) }
+  private mutating func group(record r: Int, slot: Int, channel: Int32, type: UInt8) -> Int {
+    if let g = existingGroup(slot: slot, type: type) { return g }
     let g = newGroup(record: r, channel: channel, type: type)
-    tableKeys[slot] = key
-    tableGroups[slot] = Int32(g)
-    tableCount &+= 1
+    slotGroups[Self.entry(slot: slot, type: type)] = Int32(truncatingIfNeeded: g &+ 1)
     return g
   }
 
@@ -375,93 +445,63 @@ struct NotificationState {
     return groups.count &- 1
   }
 
-  private mutating func growTable() {
-    let keys = tableKeys
-    let groups = tableGroups
-    tableKeys = [UInt64](repeating: .max, count: keys.count * 2)
-    tableGroups = [Int32](repeating: -1, count: keys.count * 2)
-    for i in keys.indices where keys[i] != .max {
-      let slot = tableSlot(keys[i])
-      tableKeys[slot] = keys[i]
-      tableGroups[slot] = groups[i]
+  /// Appends a notification to group `g`'s block (the newest id).
+  @inline(__always)
+  private mutating func appendNote(group g: Int, id: Int64, ts: Int64, due: Int64) {
+    let count = Int(groups[g].count)
+    if groups[g].block < 0 {
+      groups[g].blockSize = 1
+      groups[g].block = notes.allocate(size: 1)
+    } else if count == BlockPool.capacity(groups[g].blockSize) {
+      groups[g].block = notes.grow(groups[g].block, size: groups[g].blockSize, count: count)
+      groups[g].blockSize &+= 1
     }
+    let block = groups[g].block
+    notes[block, count, 0] = id
+    notes[block, count, 1] = ts
+    notes[block, count, 2] = due
+    groups[g].count &+= 1
   }
 
+  /// Group `g`'s newest visible id is `id`: its entry in its user's
+  /// visible groups, made if it had none.
   @inline(__always)
-  private mutating func newNote(id: Int64, group g: Int, ts: Int64, due: Int64) -> Int32 {
-    let note = Note(id: id, ts: ts, due: due, group: Int32(g))
-    if freeNote >= 0 {
-      let n = freeNote
-      freeNote = notes[Int(n)].nextUnread
-      notes[Int(n)] = note
-      return n
+  private mutating func setNewestVisible(group g: Int, _ id: Int64) {
+    let place = Int(groups[g].visiblePlace)
+    if place >= 0 {
+      visibleGroups[users[Int(groups[g].record)].visibleBlock, place, 0] = id
+      return
     }
-    notes.append(note)
-    return Int32(notes.count &- 1)
+    let r = Int(groups[g].record)
+    let count = Int(users[r].visibleCount)
+    if users[r].visibleBlock < 0 {
+      users[r].visibleSize = 1
+      users[r].visibleBlock = visibleGroups.allocate(size: 1)
+    } else if count == BlockPool.capacity(users[r].visibleSize) {
+      users[r].visibleBlock = visibleGroups.grow(
+        users[r].visibleBlock, size: users[r].visibleSize, count: count)
+      users[r].visibleSize &+= 1
+    }
+    visibleGroups[users[r].visibleBlock, count, 0] = id
+    visibleGroups[users[r].visibleBlock, count, 1] = Int64(g)
+    groups[g].visiblePlace = Int32(count)
+    users[r].visibleCount &+= 1
   }
 
-  @inline(__always)
-  private mutating func linkVisible(_ n: Int32, group g: Int) {
-    let note = Int(n)
-    if groups[g].visibleCount == 0 {
-      // The group shows again: into its user's list of visible groups.
-      let r = Int(groups[g].record)
-      users[r].visibleGroups &+= 1
-      groups[g].nextVisibleGroup = users[r].firstVisibleGroup
-      groups[g].previousVisibleGroup = -1
-      if users[r].firstVisibleGroup >= 0 {
-        groups[Int(users[r].firstVisibleGroup)].previousVisibleGroup = Int32(g)
-      }
-      users[r].firstVisibleGroup = Int32(g)
+  /// Takes group `g` (none visible now) out of its user's visible groups:
+  /// the last entry moves into its place.
+  private mutating func removeVisible(group g: Int) {
+    let r = Int(groups[g].record)
+    let place = Int(groups[g].visiblePlace)
+    guard place >= 0 else { return }
+    let block = users[r].visibleBlock
+    let last = Int(users[r].visibleCount) &- 1
+    if place != last {
+      visibleGroups.copy(block, last, to: place)
+      groups[Int(visibleGroups[block, place, 1])].visiblePlace = Int32(place)
     }
-    notes[note].visible = true
-    notes[note].previousVisible = groups[g].visibleTail
-    notes[note].nextVisible = -1
-    if groups[g].visibleTail < 0 {
-      groups[g].visibleHead = n
-    } else {
-      notes[Int(groups[g].visibleTail)].nextVisible = n
-    }
-    groups[g].visibleTail = n
-    groups[g].newestVisible = notes[note].id
-    groups[g].visibleCount &+= 1
-  }
-
-  @inline(__always)
-  private mutating func unlinkVisible(_ n: Int32) {
-    let note = Int(n)
-    let g = Int(notes[note].group)
-    let before = notes[note].previousVisible
-    let after = notes[note].nextVisible
-    if before < 0 { groups[g].visibleHead = after } else { notes[Int(before)].nextVisible = after }
-    if after < 0 {
-      groups[g].visibleTail = before
-      if before >= 0 { groups[g].newestVisible = notes[Int(before)].id }
-    } else {
-      notes[Int(after)].previousVisible = before
-    }
-    notes[note].visible = false
-    groups[g].visibleCount &-= 1
-    if groups[g].visibleCount == 0 {
-      // Out of its user's list of visible groups.
-      let r = Int(groups[g].record)
-      users[r].visibleGroups &-= 1
-      let before = groups[g].previousVisibleGroup
-      let after = groups[g].nextVisibleGroup
-      if before < 0 {
-        users[r].firstVisibleGroup = after
-      } else {
-        groups[Int(before)].nextVisibleGroup = after
-      }
-      if after >= 0 { groups[Int(after)].previousVisibleGroup = before }
-    }
-  }
-
-  /// Hides notification `n` (visible); returns its id.
-  @inline(__always)
-  private mutating func hide(_ n: Int32) -> Int64 {
-    unlinkVisible(n)
-    return notes[Int(n)].id
+    groups[g].visiblePlace = -1
+    users[r].visibleCount = Int32(last)
   }
 
   // MARK: Moving states (a stream's reload)
@@ -486,25 +526,22 @@ struct NotificationState {
 
   /// Calls `body` with each user row and its state.
   func forEachUser(_ body: (Int32, Exported) -> Void) {
-    for r in users.indices where users[r].row >= 0 {
+    for r in 0..<users.count where users[r].row >= 0 {
       var used = [(channel: Int32, type: UInt8)](
         repeating: (-1, 0), count: Int(users[r].lastGroup))
+      var unread: [(id: Int64, group: Int32, ts: Int64, due: Int64, visible: Bool)] = []
       var g = users[r].firstGroup
       while g >= 0 {
         let group = groups[Int(g)]
         used[Int(group.ordinal) - 1] = (group.channel, group.type)
-        g = group.nextOfUser
-      }
-      var unread: [(id: Int64, group: Int32, ts: Int64, due: Int64, visible: Bool)] = []
-      g = users[r].firstGroup
-      while g >= 0 {
-        var n = groups[Int(g)].unreadHead
-        while n >= 0 {
-          let note = notes[Int(n)]
-          unread.append((note.id, groups[Int(g)].ordinal, note.ts, note.due, note.visible))
-          n = note.nextUnread
+        for i in 0..<Int(group.count) {
+          unread.append(
+            (
+              notes[group.block, i, 0], group.ordinal, notes[group.block, i, 1],
+              notes[group.block, i, 2], i >= Int(group.visibleStart)
+            ))
         }
-        g = groups[Int(g)].nextOfUser
+        g = group.nextOfUser
       }
       unread.sort { $0.id < $1.id }
       body(
@@ -513,29 +550,103 @@ struct NotificationState {
     }
   }
 
-  /// Takes `exported` as user `u`'s state (`u` must have none here).
-  mutating func adopt(user u: Int32, _ exported: Exported) {
+  /// Takes `exported` as user `u`'s state (`u` must have none here);
+  /// `slot` gives `u`'s membership slot in a channel, if any.
+  mutating func adopt(user u: Int32, _ exported: Exported, slot: (Int32) -> Int?) {
     let r = record(of: u)
     users[r].lastNotification = exported.lastNotification
     var made: [Int] = []
     for (channel, type) in exported.groups {
-      // A channel that is gone keeps its group's id, out of the table.
-      made.append(
-        channel >= 0
-          ? group(record: r, channel: channel, type: type)
-          : newGroup(record: r, channel: -1, type: type))
+      // A group out of reach (its channel gone, or the user no member)
+      // keeps its id and its channel, outside `slotGroups`: a later
+      // snapshot that has the membership again finds it.
+      if channel >= 0, let slot = slot(channel) {
+        made.append(group(record: r, slot: slot, channel: channel, type: type))
+      } else {
+        made.append(newGroup(record: r, channel: channel, type: type))
+      }
     }
+    // In id order, a group's hidden notifications before its visible ones.
     for note in exported.unread {
       let g = made[Int(note.group) - 1]
-      let n = newNote(id: note.id, group: g, ts: note.ts, due: note.due)
-      appendUnread(n, group: g)
+      appendNote(group: g, id: note.id, ts: note.ts, due: note.due)
+      if !note.visible { groups[g].visibleStart = groups[g].count }
       users[r].unreadCount &+= 1
-      if note.visible { linkVisible(n, group: g) }
+    }
+    if tracksVisibleGroups {
+      for g in made where groups[g].visibleCount > 0 {
+        setNewestVisible(group: g, notes[groups[g].block, Int(groups[g].count) &- 1, 0])
+      }
     }
   }
 
   /// Sets the unread count from the states held.
   mutating func recountUnread() {
-    counters.unread = Int(users.reduce(0) { $0 &+ $1.unreadCount })
+    counters.unread = Int((0..<users.count).reduce(0) { $0 &+ users[$1].unreadCount })
+  }
+}
+
+/// Lists of fixed-width entries (`width` words each) in one flat array: a
+/// list's entries lie side by side in a block of 2^(size − 1) entries,
+/// moved to a block twice the size when full; released blocks are kept by
+/// size for reuse (linked through their first word).
+struct BlockPool {
+  let width: Int
+  private let words = MappedArray<Int64>()
+  /// Per size, the first released block (−1: none).
+  private var released: [Int] = []
+
+  init(width: Int) { self.width = width }
+
+  /// How many entries a block of `size` holds.
+  @inline(__always)
+  static func capacity(_ size: UInt8) -> Int { 1 &<< (Int(size) &- 1) }
+
+  /// Word `field` of entry `i` of the block at `block`.
+  @inline(__always)
+  subscript(block: Int, i: Int, field: Int) -> Int64 {
+    get { words[block &+ i &* width &+ field] }
+    set { words[block &+ i &* width &+ field] = newValue }
+  }
+
+  /// Copies entry `i` of `block` over entry `j`.
+  @inline(__always)
+  mutating func copy(_ block: Int, _ i: Int, to j: Int) {
+    for field in 0..<width { self[block, j, field] = self[block, i, field] }
+  }
+
+  mutating func allocate(size: UInt8) -> Int {
+    let s = Int(size)
+    if s < released.count && released[s] >= 0 {
+      let block = released[s]
+      released[s] = Int(words[block])
+      return block
+    }
+    let block = words.count
+    words.append(repeating: 0, count: Self.capacity(size) &* width)
+    return block
+  }
+
+  mutating func release(_ block: Int, size: UInt8) {
+    let s = Int(size)
+    if s >= released.count { released += [Int](repeating: -1, count: s &+ 1 &- released.count) }
+    words[block] = Int64(released[s])
+    released[s] = block
+  }
+
+  /// The block's `count` entries in a block twice the size; the old one
+  /// is released.
+  mutating func grow(_ block: Int, size: UInt8, count: Int) -> Int {
+    let bigger = allocate(size: size &+ 1)
+    for k in 0..<(count &* width) { words[bigger &+ k] = words[block &+ k] }
+    release(block, size: size)
+    return bigger
+  }
+
+  /// Asks for the cache line of entry `i` of `block` (none when `block` < 0).
+  @inline(__always)
+  func prefetch(_ block: Int, _ i: Int) {
+    guard block >= 0 else { return }
+    words.prefetch(block &+ i &* width)
   }
 }

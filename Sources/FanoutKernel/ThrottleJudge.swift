@@ -18,15 +18,11 @@ public struct ThrottledMembers: Sendable {
 
 /// Rule 8 over a run, wave by wave. A throttle verdict depends on earlier
 /// lines, so it cannot be made while the chunks of a wave are evaluated in
-/// parallel; it is made in between, in three steps:
-///
-/// 1. the wave's chunks are evaluated in parallel without rule 8, keeping
-///    only each message's candidates (pairs delivered with trigger
-///    'message');
-/// 2. the ledger's partitions, one thread each, walk the candidates in
-///    input order, each for its own channels, and throttle or count them;
-/// 3. the caller evaluates the wave as usual, handing each batch's
-///    throttled members to the evaluator, which singles them out.
+/// parallel; it is made in between (see `Ledgers`): the ledger's
+/// partitions, one thread each, walk the wave's candidates (pairs
+/// delivered with trigger 'message' before rule 8) in input order, each
+/// for its own channels, and throttle or count them; the evaluator then
+/// singles the throttled members out.
 ///
 /// The verdicts depend only on the lines and their order: the same for any
 /// number of threads, chunks or batches.
@@ -34,38 +30,32 @@ public final class ThrottleJudge {
   public let index: Index
   public let throttle: AppSettings.Throttle
   public private(set) var ledger: ThrottleLedger
-  private var finders: [Evaluator]
+  private let threads: Int
   /// The newest ts evaluated, for the ledger's retention.
   private var newest = Int64.min
 
   /// A judge for `index` (which must set a throttle), with a fresh ledger.
-  public init(index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil) {
+  init(index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil) {
     self.index = index
     self.throttle = throttle
-    ledger = ThrottleLedger(partitions: threads, retention: retention)
-    finders = (0..<max(1, threads)).map { _ in
-      Evaluator(index: index, output: .throttleCandidates)
-    }
+    self.threads = max(1, threads)
+    ledger = ThrottleLedger(partitions: self.threads, retention: retention)
   }
 
   /// Carries `previous`'s counted deliveries over to this judge's index,
   /// matched by user id and channel id (a stream's snapshot reload).
-  public func inherit(from previous: ThrottleJudge) {
-    ledger = previous.ledger.rekeyed(from: previous.index, to: index, partitions: finders.count)
+  func inherit(from previous: ThrottleJudge) {
+    ledger = previous.ledger.rekeyed(from: previous.index, to: index, partitions: threads)
     newest = previous.newest
   }
 
   /// The members rule 8 throttles in each of `batches`, which `plan` cuts
-  /// into chunks in input order; updates the ledger.
-  public func judge(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
-    -> [ThrottledMembers]
-  {
-    let candidates = runChunks(count: plan.count, workers: &finders, empty: Candidates()) {
-      finder, k in
-      var result = ChunkResult(gateways: finder.index.gateways.count)
-      finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
-      return Candidates(slots: result.candidateSlots, ends: result.candidateEnds)
-    }
+  /// into chunks in input order (`delivered`: each chunk's pairs delivered
+  /// before rule 8); updates the ledger.
+  func judge(
+    _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
+    delivered: [DeliveredPairs]
+  ) -> [ThrottledMembers] {
     var numbers = [Int](repeating: 0, count: batches.count + 1)
     for (b, batch) in batches.enumerated() {
       numbers[b + 1] = numbers[b] + batch.count
@@ -74,7 +64,6 @@ public final class ThrottleJudge {
     let firstNumber = numbers
     let ledger = ledger
     let throttle = throttle
-    let memberUser = index.memberUser
     // Times at or before the horizon can count only for lines more than
     // `retention` older than the newest.
     let horizon = ledger.retention.map { retention in
@@ -82,7 +71,7 @@ public final class ThrottleJudge {
         Self.saturatingDifference(newest, throttle.windowMilliseconds), retention)
     }
     let verdicts = runChunks(
-      count: ledger.partitions.count, workers: finders.count, empty: Verdicts()
+      count: ledger.partitions.count, workers: threads, empty: Verdicts()
     ) { p in
       let partition = ledger.partitions[p]
       var verdicts = Verdicts()
@@ -90,15 +79,16 @@ public final class ThrottleJudge {
         let batch = batches[chunk.batch]
         var start = 0
         for (j, m) in chunk.messages.enumerated() {
-          let end = Int(candidates[k].ends[j])
+          let end = Int(delivered[k].ends[j])
           defer { start = end }
           guard start < end, ledger.partition(ofChannel: Int(batch.channel[m])) == p else {
             continue
           }
           let before = verdicts.users.count
-          for slot in candidates[k].slots[start..<end]
-          where !partition.admit(slot: slot, ts: batch.ts[m], throttle) {
-            verdicts.users.append(memberUser[Int(slot)])
+          for i in start..<end where delivered[k].triggers[i] == .message {
+            if !partition.admit(slot: delivered[k].slots[i], ts: batch.ts[m], throttle) {
+              verdicts.users.append(delivered[k].users[i])
+            }
           }
           if verdicts.users.count > before {
             verdicts.messages.append(firstNumber[chunk.batch] + m)
@@ -135,12 +125,6 @@ public final class ThrottleJudge {
   private static func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
     let (difference, overflow) = a.subtractingReportingOverflow(b)
     return overflow ? .min : difference
-  }
-
-  /// One chunk's candidates: member slots, and per message their end.
-  private struct Candidates: Sendable {
-    var slots: [Int32] = []
-    var ends: [Int32] = []
   }
 
   /// One partition's throttled pairs of a wave: per message (numbered in

@@ -32,14 +32,15 @@ struct NotificationReloadTests {
   }
 
   /// Per message line, per user id: `group,id,badge,hides`; and the removals.
-  static func run(_ judge: NotificationJudge, _ lines: ArraySlice<String>) -> (
+  static func run(_ ledgers: Ledgers, _ lines: ArraySlice<String>) -> (
     fields: [String], removed: [String]
   ) {
+    let judge = ledgers.notifications!
     judge.recordsRemovals = true
     let batch = parseTraffic(Array(lines), index: judge.index)
     #expect(batch.rejections.isEmpty)
     let plan = Engine.planChunks([batch], index: judge.index, chunkPairs: 3)
-    let wave = judge.judge([batch], plan: plan, throttled: [.none])
+    let wave = ledgers.judge([batch], plan: plan).notifications!
     var fields: [String] = []
     let f = wave.fields[0]
     for m in 0..<batch.count {
@@ -74,17 +75,18 @@ struct NotificationReloadTests {
       INSERT INTO channels (channel_id, kind) VALUES ('0c', 'group'), ('g0', 'group'), ('g1', 'group'), ('g2', 'group');
       """ + members)
     #expect(b.users.find("a") != a.users.find("a"))
-    let wholeJudge = NotificationJudge(index: b, caps: b.settings.notificationGroups!, threads: 2)
-    let whole = Self.run(wholeJudge, Self.lines[...])
-    let before = NotificationJudge(index: a, caps: a.settings.notificationGroups!, threads: 2)
+    let wholeLedgers = try #require(Ledgers(index: b, threads: 2))
+    let whole = Self.run(wholeLedgers, Self.lines[...])
+    let before = try #require(Ledgers(index: a, threads: 2))
     let first = Self.run(before, Self.lines[..<12])
-    let after = NotificationJudge(index: b, caps: b.settings.notificationGroups!, threads: 3)
+    let after = try #require(Ledgers(index: b, threads: 3))
     after.inherit(from: before)
     let second = Self.run(after, Self.lines[12...])
     #expect(first.fields + second.fields == whole.fields)
     #expect(first.removed + second.removed == whole.removed)
     #expect(whole.removed.count >= 2, "\(whole.removed)")
-    #expect(after.ledger.counters == wholeJudge.ledger.counters)
-    #expect(wholeJudge.ledger.counters.hidden > 0)
+    let counters = try #require(wholeLedgers.notifications?.ledger.counters)
+    #expect(after.notifications?.ledger.counters == counters)
+    #expect(counters.hidden > 0)
   }
 }

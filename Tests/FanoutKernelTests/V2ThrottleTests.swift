@@ -162,20 +162,19 @@ struct ThrottleReloadTests {
           """, schema: SQLiteFixture.v2Schema)
     ).index
     let lines = (0..<6).map { msg("m\($0)", ts: noon + Int64($0) * 60_000) }
-    func throttledUsers(_ index: Index, _ judge: ThrottleJudge, _ lines: ArraySlice<String>)
+    func throttledUsers(_ index: Index, _ ledgers: Ledgers, _ lines: ArraySlice<String>)
       -> [[String]]
     {
       let batch = parseTraffic(Array(lines), index: index)
-      let judged = judge.judge([batch], plan: [(0, 0..<batch.count)])[0]
+      let judged = ledgers.judge([batch], plan: [(0, 0..<batch.count)]).throttled[0]
       return (0..<batch.count).map { m in judged.users(of: m).map { index.users[Int($0)] } }
     }
-    let t = first.settings.throttle!
-    let whole = ThrottleJudge(index: first, throttle: t, threads: 2)
+    let whole = try #require(Ledgers(index: first, threads: 2))
     let expected = throttledUsers(first, whole, lines[...])
     #expect(expected[2] == ["b", "c"], "\(expected)")
 
-    let before = ThrottleJudge(index: first, throttle: t, threads: 2)
-    let after = ThrottleJudge(index: second, throttle: t, threads: 3)
+    let before = try #require(Ledgers(index: first, threads: 2))
+    let after = try #require(Ledgers(index: second, threads: 3))
     var got = throttledUsers(first, before, lines[0..<2])
     after.inherit(from: before)
     got += throttledUsers(second, after, lines[2...])

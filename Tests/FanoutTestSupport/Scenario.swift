@@ -66,10 +66,9 @@ public struct Scenario {
 /// Rule 8's verdicts for `batch`, over its lines in order, as the
 /// evaluation engine finds them; nil when `index` sets no throttle.
 public func throttledMembers(_ batch: MessageBatch, index: Index) -> ThrottledMembers? {
-  index.settings.throttle.map {
-    ThrottleJudge(index: index, throttle: $0, threads: 2)
-      .judge([batch], plan: [(0, 0..<batch.count)])[0]
-  }
+  guard index.settings.throttle != nil else { return nil }
+  return Ledgers(index: index, threads: 2)!.judge([batch], plan: [(0, 0..<batch.count)])
+    .throttled[0]
 }
 
 /// NDJSON lines parsed against `index`, numbered from 1.

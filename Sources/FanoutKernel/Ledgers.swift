@@ -1,0 +1,74 @@
+import FanoutIndex
+
+/// The input-order rules of one index: rule 8's throttle and contract v3's
+/// notifications. Their verdicts depend on earlier lines, so they cannot be
+/// made while a wave's chunks are evaluated in parallel; they are made in
+/// between, in three steps:
+///
+/// 1. the wave's chunks are evaluated in parallel without rule 8, keeping
+///    only each message's delivered pairs (`DeliveredPairs`) — one pass
+///    for both ledgers;
+/// 2. the throttle's partitions (by channel) walk its candidates in input
+///    order and throttle or count them (`ThrottleJudge`); then the
+///    notification ledger's partitions (by user) walk the pairs rule 8
+///    leaves, and the read lines, in input order (`NotificationJudge`);
+/// 3. the caller evaluates the wave as usual with what they found
+///    (`LedgerVerdicts`): the evaluator singles the throttled members out
+///    and writes the notifications' fields.
+///
+/// What they find depends only on the lines and their order: the same for
+/// any number of threads, chunks or batches.
+public final class Ledgers {
+  public let index: Index
+  /// Rule 8, when the index sets a throttle.
+  public let throttle: ThrottleJudge?
+  /// Contract v3, when the index turns notification groups on.
+  public let notifications: NotificationJudge?
+  private var finders: [Evaluator]
+
+  /// The ledgers `index` needs, fresh; nil when it needs none.
+  ///
+  /// - Parameter throttleRetention: see `ThrottleLedger`.
+  public init?(index: Index, threads: Int, throttleRetention: Int64? = nil) {
+    let threads = max(1, threads)
+    throttle = index.settings.throttle.map {
+      ThrottleJudge(index: index, throttle: $0, threads: threads, retention: throttleRetention)
+    }
+    notifications = index.settings.notificationGroups.map {
+      NotificationJudge(index: index, caps: $0, threads: threads)
+    }
+    guard throttle != nil || notifications != nil else { return nil }
+    self.index = index
+    // Rule 8 alone needs only the pairs with trigger 'message'.
+    let output: Evaluator.Output = notifications == nil ? .throttleCandidates : .deliveredPairs
+    finders = (0..<threads).map { _ in Evaluator(index: index, output: output) }
+  }
+
+  /// Carries `previous`'s ledgers (of the snapshot this index replaces)
+  /// over, by user id and channel id: see `ThrottleJudge.inherit` and
+  /// `NotificationJudge.inherit`.
+  public func inherit(from previous: Ledgers) {
+    if let throttle, let old = previous.throttle { throttle.inherit(from: old) }
+    if let notifications, let old = previous.notifications { notifications.inherit(from: old) }
+  }
+
+  /// What the ledgers find for `batches`, which `plan` cuts into chunks in
+  /// input order: per batch, the members rule 8 throttles; contract v3's
+  /// notifications. Updates the ledgers.
+  public func judge(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
+    -> (throttled: [ThrottledMembers], notifications: NotificationWave?)
+  {
+    let delivered = runChunks(count: plan.count, workers: &finders, empty: DeliveredPairs()) {
+      finder, k in
+      var result = ChunkResult(gateways: finder.index.gateways.count)
+      finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
+      return result.delivered
+    }
+    let throttled =
+      throttle?.judge(batches, plan: plan, delivered: delivered)
+      ?? [ThrottledMembers](repeating: .none, count: batches.count)
+    let wave = notifications?.judge(
+      batches, plan: plan, delivered: delivered, throttled: throttled)
+    return (throttled, wave)
+  }
+}
