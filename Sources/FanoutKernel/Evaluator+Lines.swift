@@ -63,10 +63,10 @@ extension Evaluator {
       JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
     } else {
       result.gatewayLines[g].append(
-        contentsOf: Self.recipientSuffixes[notes == nil ? suffix : suffix &+ 2])
-      if notes == nil { return }
+        contentsOf: Self.recipientSuffixes[writesNotes ? suffix &+ 2 : suffix])
+      if !writesNotes { return }
     }
-    if notes != nil { result.gatewayLines[g] += pairFields }
+    if writesNotes { result.gatewayLines[g] += pairFields }
     result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
@@ -77,7 +77,7 @@ extension Evaluator {
   @inline(never)
   func takePairFields(_ u: Int32) {
     pairFields.removeAll(keepingCapacity: true)
-    guard let notes else { return }
+    guard writesNotes else { return }
     while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
       noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
     }
@@ -108,7 +108,7 @@ extension Evaluator {
       result.decisionLines += #","deliver_at":"#.utf8
       JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
     }
-    if notes != nil { result.decisionLines += pairFields }
+    if writesNotes { result.decisionLines += pairFields }
     result.decisionLines += "}\n".utf8
   }
 }

@@ -38,7 +38,11 @@ public final class Evaluator {
   let recordDevices: Bool
   /// The current batch's notification fields (contract v3), while lines
   /// are written; a cursor over the current message's.
-  var notes: NotificationFields? = nil
+  var notes = NotificationFields()
+  /// Whether lines carry notification fields (`notes` holds the batch's).
+  /// A flag beside a plain value, not an optional: unwrapping a copy of
+  /// the fields per pair would retain each of their arrays.
+  var writesNotes = false
   var noteCursor = 0..<0
   /// The current pair's notification fields, written on each of its
   /// recipient entries and on its decision line.
@@ -131,8 +135,12 @@ public final class Evaluator {
     notifications: NotificationFields? = nil, into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    notes = writeLines ? notifications : nil
-    defer { notes = nil }
+    writesNotes = writeLines && notifications != nil
+    notes = writesNotes ? notifications! : NotificationFields()
+    defer {
+      writesNotes = false
+      notes = NotificationFields()
+    }
     batch.mentions.withUnsafeBufferPointer { mentions in
       batch.channel.withUnsafeBufferPointer { channels in
         throttled.users.withUnsafeBufferPointer { throttledUsers in
@@ -195,7 +203,7 @@ public final class Evaluator {
     }
     var pairs = 0
     var delivered = 0
-    if let notes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
+    if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
 
     for slot in members {
       prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
@@ -290,7 +298,7 @@ public final class Evaluator {
 
     if verdict.reason == nil {
       let throttled = Self.isThrottled(pair, trigger)
-      if notes != nil { takePairFields(u) }
+      if writesNotes { takePairFields(u) }
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {

@@ -321,8 +321,8 @@ public final class NotificationJudge {
   /// the partition's pairs ahead; what a stage finds (the group, the count
   /// cap's choice) is kept for the next, by pair, in a ring.
   private struct Lookahead {
-    var group = InlineArray<16, Int>(repeating: -1)
-    var choice = InlineArray<16, Int>(repeating: -1)
+    var group = InlineArray<32, Int>(repeating: -1)
+    var choice = InlineArray<32, Int>(repeating: -1)
 
     @inline(__always)
     mutating func prefetch(
@@ -336,16 +336,16 @@ public final class NotificationJudge {
           NotificationGroupType(pairs.triggers[i]).rawValue
         )
       }
-      if let (r, slot, type) = key(x &+ 12) {
+      if let (r, slot, type) = key(x &+ 20) {
         state.prefetchUser(record: r, slot: slot, type: type)
       }
-      if let (r, slot, type) = key(x &+ 8) {
-        group[(x &+ 8) & 15] = state.prefetchGroup(record: r, slot: slot, type: type)
+      if let (r, slot, type) = key(x &+ 13) {
+        group[(x &+ 13) & 31] = state.prefetchGroup(record: r, slot: slot, type: type)
       }
-      if let (r, _, _) = key(x &+ 4) {
-        choice[(x &+ 4) & 15] = state.prefetchBlocks(record: r, group: group[(x &+ 4) & 15])
+      if let (r, _, _) = key(x &+ 7) {
+        choice[(x &+ 7) & 31] = state.prefetchBlocks(record: r, group: group[(x &+ 7) & 31])
       }
-      if x &+ 2 < mine.count { state.prefetchHidden(group: choice[(x &+ 2) & 15]) }
+      if x &+ 3 < mine.count { state.prefetchHidden(group: choice[(x &+ 3) & 31]) }
     }
   }
 
