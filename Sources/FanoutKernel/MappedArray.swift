@@ -18,7 +18,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   private let reservedBytes: Int
 
   /// The most a ledger pool may hold: address space, not memory.
-  static var reservation: Int { 1 << 36 }
+  static var reservation: Int { 1 << 34 }
   /// Memory is committed in steps of a huge page.
   private static var step: Int { 2 << 20 }
 
