@@ -1,0 +1,33 @@
+import Testing
+
+@testable import FanoutKernel
+
+@Suite("MappedArray: the ledgers' pools")
+struct MappedArrayTests {
+  @Test("growing past many commit steps keeps every value in place, at the same address")
+  func growth() {
+    let array = MappedArray<Int64>()
+    let base = array.base
+    // 3M values: 24 MB, a dozen 2 MB commit steps.
+    for i in 0..<3_000_000 { array.append(Int64(i) &* 7) }
+    #expect(array.base == base)
+    #expect(array.count == 3_000_000)
+    var wrong = 0
+    for i in 0..<array.count where array[i] != Int64(i) &* 7 { wrong += 1 }
+    #expect(wrong == 0)
+    array[12345] += 1
+    #expect(array[12345] == 12345 * 7 + 1)
+  }
+
+  @Test("zeroed elements read as zero, repeated ones as their value, after what came before")
+  func zeroedAndRepeated() {
+    let array = MappedArray<Int32>()
+    array.append(repeating: -1, count: 1000)
+    array.appendZeroed(count: 5_000_000)
+    array.append(9)
+    #expect(array.count == 5_001_001)
+    #expect((0..<1000).allSatisfy { array[$0] == -1 })
+    #expect((1000..<5_001_000).allSatisfy { array[$0] == 0 })
+    #expect(array[5_001_000] == 9)
+  }
+}
