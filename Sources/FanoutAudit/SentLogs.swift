@@ -185,9 +185,12 @@ final class ParsedLogFile {
     var parser = SentLogParser(index: index)
     var batch = PushBatch()
     var parsed = Chunk()
-    /// The lines with pushes (their places in `parsed`), their message ids
-    /// quoted, and the ids' hashes.
+    /// The lines with pushes (their places in `parsed`) and each one's
+    /// message id among `ids` (quoted) and `hashes`, where an id repeated on
+    /// consecutive lines (a log with a push per line) is kept once and
+    /// looked up once.
     var withPushes: [Int] = []
+    var idOfLine: [Int32] = []
     var ids = BytePool.Builder()
     var hashes: [UInt64] = []
     for k in lines {
@@ -205,8 +208,12 @@ final class ParsedLogFile {
           kind = .pushes
           if mark < batch.count {
             withPushes.append(parsed.kinds.count)
-            parser.messageQuoted.withUnsafeBytes { ids.append($0) }
-            hashes.append(batch.pushes[mark].idHash)
+            let hash = batch.pushes[mark].idHash
+            if hashes.last != hash {
+              parser.messageQuoted.withUnsafeBytes { ids.append($0) }
+              hashes.append(hash)
+            }
+            idOfLine.append(Int32(hashes.count - 1))
           }
         } catch {
           parsed.reasons.append(error.reason)
@@ -222,13 +229,14 @@ final class ParsedLogFile {
     messages.firstLines(hashes, into: &firstLines)
     for (n, l) in withPushes.enumerated() {
       let pushes = (l == 0 ? 0 : parsed.pushEnds[l - 1])..<parsed.pushEnds[l]
-      if firstLines[n] >= 0 {
-        for k in pushes { parsed.pushes[k].line = firstLines[n] }
+      let id = Int(idOfLine[n])
+      if firstLines[id] >= 0 {
+        for k in pushes { parsed.pushes[k].line = firstLines[id] }
         continue
       }
       parsed.kinds[l] = .unknown
       for k in pushes {
-        let message = ids.withBytes(n) { Array($0) }
+        let message = ids.withBytes(id) { Array($0) }
         if parsed.pushes[k].names >= 0 {
           names.update(parsed.pushes[k].names) { $0.message = message }
         } else {
