@@ -158,10 +158,8 @@ final class ParsedLogFile {
   /// Reads a block of lines (see `blockLines`), numbered from `first`, and parses
   /// them in chunks, in parallel.
   private func readBlock(first: Int) throws(OutputError) -> [Chunk] {
-    var bytes: [UInt8] = []
-    var ends: [Int] = []
-    _ = try reader.nextLines(
-      maxLines: Self.blockLines, maxBytes: Self.blockBytes, into: &bytes, ends: &ends)
+    let (bytes, ends) =
+      try reader.nextBlock(maxLines: Self.blockLines, maxBytes: Self.blockBytes) ?? ([], [])
     let count = ends.count
     let chunks = (count + Self.chunkLines - 1) / Self.chunkLines
     let (index, messages, names, file) = (index, messages, names, file)

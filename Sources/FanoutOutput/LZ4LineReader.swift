@@ -69,55 +69,92 @@ public final class LZ4LineReader {
     }
   }
 
-  /// Appends up to `maxLines` lines to `lines`, each followed by a newline
-  /// (a last line without one is given one), and each line's end (the
-  /// offset of its newline in `lines`) to `ends`, stopping after the line
-  /// that takes `lines` to `maxBytes`; false at the end of the file. Lines
-  /// are found with `memchr` and copied a run at a time.
-  public func nextLines(
-    maxLines: Int, maxBytes: Int = .max, into lines: inout [UInt8], ends: inout [Int]
-  ) throws(OutputError) -> Bool {
-    var full = false
-    var added = 0
-    while added < maxLines && !full {
+  /// The next lines as one block, each followed by a newline (a last line
+  /// without one is given one), with each line's end (the offset of its
+  /// newline in the block): at most `maxLines` lines, stopping after the
+  /// line that takes the block to `maxBytes`, and where the bytes
+  /// decompressed so far end; nil at the end of the file. A block is not a
+  /// copy: it shares the buffer the file was decompressed into (a new one
+  /// is started for what follows, so a block stays valid while it is held).
+  public func nextBlock(maxLines: Int, maxBytes: Int = .max) throws(OutputError) -> (
+    bytes: ArraySlice<UInt8>, ends: [Int]
+  )? {
+    while true {
+      let blockStart = start
+      var ends: [Int] = []
       text.withUnsafeBytes { raw in
         guard let base = raw.baseAddress else { return }
-        let runStart = start
         var p = start
-        while added < maxLines, !full, p < raw.count,
+        while ends.count < maxLines, p < raw.count,
           let hit = memchr(base + p, 0x0A, raw.count - p)
         {
           let newline = base.distance(to: UnsafeRawPointer(hit))
-          ends.append(lines.count + newline - runStart)
+          ends.append(newline - blockStart)
           p = newline + 1
-          added += 1
-          full = lines.count + p - runStart >= maxBytes
+          if p - blockStart >= maxBytes { break }
         }
-        lines.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart..<p]))
         start = p
       }
-      if added == maxLines || full { break }
-      text.removeSubrange(0..<start)
-      start = 0
-      guard try decompressMore() else {
-        if !text.isEmpty {
-          lines += text
-          ends.append(lines.count)
-          lines.append(0x0A)
-          start = text.count
-          added += 1
-        }
-        break
+      if !ends.isEmpty { return (text[blockStart..<start], ends) }
+      // Only part of a line is left: into a new buffer (the blocks handed
+      // out keep the old one), the rest of the file decompressed behind it.
+      guard try refill(atLeast: maxBytes == .max ? 1 : maxBytes) else {
+        guard !text.isEmpty else { return nil }
+        text.append(0x0A)
+        start = text.count
+        return (text[0..<text.count], [text.count - 1])
       }
     }
-    return added > 0
+  }
+
+  /// Starts a new `text` with what is left of the old one, then
+  /// decompresses behind it, straight into it, until it holds `wanted`
+  /// bytes or the file ends; false when nothing more was decompressed.
+  private func refill(atLeast wanted: Int) throws(OutputError) -> Bool {
+    let leftover = text[start...]
+    let capacity = max(wanted, leftover.count) + chunk.count
+    var failure: OutputError? = nil
+    var more = false
+    text = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+      let raw = UnsafeMutableRawBufferPointer(buffer)
+      leftover.withUnsafeBytes { raw.copyMemory(from: $0) }
+      count = leftover.count
+      while count < wanted || !more {
+        do throws(OutputError) {
+          guard
+            let produced = try decompress(
+              into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+          else { return }
+          count += produced
+          more = true
+        } catch {
+          failure = error
+          return
+        }
+        if count + chunk.count > capacity { return }
+      }
+    }
+    start = 0
+    if let failure { throw failure }
+    return more
   }
 
   /// Appends decompressed bytes to `text`; false at the end of the file.
   private func decompressMore() throws(OutputError) -> Bool {
+    let result = chunk.withUnsafeMutableBytes { out in
+      Result { () throws(OutputError) in try decompress(into: out) }
+    }
+    guard let produced = try result.get() else { return false }
+    text += chunk[0..<produced]
+    return true
+  }
+
+  /// Decompresses into `out` (at least a byte, at most its size); how many
+  /// bytes, nil at the end of the file.
+  private func decompress(into out: UnsafeMutableRawBufferPointer) throws(OutputError) -> Int? {
     while true {
       if inputStart == inputEnd {
-        if endOfFile { return false }
+        if endOfFile { return nil }
         let got: Int
         do {
           got = try systemCall("read") {
@@ -133,24 +170,25 @@ public final class LZ4LineReader {
           guard frameComplete || isPlain == true || (plainTextAccepted && bytesRead == 0) else {
             throw OutputError(path: path, reason: "truncated LZ4 frame")
           }
-          return false
+          return nil
         }
         if isPlain == nil {
           isPlain = plainTextAccepted && !input[0..<inputEnd].starts(with: Self.frameMagic)
         }
       }
       if isPlain == true {
-        text += input[inputStart..<inputEnd]
-        inputStart = inputEnd
-        return true
-      }
-      var produced = chunk.count
-      var consumed = inputEnd - inputStart
-      let hint = chunk.withUnsafeMutableBytes { out in
-        input.withUnsafeBytes { src in
-          LZ4F_decompress(
-            context, out.baseAddress, &produced, src.baseAddress! + inputStart, &consumed, nil)
+        let n = min(out.count, inputEnd - inputStart)
+        input.withUnsafeBytes {
+          out.baseAddress!.copyMemory(from: $0.baseAddress! + inputStart, byteCount: n)
         }
+        inputStart += n
+        return n
+      }
+      var produced = out.count
+      var consumed = inputEnd - inputStart
+      let hint = input.withUnsafeBytes { src in
+        LZ4F_decompress(
+          context, out.baseAddress, &produced, src.baseAddress! + inputStart, &consumed, nil)
       }
       guard clz4_is_error(hint) == 0 else {
         throw OutputError(
@@ -158,8 +196,7 @@ public final class LZ4LineReader {
       }
       frameComplete = hint == 0
       inputStart += consumed
-      text += chunk[0..<produced]
-      if produced > 0 { return true }
+      if produced > 0 { return produced }
     }
   }
 }

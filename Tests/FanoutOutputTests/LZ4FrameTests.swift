@@ -51,20 +51,44 @@ struct LZ4FrameTests {
     try file.commit()
     let reader = try LZ4LineReader(path: dir + "/x.ndjson.lz4")
     var read: [[UInt8]] = []
-    while true {
-      var bytes: [UInt8] = []
-      var ends: [Int] = []
-      guard try reader.nextLines(maxLines: maxLines, maxBytes: maxBytes, into: &bytes, ends: &ends)
-      else { break }
+    var blocks: [ArraySlice<UInt8>] = []
+    while let (block, ends) = try reader.nextBlock(maxLines: maxLines, maxBytes: maxBytes) {
       #expect(ends.count <= maxLines)
       // Full by bytes only at its last line.
       #expect(ends.dropLast().allSatisfy { $0 + 1 < maxBytes })
+      let bytes = Array(block)
+      #expect(ends.last == bytes.count - 1)
       for (k, end) in ends.enumerated() {
         #expect(bytes[end] == 0x0A)
         read.append(Array(bytes[(k == 0 ? 0 : ends[k - 1] + 1)..<end]))
       }
+      blocks.append(block)
     }
+    // Blocks handed out stay as they were while later ones are read.
+    #expect(blocks.flatMap { $0 } == text + [0x0A])
     #expect(read == lines)
+  }
+
+  @Test("blocks read over several decompressed buffers keep their bytes while later ones are read")
+  func blocksOutliveRefills() throws {
+    // 5 MB of lines: several of the reader's buffers.
+    let text = (0..<100_000).flatMap {
+      Array("{\"line\":\($0),\"pad\":\"\(String(repeating: "p", count: $0 % 80))\"}\n".utf8)
+    }
+    let dir = makeTemporaryDirectory()
+    let file = try LZ4FrameFile(directory: dir, name: "big.ndjson.lz4")
+    try file.append(blocks: LZ4Frame.blocks(text))
+    try file.commit()
+    let reader = try LZ4LineReader(path: dir + "/big.ndjson.lz4")
+    var blocks: [ArraySlice<UInt8>] = []
+    var lines = 0
+    while let (block, ends) = try reader.nextBlock(maxLines: 3_000, maxBytes: 1 << 20) {
+      blocks.append(block)
+      lines += ends.count
+    }
+    #expect(lines == 100_000)
+    #expect(blocks.count > 5)
+    #expect(blocks.flatMap { $0 } == text)
   }
 
   @Test("a pending file has no final name until committed, and none after discard")
