@@ -192,6 +192,10 @@ struct SentLogParser {
   /// (reused from line to line: nothing is allocated for a known push).
   /// The message id of the line at hand, quoted.
   private(set) var messageQuoted: [UInt8] = []
+  /// The id last hashed, and its hash: a log with a push per line repeats
+  /// a message's id line after line, hashed once.
+  private var hashedQuoted: [UInt8] = []
+  private var hash: UInt64 = 0
   private var field = StringField()
   private var entries: [Fields] = []
 
@@ -246,7 +250,12 @@ struct SentLogParser {
     } else {
       messageQuoted += field.quoted
     }
-    let idHash = messageQuoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+    if messageQuoted != hashedQuoted {
+      hash = messageQuoted.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+      hashedQuoted.removeAll(keepingCapacity: true)
+      hashedQuoted += messageQuoted
+    }
+    let idHash = hash
     let mark = batch.count
     do throws(Failure) {
       if let recipients = fields[.recipients] {
