@@ -70,6 +70,9 @@ struct MessageAuditor {
       (UInt32(bitPattern: a.user), UInt32(bitPattern: a.device), a.file, a.logLine)
         < (UInt32(bitPattern: b.user), UInt32(bitPattern: b.device), b.file, b.logLine)
     }
+    // Pushes and pairs are both in user row order: the pairs are searched
+    // from where the last push's user was found.
+    var from = pairs.lowerBound
     for (k, push) in pushes.enumerated() {
       if push.device >= 0 {
         tally.countSent(gateway: Int(push.gateway), hour: hour)
@@ -87,12 +90,14 @@ struct MessageAuditor {
         tally.spurious[SpuriousReason.unknownUser.slot] += 1
         continue
       }
-      guard let p = pair(of: push.user, in: pairs, result) else {
+      from = firstPair(from: from, atLeast: push.user, in: pairs, result)
+      guard from < pairs.upperBound, result.pairUsers[from] == push.user else {
         let why: SpuriousReason = push.user == batch.sender[m] ? .sender : .notMember
         note(.spurious, reason: why.name)
         tally.spurious[why.slot] += 1
         continue
       }
+      let p = from
       let outcome = result.pairOutcomes[p]
       guard outcome.isDelivered else {
         let reason = Reason(rawValue: outcome.rawValue - UInt8(Trigger.allCases.count))!
@@ -174,15 +179,31 @@ struct MessageAuditor {
       device: push.device, push: push, reason: nil, deliverAt: nil)
   }
 
-  /// The pair of user row `u` among `pairs` (in user row order), if any.
-  private func pair(of u: Int32, in pairs: Range<Int>, _ result: ChunkResult) -> Int? {
-    var lo = pairs.lowerBound
-    var hi = pairs.upperBound
-    while lo < hi {
-      let mid = (lo + hi) / 2
-      if result.pairUsers[mid] < u { lo = mid + 1 } else { hi = mid }
+  /// The first of `pairs` (in user row order) from `start` on whose user
+  /// row is at least `u` (`pairs.upperBound` if none): a galloping search,
+  /// so that a message's pushes cost about their number, not a binary
+  /// search each, nor a walk over every pair of a large channel.
+  private func firstPair(
+    from start: Int, atLeast u: Int32, in pairs: Range<Int>, _ result: ChunkResult
+  ) -> Int {
+    guard start < pairs.upperBound, result.pairUsers[start] < u else { return start }
+    // pairUsers[lo] < u; find hi with pairUsers[hi] >= u (or the end).
+    var lo = start
+    var step = 1
+    var hi = start + 1
+    while hi < pairs.upperBound && result.pairUsers[hi] < u {
+      lo = hi
+      step *= 2
+      hi = min(pairs.upperBound, hi + step)
     }
-    return lo < pairs.upperBound && result.pairUsers[lo] == u ? lo : nil
+    // The first at least u lies in (lo, hi].
+    var low = lo + 1
+    var high = hi
+    while low < high {
+      let mid = (low + high) / 2
+      if result.pairUsers[mid] < u { low = mid + 1 } else { high = mid }
+    }
+    return low
   }
 
   /// The devices pair `p` is delivered to.
