@@ -3,38 +3,67 @@ import Glibc
 
 /// A growable array of plain values in an address range of its own, for
 /// the ledgers' pools, which grow through a run to hundreds of megabytes
-/// and are read at random. The range is reserved once (no memory is
-/// committed for it) and committed as the array grows, so growing copies
-/// nothing and never holds two copies, the values never move, and the
-/// range asks for huge pages: fewer page faults while it grows, fewer TLB
-/// misses while it is read. Memory is returned whole when it goes.
+/// and are read at random. The range is reserved ahead (address space, no
+/// memory) and committed as the array grows, so growing copies nothing and
+/// never holds two copies, and it asks for huge pages: fewer page faults
+/// while it grows, fewer TLB misses while it is read. Where the address
+/// space is limited (`ulimit -v`), a smaller range is reserved, and an
+/// array that outgrows its range moves to one twice the size (one copy,
+/// as an `Array` grows): `base` is valid until the next append.
 ///
 /// One thread at a time; no bounds are checked in release builds (the
 /// indexes are the ledger's own).
 final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
-  let base: UnsafeMutablePointer<Element>
+  private(set) var base: UnsafeMutablePointer<Element>
   private(set) var count = 0
   private var committedBytes = 0
-  private let reservedBytes: Int
+  private var reservedBytes: Int
 
-  /// The most a ledger pool may hold: address space, not memory.
+  /// The address space a pool asks for first.
   static var reservation: Int { 1 << 34 }
   /// Memory is committed in steps of a huge page.
   private static var step: Int { 2 << 20 }
 
-  init() {
-    reservedBytes = Self.reservation
-    let range = mmap(
-      nil, reservedBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-    guard let range, range != MAP_FAILED else {
-      fatalError("cannot reserve \(reservedBytes) bytes of address space: errno \(errno)")
-    }
-    _ = madvise(range, reservedBytes, MADV_HUGEPAGE)
-    base = range.bindMemory(
-      to: Element.self, capacity: reservedBytes / MemoryLayout<Element>.stride)
+  /// - Parameter reservation: the address space asked for first; under a
+  ///   limit on the process's address space, at most 1/64 of it.
+  init(reservation: Int = MappedArray.reservation) {
+    (base, reservedBytes) = Self.reserve(
+      atLeast: Self.step, hoping: min(reservation, Self.addressSpaceLimit / 64))
+  }
+
+  /// The process's address space limit (`ulimit -v`), or `Int.max`.
+  private static var addressSpaceLimit: Int {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0,
+      limit.rlim_cur != rlim_t.max
+    else { return .max }
+    return Int(clamping: limit.rlim_cur)
   }
 
   deinit { munmap(base, reservedBytes) }
+
+  /// A range of `hoped` bytes of address space, or as much as the system
+  /// grants down to `needed`.
+  private static func reserve(atLeast needed: Int, hoping hoped: Int) -> (
+    UnsafeMutablePointer<Element>, Int
+  ) {
+    var bytes = max(hoped, needed)
+    while true {
+      let range = mmap(
+        nil, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+      if let range, range != MAP_FAILED {
+        _ = madvise(range, bytes, MADV_HUGEPAGE)
+        return (
+          range.bindMemory(to: Element.self, capacity: bytes / MemoryLayout<Element>.stride),
+          bytes
+        )
+      }
+      guard bytes / 2 >= needed else {
+        fatalError("out of address space for the notification ledger (\(needed) bytes)")
+      }
+      bytes /= 2
+    }
+  }
 
   @inline(__always)
   subscript(i: Int) -> Element {
@@ -77,15 +106,27 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   private func commit(_ elements: Int) {
     let needed = elements &* MemoryLayout<Element>.stride
     guard needed > committedBytes else { return }
-    guard needed <= reservedBytes else {
-      fatalError("a notification ledger pool outgrew its \(reservedBytes) bytes")
-    }
-    let target =
-      min(reservedBytes, max(needed, 2 &* committedBytes) + Self.step - 1) / Self.step * Self.step
+    let target = (max(needed, 2 &* committedBytes) + Self.step - 1) / Self.step * Self.step
+    if target > reservedBytes { move(toHold: target) }
     let start = UnsafeMutableRawPointer(base) + committedBytes
     guard mprotect(start, target &- committedBytes, PROT_READ | PROT_WRITE) == 0 else {
       fatalError("out of memory for the notification ledger (\(target) bytes): errno \(errno)")
     }
     committedBytes = target
+  }
+
+  /// Moves the values to a range that can hold `bytes`.
+  private func move(toHold bytes: Int) {
+    let (moved, reserved) = Self.reserve(
+      atLeast: bytes, hoping: max(bytes, min(2 &* reservedBytes, Self.addressSpaceLimit / 8)))
+    if committedBytes > 0 {
+      guard mprotect(moved, committedBytes, PROT_READ | PROT_WRITE) == 0 else {
+        fatalError("out of memory for the notification ledger: errno \(errno)")
+      }
+      UnsafeMutableRawPointer(moved).copyMemory(from: base, byteCount: committedBytes)
+    }
+    munmap(base, reservedBytes)
+    base = moved
+    reservedBytes = reserved
   }
 }

@@ -47,6 +47,7 @@ public final class NotificationLedger: @unchecked Sendable {
     var shift = 0
     while 1 << shift < partitions { shift += 1 }
     slotGroups.appendZeroed(count: index.memberCount * NotificationGroupType.allCases.count)
+    // (Never appended to again: its values stay where they are.)
     let slotGroups = slotGroups.base
     self.partitions = (0..<(1 << shift)).map { _ in
       NotificationPartition(

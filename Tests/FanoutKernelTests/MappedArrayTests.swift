@@ -19,6 +19,17 @@ struct MappedArrayTests {
     #expect(array[12345] == 12345 * 7 + 1)
   }
 
+  @Test("an array that outgrows a small address range moves, every value with it")
+  func moves() {
+    // A range of 4 MB: 24 MB of values move three times.
+    let array = MappedArray<Int64>(reservation: 4 << 20)
+    for i in 0..<3_000_000 { array.append(Int64(i) &* 3) }
+    #expect(array.count == 3_000_000)
+    var wrong = 0
+    for i in 0..<array.count where array[i] != Int64(i) &* 3 { wrong += 1 }
+    #expect(wrong == 0)
+  }
+
   @Test("zeroed elements read as zero, repeated ones as their value, after what came before")
   func zeroedAndRepeated() {
     let array = MappedArray<Int32>()
