@@ -304,6 +304,45 @@ struct AuditCommandTests {
   }
 
   @Test(
+    "a damaged LZ4 log (cut short, a byte changed) stops the audit with its path, nothing written")
+  func damagedCompressedLog() throws {
+    let day = Day()
+    let plain = day.write(Array(day.pushes.prefix(2_000)), to: "sent.ndjson")
+    let compressed = day.dir + "/sent.ndjson.lz4"
+    let tool = runProcess("/usr/bin/lz4", ["-q", "-f", plain, compressed])
+    #expect(tool.status == 0, "\(tool.stderr)")
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: compressed))
+    var changed = bytes
+    changed[bytes.count / 2] ^= 0x5A
+    let damaged = [
+      ("cut.ndjson.lz4", bytes.prefix(bytes.count - 9), "truncated LZ4 frame"),
+      ("changed.ndjson.lz4", changed, "not an LZ4 frame"),
+    ]
+    for (name, data, reason) in damaged {
+      let path = day.dir + "/" + name
+      #expect(FileManager.default.createFile(atPath: path, contents: Data(data)))
+      let out = makeTemporaryDirectory() + "/audit"
+      let run = runProcess(
+        fanoutExecutable,
+        [
+          "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", path, "--out",
+          out,
+        ])
+      #expect(run.status == 66, "\(name): \(run.stderr)")
+      #expect(run.stderr.contains(path) && run.stderr.contains(reason), "\(run.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: out), "\(listDirectory(out))")
+    }
+    // The whole file, for contrast, is audited.
+    let whole = runProcess(
+      fanoutExecutable,
+      [
+        "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", compressed,
+        "--out", makeTemporaryDirectory() + "/audit",
+      ])
+    #expect(whole.status == 0, "\(whole.stderr)")
+  }
+
+  @Test(
     "a second run into the same folder is refused unless --overwrite; a full disk leaves nothing")
   func outputFolder() throws {
     let day = Day()
