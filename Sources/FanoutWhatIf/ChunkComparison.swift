@@ -8,16 +8,39 @@ import FanoutTraffic
 
 /// What comparing one chunk of messages produced; merged in chunk order.
 struct ComparedChunk: Sendable {
-  /// Per side.
-  var counters: [Counters]
-  /// `Outcome.allCases.count²` cells, row = A's outcome, column = B's.
-  var transitions: [Int]
-  var slices = SliceCounts()
-  /// Per message of the chunk: its channel row, and its delivered pairs per side.
+  /// A's tally, then each B's.
+  var sides: [SideChunk] = []
+  /// Per B: its pairs against A's.
+  var changes: [PairChanges] = []
+  /// Per message of the chunk: its channel row.
   var messageChannels: [Int32] = []
-  var messageDelivered: [[Int32]] = [[], []]
-  /// Per side: the user row of every delivered pair.
-  var deliveredUsers: [[Int32]] = [[], []]
+  /// The first and last message's ts, for the days the traffic spans.
+  var firstTs = Int64.max
+  var lastTs = Int64.min
+}
+
+/// One side's pairs of a chunk, counted. A B tallied relative to A
+/// (`ChunkComparer.relative`) holds B's counts minus A's: a pair with A's
+/// outcome and delivery hour adds nothing, so most of its pairs cost one
+/// compare.
+struct SideChunk: Sendable {
+  /// Always the side's own (never relative).
+  var counters: Counters
+  var slices = SideSlices()
+  /// Per message: its delivered pairs.
+  var messageDelivered: [Int32] = []
+  /// The user row of every delivered pair, and (relative only) of every
+  /// pair A delivered that B does not.
+  var deliveredUsers: [Int32] = []
+  var undeliveredUsers: [Int32] = []
+
+  init(counters: Counters) { self.counters = counters }
+}
+
+/// One B's pairs against A's in a chunk.
+struct PairChanges: Sendable {
+  /// `Outcome.allCases.count²` cells, row = A's outcome, column = B's.
+  var transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
   /// `changes.ndjson.lz4` blocks for the changed pairs.
   var changeBlocks: [UInt8] = []
   var changedPairs = 0
@@ -26,121 +49,177 @@ struct ComparedChunk: Sendable {
   var changedUsers: [Int32] = []
   var changedChannels: [Int32] = []
   var changedLines: [Int] = []
-  /// The first and last message's ts, for the days the traffic spans.
-  var firstTs = Int64.max
-  var lastTs = Int64.min
-
-  init(gateways: [Int]) {
-    counters = gateways.map(Counters.init(gateways:))
-    transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
-  }
 }
 
 /// Evaluates chunks against A and each B (one for `fanout whatif`, one per
 /// variant for a sweep) and compares each B with A pair by pair: A is
-/// evaluated once. All indexes have the same users, channels and
-/// categories (checked before), so one parsed batch and one set of rows
-/// serve them all. Each worker keeps an evaluator per index for the run.
+/// evaluated and tallied once. All indexes have the same users, channels
+/// and categories (checked before), so one parsed batch and one set of
+/// rows serve them all. Each worker keeps an evaluator per index for the run.
 struct ChunkComparer: ChunkWork {
   /// A, then the Bs.
   let indexes: [Index]
+  /// Per B: whether each pair falls in the same slices on both sides (the
+  /// same time zones, channel kinds and channel sizes), so that B is
+  /// tallied as its difference from A.
+  let relative: [Bool]
 
-  var empty: [ComparedChunk] { [] }
+  /// - Parameter relativeAllowed: false tallies every B whole (the
+  ///   tests' check that both ways agree).
+  init(indexes: [Index], relativeAllowed: Bool = true) {
+    self.indexes = indexes
+    relative = indexes.dropFirst().map { relativeAllowed && Self.sameSlices(indexes[0], $0) }
+  }
 
-  func makeWorker() -> [Evaluator] {
-    indexes.map { Evaluator(index: $0, output: .outcomes) }
+  var empty: ComparedChunk { ComparedChunk() }
+
+  /// Per side, an evaluator and the result it fills, reused chunk after
+  /// chunk (a fresh result per chunk faults in fresh pages).
+  struct Worker {
+    var evaluators: [Evaluator]
+    var results: [ChunkResult]
+  }
+
+  func makeWorker() -> Worker {
+    Worker(
+      evaluators: indexes.map { Evaluator(index: $0, output: .outcomes) },
+      results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
   }
 
   private static let outcomeJSON = FixedStrings(Outcome.allCases.map { "\"\($0.name)\"" })
 
-  /// Per B, its comparison with A.
-  func evaluate(
-    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
-    worker evaluators: inout [Evaluator]
-  ) -> [ComparedChunk] {
-    let results = indexes.indices.map { side in
-      var result = ChunkResult(gateways: indexes[side].gateways.count)
-      evaluators[side].evaluate(batch, messages: messages, verdicts: verdicts[side], into: &result)
-      return result
-    }
-    return (1..<indexes.count).map { b in
-      compare(batch, messages, [results[0], results[b]], [indexes[0], indexes[b]])
-    }
+  /// Whether every pair's slices are the same in `a` and `b`.
+  static func sameSlices(_ a: Index, _ b: Index) -> Bool {
+    a === b
+      || (a.zones.map(\.name) == b.zones.map(\.name)
+        && a.userZone.elementsEqual(b.userZone) && a.channelScope == b.channelScope
+        && a.channelMembers.elementsEqual(b.channelMembers))
   }
 
-  /// One B's comparison with A (`results` and `indexes`: A's, then B's).
-  private func compare(
-    _ batch: MessageBatch, _ messages: Range<Int>, _ results: [ChunkResult], _ indexes: [Index]
+  func evaluate(
+    _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
+    worker: inout Worker
   ) -> ComparedChunk {
-    var chunk = ComparedChunk(gateways: indexes.map(\.gateways.count))
-    chunk.counters = results.map(\.counters)
-    var sides = [SideTally(.a, indexes[0]), SideTally(.b, indexes[1])]
-    var changes: [UInt8] = []
-    var start = [0, 0]
+    for side in indexes.indices {
+      worker.results[side].removeAll()
+      worker.evaluators[side].evaluate(
+        batch, messages: messages, verdicts: verdicts[side], into: &worker.results[side])
+    }
+    let results = worker.results
+    var chunk = ComparedChunk()
+    for m in messages {
+      chunk.messageChannels.append(batch.channel[m])
+      chunk.firstTs = min(chunk.firstTs, batch.ts[m])
+      chunk.lastTs = max(chunk.lastTs, batch.ts[m])
+    }
+    chunk.sides.append(tally(batch, messages, results[0], indexes[0]))
+    for b in 1..<indexes.count {
+      let relative = relative[b - 1]
+      var side =
+        relative
+        ? SideChunk(counters: results[b].counters)
+        : tally(batch, messages, results[b], indexes[b])
+      chunk.changes.append(
+        compare(batch, messages, a: results[0], b: results[b], relative: relative, into: &side))
+      chunk.sides.append(side)
+    }
+    return chunk
+  }
 
+  /// One side's own tally of its pairs.
+  private func tally(
+    _ batch: MessageBatch, _ messages: Range<Int>, _ result: ChunkResult, _ index: Index
+  ) -> SideChunk {
+    var side = SideChunk(counters: result.counters)
+    var tally = SideTally(index)
+    var start = 0
+    for (k, m) in messages.enumerated() {
+      tally.begin(channel: Int(batch.channel[m]), ts: batch.ts[m], message: k)
+      let end = Int(result.messagePairEnds[k])
+      for i in start..<end {
+        tally.count(
+          result.pairUsers[i], result.pairOutcomes[i], deliveryHour: result.pairDeliveryHours[i],
+          by: 1, into: &side)
+      }
+      start = end
+      side.messageDelivered.append(tally.delivered)
+    }
+    return side
+  }
+
+  /// One B's pairs against A's: the transitions and changed pairs and,
+  /// when B is tallied `relative` to A, B's tally minus A's into `side`.
+  private func compare(
+    _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, b: ChunkResult,
+    relative: Bool, into side: inout SideChunk
+  ) -> PairChanges {
+    var changes = PairChanges()
+    var json: [UInt8] = []
+    var tally = SideTally(indexes[0])
+    let width = Outcome.allCases.count
+    var i = 0
+    var j = 0
     for (k, m) in messages.enumerated() {
       let channel = Int(batch.channel[m])
-      let ts = batch.ts[m]
-      chunk.firstTs = min(chunk.firstTs, ts)
-      chunk.lastTs = max(chunk.lastTs, ts)
-      let utcHour = LocalTime.utcHour(millis: ts)
-      sides[0].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
-      sides[1].begin(channel: channel, ts: ts, message: k, utcHour: utcHour)
-
+      if relative { tally.begin(channel: channel, ts: batch.ts[m], message: k) }
       // Walk both pair lists (each in user row order) together; a user in
       // one list only is a membership that the other snapshot lacks.
-      let end = results.map { Int($0.messagePairEnds[k]) }
-      var i = start[0]
-      var j = start[1]
-      while i < end[0] || j < end[1] {
-        let userA = i < end[0] ? results[0].pairUsers[i] : Int32.max
-        let userB = j < end[1] ? results[1].pairUsers[j] : Int32.max
+      let endA = Int(a.messagePairEnds[k])
+      let endB = Int(b.messagePairEnds[k])
+      while i < endA || j < endB {
+        let userA = i < endA ? a.pairUsers[i] : Int32.max
+        let userB = j < endB ? b.pairUsers[j] : Int32.max
+        if userA == userB && a.pairOutcomes[i] == b.pairOutcomes[j]
+          && a.pairDeliveryHours[i] == b.pairDeliveryHours[j]
+        {
+          // The same pair on both sides: most pairs.
+          changes.transitions[Int(a.pairOutcomes[i].rawValue) &* (width &+ 1)] &+= 1
+          i &+= 1
+          j &+= 1
+          continue
+        }
         let user = min(userA, userB)
         var outcomeA = Outcome.notMember
         var outcomeB = Outcome.notMember
         if userA == user {
-          outcomeA = results[0].pairOutcomes[i]
-          sides[0].tally(
-            user, outcomeA, deliveryHour: results[0].pairDeliveryHours[i], into: &chunk)
-          i += 1
+          outcomeA = a.pairOutcomes[i]
+          if relative {
+            tally.count(user, outcomeA, deliveryHour: a.pairDeliveryHours[i], by: -1, into: &side)
+          }
+          i &+= 1
         }
         if userB == user {
-          outcomeB = results[1].pairOutcomes[j]
-          sides[1].tally(
-            user, outcomeB, deliveryHour: results[1].pairDeliveryHours[j], into: &chunk)
-          j += 1
+          outcomeB = b.pairOutcomes[j]
+          if relative {
+            tally.count(user, outcomeB, deliveryHour: b.pairDeliveryHours[j], by: 1, into: &side)
+          }
+          j &+= 1
         }
-        chunk.transitions[
-          Int(outcomeA.rawValue) * Outcome.allCases.count + Int(outcomeB.rawValue)] += 1
-        if outcomeA != outcomeB {
-          chunk.changedPairs += 1
-          chunk.changedUsers.append(user)
-          chunk.changedChannels.append(Int32(channel))
-          chunk.changedLines.append(batch.lines[m])
-          changes += #"{"message":"#.utf8
-          changes += batch.idJSON[m]
-          changes += #","user":"#.utf8
-          changes += indexes[0].userJSON[Int(user)]
-          changes += #","a":"#.utf8
-          changes += Self.outcomeJSON[Int(outcomeA.rawValue)]
-          changes += #","b":"#.utf8
-          changes += Self.outcomeJSON[Int(outcomeB.rawValue)]
-          changes += "}\n".utf8
-        }
+        changes.transitions[Int(outcomeA.rawValue) &* width &+ Int(outcomeB.rawValue)] &+= 1
+        guard outcomeA != outcomeB else { continue }
+        changes.changedPairs &+= 1
+        changes.changedUsers.append(user)
+        changes.changedChannels.append(Int32(channel))
+        changes.changedLines.append(batch.lines[m])
+        json += #"{"message":"#.utf8
+        batch.idJSON.withBytes(m) { json.append(contentsOf: $0) }
+        json += #","user":"#.utf8
+        indexes[0].userJSON.withBytes(Int(user)) { json.append(contentsOf: $0) }
+        json += #","a":"#.utf8
+        json += Self.outcomeJSON[Int(outcomeA.rawValue)]
+        json += #","b":"#.utf8
+        json += Self.outcomeJSON[Int(outcomeB.rawValue)]
+        json += "}\n".utf8
       }
-      start = end
-      chunk.messageChannels.append(Int32(channel))
-      chunk.messageDelivered[0].append(sides[0].delivered)
-      chunk.messageDelivered[1].append(sides[1].delivered)
+      if relative { side.messageDelivered.append(tally.delivered) }
     }
-    chunk.changeBlocks = LZ4Frame.blocks(changes)
-    return chunk
+    changes.changeBlocks = LZ4Frame.blocks(json)
+    return changes
   }
 }
 
-/// Counts one side's pairs of the current message into the slices.
+/// Counts one side's pairs of the current message into its slices.
 private struct SideTally {
-  let side: Side
   let index: Index
   var localHour: LocalHourCache
   var kindSlice = 0
@@ -148,39 +227,42 @@ private struct SideTally {
   var utcHour = 0
   var ts: Int64 = 0
   var message = 0
-  /// Delivered pairs of the current message.
+  /// Delivered pairs of the current message (counted with their sign).
   var delivered: Int32 = 0
 
-  init(_ side: Side, _ index: Index) {
-    self.side = side
+  init(_ index: Index) {
     self.index = index
     localHour = LocalHourCache(zones: index.zones)
   }
 
-  mutating func begin(channel: Int, ts: Int64, message: Int, utcHour: Int) {
+  mutating func begin(channel: Int, ts: Int64, message: Int) {
     kindSlice = Slice.kinds + Int(index.channelScope[channel].rawValue)
-    let members = index.memberCount(of: channel)
-    sizeSlice = Slice.sizes + Slice.sizeBucket(members: members)
-    self.utcHour = Slice.utcHours + utcHour
+    sizeSlice = Slice.sizes + Slice.sizeBucket(members: index.memberCount(of: channel))
+    utcHour = Slice.utcHours + LocalTime.utcHour(millis: ts)
     self.ts = ts
     self.message = message
     delivered = 0
   }
 
+  /// Counts a pair into `side`; `sign` -1 takes it away.
   @inline(__always)
-  mutating func tally(
-    _ user: Int32, _ outcome: Outcome, deliveryHour: UInt8, into chunk: inout ComparedChunk
+  mutating func count(
+    _ user: Int32, _ outcome: Outcome, deliveryHour: UInt8, by sign: Int,
+    into side: inout SideChunk
   ) {
     let isDelivered = outcome.isDelivered
     let hour = localHour.hour(zone: index.zoneRow(ofUser: Int(user)), ts: ts, message: message)
-    chunk.slices.count(side, kindSlice, delivered: isDelivered)
-    chunk.slices.count(side, sizeSlice, delivered: isDelivered)
-    chunk.slices.count(side, utcHour, delivered: isDelivered)
-    chunk.slices.count(side, Slice.localHours + hour, delivered: isDelivered)
-    chunk.slices.count(side, Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered)
-    if isDelivered {
-      delivered += 1
-      chunk.deliveredUsers[side.rawValue].append(user)
+    side.slices.count(kindSlice, delivered: isDelivered, by: sign)
+    side.slices.count(sizeSlice, delivered: isDelivered, by: sign)
+    side.slices.count(utcHour, delivered: isDelivered, by: sign)
+    side.slices.count(Slice.localHours + hour, delivered: isDelivered, by: sign)
+    side.slices.count(Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered, by: sign)
+    guard isDelivered else { return }
+    delivered &+= Int32(truncatingIfNeeded: sign)
+    if sign > 0 {
+      side.deliveredUsers.append(user)
+    } else {
+      side.undeliveredUsers.append(user)
     }
   }
 }

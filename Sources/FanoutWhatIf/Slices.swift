@@ -40,18 +40,26 @@ public enum Slice {
   }
 }
 
-/// Delivered and suppressed pairs per side and slice.
-public struct SliceCounts: Sendable, Equatable {
-  private var counts = [Int](repeating: 0, count: Side.allCases.count * Slice.count * 2)
+/// One side's delivered and suppressed pairs per slice (or, for a B
+/// tallied relative to A, B's minus A's).
+struct SideSlices: Sendable, Equatable {
+  var counts = [Int](repeating: 0, count: Slice.count * 2)
 
   @inline(__always)
-  mutating func count(_ side: Side, _ slice: Int, delivered: Bool) {
-    counts[(side.rawValue &* Slice.count &+ slice) &* 2 &+ (delivered ? 0 : 1)] &+= 1
+  mutating func count(_ slice: Int, delivered: Bool, by n: Int) {
+    counts[slice &* 2 &+ (delivered ? 0 : 1)] &+= n
   }
 
-  mutating func add(_ other: SliceCounts) {
-    for i in counts.indices { counts[i] += other.counts[i] }
+  mutating func add(_ other: SideSlices) {
+    for i in counts.indices { counts[i] &+= other.counts[i] }
   }
+}
+
+/// Delivered and suppressed pairs per side and slice.
+public struct SliceCounts: Sendable, Equatable {
+  private var counts: [Int]
+
+  init(a: SideSlices, b: SideSlices) { counts = a.counts + b.counts }
 
   func tally(_ side: Side, _ slice: Int) -> Tally {
     let i = (side.rawValue * Slice.count + slice) * 2

@@ -50,6 +50,9 @@ public struct WhatIfOptions: Sendable {
   /// Where compiled snapshots are read from and added to (A and a named B;
   /// never a B made by `--sql`); nil for none.
   public var indexCache: IndexCache? = nil
+  /// Whether a B whose pairs fall in A's slices is tallied as its
+  /// difference from A (false: whole, as the tests compare).
+  var tallyRelativeToA = true
   /// Called after each wave of messages with the fraction of the input read
   /// (nil when the input's size is unknown, as for standard input).
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
@@ -283,7 +286,12 @@ public enum WhatIf {
     }
     for b in indexes.dropFirst() { try checkComparable(a, b) }
 
-    var totals = indexes.dropFirst().map { ComparisonTotals(a: a, b: $0) }
+    var sides = indexes.map {
+      SideTotals(users: a.users.count, channels: a.channels.count, gateways: $0.gateways.count)
+    }
+    var changeTotals = bs.map { _ in ChangeTotals(users: a.users.count, channels: a.channels.count)
+    }
+    var (firstTs, lastTs) = (Int64.max, Int64.min)
     for b in bs {
       let name = b.name.map { "changes-\($0).ndjson.lz4" } ?? "changes.ndjson.lz4"
       compared.changes.append(
@@ -291,8 +299,8 @@ public enum WhatIf {
           try LZ4FrameFile(directory: options.out, name: name)
         })
     }
-    let engine = EvaluationEngine(
-      index: a, threads: options.threads, work: ChunkComparer(indexes: indexes))
+    let work = ChunkComparer(indexes: indexes, relativeAllowed: options.tallyRelativeToA)
+    let engine = EvaluationEngine(index: a, threads: options.threads, work: work)
     var rejectedLines = 0
     var firstRejection: Rejection?
     try engine.run(
@@ -300,12 +308,17 @@ public enum WhatIf {
       readFailed: { WhatIfError.run(.input($0)) },
       deliver: { chunks throws(WhatIfError) in
         for chunk in chunks {
-          for (k, comparison) in chunk.enumerated() {
-            totals[k].add(comparison)
+          for (s, side) in chunk.sides.enumerated() {
+            sides[s].add(side, channels: chunk.messageChannels)
+          }
+          for (k, changes) in chunk.changes.enumerated() {
+            changeTotals[k].add(changes)
             try compared.writing { () throws(OutputError) in
-              try compared.changes[k].append(blocks: comparison.changeBlocks)
+              try compared.changes[k].append(blocks: changes.changeBlocks)
             }
           }
+          firstTs = min(firstTs, chunk.firstTs)
+          lastTs = max(lastTs, chunk.lastTs)
         }
       },
       waveDone: { batches throws(WhatIfError) in
@@ -316,7 +329,7 @@ public enum WhatIf {
             try compared.rejected.write(RejectedLines.json(batch.rejections))
           }
         }
-        options.progress?(totals[0].messages, reader.fractionRead)
+        options.progress?(sides[0].counters.messages, reader.fractionRead)
       })
     compared.lap("evaluate and compare")
     try compared.writing { () throws(OutputError) in try compared.rejected.sync() }
@@ -324,9 +337,12 @@ public enum WhatIf {
       counters.map { WhatIfReport.Notifications(counters: $0, badges: badges ?? .init()) }
     }
     for k in bs.indices {
-      totals[k].rejected = rejectedLines
+      var totals = ComparisonTotals(
+        a: sides[0], b: work.relative[k] ? sides[k + 1].over(sides[0]) : sides[k + 1],
+        changes: changeTotals[k], firstTs: firstTs, lastTs: lastTs)
+      totals.rejected = rejectedLines
       var report = WhatIfReport(
-        totals[k], a: a, b: indexes[k + 1], options: options, scenario: bs[k].scenario,
+        totals, a: a, b: indexes[k + 1], options: options, scenario: bs[k].scenario,
         notifications: [notifications[0], notifications[k + 1]])
       report.sides[1].rowsChanged = rowsChanged[k]?.sorted { $0.key < $1.key }.map {
         ($0.key, $0.value)

@@ -6,56 +6,101 @@ import FanoutReport
 import FanoutTraffic
 
 /// Running totals of a comparison, merged chunk by chunk in input order.
-struct ComparisonTotals {
-  var rejected = 0
-  var counters: [Counters]
+/// One side's totals over the run, merged from its `SideChunk`s in chunk
+/// order; a B tallied relative to A holds B's minus A's until `over(_:)`.
+struct SideTotals {
+  var counters: Counters
+  var slices = SideSlices()
+  /// Delivered pairs per channel row and per user row.
+  var channelDelivered: [Int]
+  var userDelivered: [Int]
+
+  init(users: Int, channels: Int, gateways: Int) {
+    counters = Counters(gateways: gateways)
+    channelDelivered = [Int](repeating: 0, count: channels)
+    userDelivered = [Int](repeating: 0, count: users)
+  }
+
+  mutating func add(_ side: SideChunk, channels: [Int32]) {
+    counters.add(side.counters)
+    slices.add(side.slices)
+    for (k, channel) in channels.enumerated() {
+      channelDelivered[Int(channel)] &+= Int(side.messageDelivered[k])
+    }
+    for user in side.deliveredUsers { userDelivered[Int(user)] &+= 1 }
+    for user in side.undeliveredUsers { userDelivered[Int(user)] &-= 1 }
+  }
+
+  /// These relative totals made whole: A's (`a`) plus the difference.
+  func over(_ a: SideTotals) -> SideTotals {
+    var whole = self
+    whole.slices.add(a.slices)
+    for c in whole.channelDelivered.indices { whole.channelDelivered[c] &+= a.channelDelivered[c] }
+    for u in whole.userDelivered.indices { whole.userDelivered[u] &+= a.userDelivered[u] }
+    return whole
+  }
+}
+
+/// One B's pairs against A's over the run, merged from its `PairChanges`.
+struct ChangeTotals {
   var transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
-  var slices = SliceCounts()
   var changedPairs = 0
-  /// Per side: delivered pairs per channel row and per user row.
-  var channelDelivered: [[Int]]
-  var userDelivered: [[Int]]
   /// Per user row: whether any of its pairs changed outcome.
   var userChanged: [Bool]
   /// Per user row and per channel row, the first changed pair: its traffic
   /// line (0: none) and, for a channel, its user row.
   var userFirstChange: [Int]
   var channelFirstChange: [(line: Int, user: Int32)]
-  var firstTs = Int64.max
-  var lastTs = Int64.min
 
-  init(a: Index, b: Index) {
-    counters = [Counters(gateways: a.gateways.count), Counters(gateways: b.gateways.count)]
-    channelDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.channels.count), count: 2)
-    userDelivered = [[Int]](repeating: [Int](repeating: 0, count: a.users.count), count: 2)
-    userChanged = [Bool](repeating: false, count: a.users.count)
-    userFirstChange = [Int](repeating: 0, count: a.users.count)
-    channelFirstChange = [(line: Int, user: Int32)](
-      repeating: (0, -1), count: a.channels.count)
+  init(users: Int, channels: Int) {
+    userChanged = [Bool](repeating: false, count: users)
+    userFirstChange = [Int](repeating: 0, count: users)
+    channelFirstChange = [(line: Int, user: Int32)](repeating: (0, -1), count: channels)
   }
 
-  var messages: Int { counters[0].messages }
-
-  mutating func add(_ chunk: ComparedChunk) {
-    for s in 0..<2 {
-      counters[s].add(chunk.counters[s])
-      for (k, channel) in chunk.messageChannels.enumerated() {
-        channelDelivered[s][Int(channel)] += Int(chunk.messageDelivered[s][k])
-      }
-      for user in chunk.deliveredUsers[s] { userDelivered[s][Int(user)] += 1 }
-    }
-    for i in transitions.indices { transitions[i] += chunk.transitions[i] }
-    slices.add(chunk.slices)
-    changedPairs += chunk.changedPairs
-    for (k, user) in chunk.changedUsers.enumerated() {
-      let (u, c, line) = (Int(user), Int(chunk.changedChannels[k]), chunk.changedLines[k])
+  mutating func add(_ changes: PairChanges) {
+    for i in transitions.indices { transitions[i] &+= changes.transitions[i] }
+    changedPairs &+= changes.changedPairs
+    for (k, user) in changes.changedUsers.enumerated() {
+      let (u, c, line) = (Int(user), Int(changes.changedChannels[k]), changes.changedLines[k])
       userChanged[u] = true
       if userFirstChange[u] == 0 { userFirstChange[u] = line }
       if channelFirstChange[c].line == 0 { channelFirstChange[c] = (line, user) }
     }
-    firstTs = min(firstTs, chunk.firstTs)
-    lastTs = max(lastTs, chunk.lastTs)
   }
+}
+
+/// A comparison's totals, both sides whole: what `WhatIfReport` is made of.
+struct ComparisonTotals {
+  var rejected = 0
+  var counters: [Counters]
+  var transitions: [Int]
+  var slices: SliceCounts
+  var changedPairs: Int
+  /// Per side: delivered pairs per channel row and per user row.
+  var channelDelivered: [[Int]]
+  var userDelivered: [[Int]]
+  var userChanged: [Bool]
+  var userFirstChange: [Int]
+  var channelFirstChange: [(line: Int, user: Int32)]
+  var firstTs: Int64
+  var lastTs: Int64
+
+  init(a: SideTotals, b: SideTotals, changes: ChangeTotals, firstTs: Int64, lastTs: Int64) {
+    counters = [a.counters, b.counters]
+    transitions = changes.transitions
+    slices = SliceCounts(a: a.slices, b: b.slices)
+    changedPairs = changes.changedPairs
+    channelDelivered = [a.channelDelivered, b.channelDelivered]
+    userDelivered = [a.userDelivered, b.userDelivered]
+    userChanged = changes.userChanged
+    userFirstChange = changes.userFirstChange
+    channelFirstChange = changes.channelFirstChange
+    self.firstTs = firstTs
+    self.lastTs = lastTs
+  }
+
+  var messages: Int { counters[0].messages }
 }
 
 /// Everything `report.json`, `report.html` and the terminal table show.

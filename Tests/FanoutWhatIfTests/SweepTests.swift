@@ -1,7 +1,8 @@
 import FanoutTestSupport
-import FanoutWhatIf
 import Foundation
 import Testing
+
+@testable import FanoutWhatIf
 
 /// A sweep's variants, each against A in one pass, give exactly what separate
 /// `fanout whatif` runs of each give: report.json number for number, and the
@@ -98,5 +99,41 @@ extension SweepTests {
         "changes-none.ndjson.lz4", "changes-same.ndjson.lz4", "rejected.ndjson", "report.html",
         "report.json",
       ])
+  }
+}
+
+extension SweepTests {
+  /// A B whose pairs fall in A's slices is tallied as its difference from
+  /// A; tallied whole instead, every report figure is the same.
+  @Test("B tallied as its difference from A reports what B tallied whole does")
+  func relativeTallyEqualsWhole() throws {
+    let data = try generatedDataset
+    let variants =
+      (scenarios + [
+        ("other time zones", "UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0")
+      ]).enumerated().map { WhatIfOptions.Variant(name: "v\($0.offset)", sql: $0.element.sql) }
+    var reports: [[UInt8]] = []
+    for relative in [true, false] {
+      let out = makeTemporaryDirectory() + "/sweep"
+      var options = WhatIfOptions(
+        snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out, threads: 2)
+      options.tallyRelativeToA = relative
+      _ = try WhatIf.sweep(options, variants: variants)
+      reports.append(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))))
+    }
+    let firstDifference = zip(reports[0], reports[1]).enumerated().first {
+      $0.element.0 != $0.element.1
+    }
+    let same = reports[0] == reports[1]
+    #expect(
+      same,
+      "report.json differs from byte \(firstDifference?.offset ?? min(reports[0].count, reports[1].count))"
+    )
+    // The variants move the slices the relative tally counts.
+    let listed = try #require(try Self.json(reports[0])["variants"] as? [[String: Any]])
+    let changed = listed.filter {
+      (($0["report"] as? [String: Any])?["changed_pairs"] as? Int ?? 0) > 0
+    }
+    #expect(changed.count >= variants.count - 1)
   }
 }
