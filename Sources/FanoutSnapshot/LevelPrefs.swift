@@ -2,7 +2,7 @@ import FanoutModel
 
 /// One row of a level's preference columns (users, scope_prefs or
 /// channel_prefs); `LevelRow.unset` marks NULL ("inherit from the next level").
-struct LevelRow {
+struct LevelRow: Equatable {
   static let unset: UInt8 = 0xFF
   static let none = LevelRow(
     chat: unset, call: unset, snoozeStart: .min, snoozeUntil: .min, mention: unset, pinned: unset,

@@ -7,23 +7,24 @@ extension Load {
   /// keys, and at most 20 digits and a sign for its id.
   static let deviceFragmentConstantBytes = #"{"user":,"device":,"token":"#.utf8.count + 20
 
-  /// Turns the validated rows into the index. Nothing here can fail.
-  mutating func build() -> Snapshot {
+  /// Parts of an index whose inputs an overlay left as the base's: they are
+  /// the base's columns, shared, not built again (`rerun(changed:)`).
+  struct SharedParts: OptionSet {
+    let rawValue: Int
+    /// The membership slots: members, channels, the three levels' rows
+    /// and the defaults they fall back to.
+    static let slots = SharedParts(rawValue: 1)
+    /// Devices and gateways: devices, categories, category_gateways,
+    /// category_prefs, gateway_prefs.
+    static let devices = SharedParts(rawValue: 2)
+  }
+
+  /// Turns the validated rows into the index. Nothing here can fail. With
+  /// a `base` (an overlay's), the user ids and the `shared` parts are its.
+  mutating func build(over base: Index? = nil, sharing shared: SharedParts = []) -> Snapshot {
+    let shared = base == nil ? [] : shared
     let userCount = users.count
-    // Each channel's default chat level; its size matters only to the large-channel rule.
-    let rows = settings.largeChannel == nil ? [] : memberRowsPerChannel()
-    func channelSize(_ c: Int) -> Int64 {
-      let declared = channelMemberCount.isEmpty ? -1 : channelMemberCount[c]
-      return declared >= 0 ? declared : rows.isEmpty ? 0 : Int64(rows[c])
-    }
-    let slotRows = MembershipSlots.Rows(
-      memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
-      scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
-      channelPrefs: channelPrefs,
-      channelDefaultChat: channelScope.indices.map {
-        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize($0))
-      }, defaultCall: settings.defaultCallLevel ?? .all)
-    let pendingSlots = Pending { MembershipSlots(slotRows) }
+    let pendingSlots = shared.contains(.slots) ? nil : startSlots()
 
     // Gateways, renumbered in name (byte) order so that every listing is sorted.
     let byName = (0..<gatewaysSeen.count).sorted {
@@ -38,49 +39,69 @@ extension Load {
       gatewayJSON.append(JSONText.quoted(gatewaysSeen.pool[old]))
     }
 
-    var userJSON = BytePool()
-    userJSON.reserveCapacity(strings: userCount, bytes: users.pool.bytes.count + 2 * userCount)
-    for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
-
-    // Devices: grouped by user, by device_id within a user. They were read
-    // in device_id order, so placing them by user in that order sorts them.
-    var userDevices = [Int32](repeating: 0, count: userCount + 1)
-    for device in devices { userDevices[Int(device.user) + 1] += 1 }
-    for u in 0..<userCount { userDevices[u + 1] += userDevices[u] }
-    var deviceOrder = [Int](repeating: 0, count: devices.count)
-    var nextPlace = userDevices
-    for (d, device) in devices.enumerated() {
-      deviceOrder[Int(nextPlace[Int(device.user)])] = d
-      nextPlace[Int(device.user)] += 1
+    var userJSON = base?.userJSON ?? BytePool()
+    if base == nil {
+      userJSON.reserveCapacity(strings: userCount, bytes: users.pool.bytes.count + 2 * userCount)
+      for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
     }
-    var deviceIDs: [Int64] = []
-    var deviceGateway: [UInt16] = []
-    var deviceRestricted: [Bool] = []
-    var deviceJSON = BytePool()
-    deviceJSON.reserveCapacity(
-      strings: devices.count,
-      bytes: devices.reduce(tokens.bytes.count) {
-        $0 + userJSON.offsets[Int($1.user) + 1] - userJSON.offsets[Int($1.user)]
-          + Self.deviceFragmentConstantBytes
-      })
-    var fragment: [UInt8] = []
+
+    let userDevices: Column<Int32>
+    let deviceIDs: Column<Int64>
+    let deviceGateway: Column<UInt16>
+    let deviceRestricted: Column<Bool>
+    let deviceJSON: BytePool
     var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
-    for d in deviceOrder {
-      let device = devices[d]
-      let g = gatewayRenumber[Int(device.gateway)]
-      deviceIDs.append(device.id)
-      deviceGateway.append(UInt16(g))
-      devicesPerGateway[Int(g)] += 1
-      deviceRestricted.append(
-        restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
-      fragment.removeAll(keepingCapacity: true)
-      fragment += #"{"user":"#.utf8
-      fragment += userJSON[Int(device.user)]
-      fragment += #","device":"#.utf8
-      JSONText.appendDecimal(device.id, to: &fragment)
-      fragment += #","token":"#.utf8
-      fragment += tokens[d]
-      fragment.withUnsafeBytes { deviceJSON.append($0) }
+    if shared.contains(.devices), let base {
+      (userDevices, deviceIDs, deviceGateway) = (
+        base.userDevices, base.deviceIDs, base.deviceGateway
+      )
+      (deviceRestricted, deviceJSON) = (base.deviceRestricted, base.deviceJSON)
+      for g in deviceGateway { devicesPerGateway[Int(g)] += 1 }
+    } else {
+      // Devices: grouped by user, by device_id within a user. They were read
+      // in device_id order, so placing them by user in that order sorts them.
+      var devicesOfUser = [Int32](repeating: 0, count: userCount + 1)
+      for device in devices { devicesOfUser[Int(device.user) + 1] += 1 }
+      for u in 0..<userCount { devicesOfUser[u + 1] += devicesOfUser[u] }
+      var deviceOrder = [Int](repeating: 0, count: devices.count)
+      var nextPlace = devicesOfUser
+      for (d, device) in devices.enumerated() {
+        deviceOrder[Int(nextPlace[Int(device.user)])] = d
+        nextPlace[Int(device.user)] += 1
+      }
+      var ids: [Int64] = []
+      var gatewayOf: [UInt16] = []
+      var restrictedOf: [Bool] = []
+      var json = BytePool()
+      json.reserveCapacity(
+        strings: devices.count,
+        bytes: devices.reduce(tokens.bytes.count) {
+          $0 + userJSON.offsets[Int($1.user) + 1] - userJSON.offsets[Int($1.user)]
+            + Self.deviceFragmentConstantBytes
+        })
+      var fragment: [UInt8] = []
+      for d in deviceOrder {
+        let device = devices[d]
+        let g = gatewayRenumber[Int(device.gateway)]
+        ids.append(device.id)
+        gatewayOf.append(UInt16(g))
+        devicesPerGateway[Int(g)] += 1
+        restrictedOf.append(
+          restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
+        fragment.removeAll(keepingCapacity: true)
+        fragment += #"{"user":"#.utf8
+        fragment += userJSON[Int(device.user)]
+        fragment += #","device":"#.utf8
+        JSONText.appendDecimal(device.id, to: &fragment)
+        fragment += #","token":"#.utf8
+        fragment += tokens[d]
+        fragment.withUnsafeBytes { json.append($0) }
+      }
+      userDevices = Column(devicesOfUser)
+      deviceIDs = Column(ids)
+      deviceGateway = Column(gatewayOf)
+      deviceRestricted = Column(restrictedOf)
+      deviceJSON = json
     }
     info.devicesPerGateway = (0..<gateways.count).compactMap {
       devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil
@@ -143,20 +164,34 @@ extension Load {
     }
     info.dndPatterns = patternIDs.count
 
-    var slots = pendingSlots.take()
-    info.snoozeGroups = slots.snoozeGroupCount
+    let slots: SlotColumns
+    if let pendingSlots {
+      var built = pendingSlots.take()
+      info.snoozeGroups = built.snoozeGroupCount
+      slots = SlotColumns(
+        channelMembers: Column(taking: &built.channelMembers), memberUser: built.memberUser,
+        memberSettings: built.memberSettings, memberSnooze: built.memberSnooze,
+        snoozeGroups: Column(taking: &built.snoozeGroups),
+        snoozeBounds: Column(taking: &built.snoozeBounds))
+    } else {
+      let base = base!
+      info.snoozeGroups = base.snoozeGroups.count - 1
+      slots = SlotColumns(
+        channelMembers: base.channelMembers, memberUser: base.memberUser,
+        memberSettings: base.memberSettings, memberSnooze: base.memberSnooze,
+        snoozeGroups: base.snoozeGroups, snoozeBounds: base.snoozeBounds)
+    }
 
     let index = Index(
       users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(userDND),
-      userDevices: Column(userDevices),
-      userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: Column(deviceIDs),
-      deviceGateway: Column(deviceGateway),
-      deviceRestricted: Column(deviceRestricted), deviceJSON: deviceJSON, channels: channels,
-      channelScope: channelScope, channelMembers: Column(taking: &slots.channelMembers),
+      userDevices: userDevices,
+      userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: deviceIDs,
+      deviceGateway: deviceGateway,
+      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
+      channelScope: channelScope, channelMembers: slots.channelMembers,
       memberUser: slots.memberUser,
       memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
-      snoozeGroups: Column(taking: &slots.snoozeGroups),
-      snoozeBounds: Column(taking: &slots.snoozeBounds),
+      snoozeGroups: slots.snoozeGroups, snoozeBounds: slots.snoozeBounds,
       dndWords: Column(dndWords),
       zones: zones, gateways: gateways,
       gatewayJSON: gatewayJSON,
@@ -169,8 +204,37 @@ extension Load {
       settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),
-      presence: PresenceWindows(users: userCount, rows: presence), userDefers: userDefers)
+      presence: PresenceWindows(users: userCount, rows: presence),
+      userDefers: userQuietActions.map { ($0 ?? settings.defaultQuietAction) == .defer })
     index.checkInvariants()
     return Snapshot(index: index, info: info)
+  }
+
+  /// The membership slots' columns.
+  private struct SlotColumns {
+    var channelMembers: Column<Int>
+    var memberUser: Column<Int32>
+    var memberSettings: Column<MemberSettings>
+    var memberSnooze: Column<Int32>
+    var snoozeGroups: Column<Int32>
+    var snoozeBounds: Column<Int64>
+  }
+
+  /// The membership slots, built on a core of their own.
+  private func startSlots() -> Pending<MembershipSlots> {
+    // Each channel's default chat level; its size matters only to the large-channel rule.
+    let rows = settings.largeChannel == nil ? [] : memberRowsPerChannel()
+    func channelSize(_ c: Int) -> Int64 {
+      let declared = channelMemberCount.isEmpty ? -1 : channelMemberCount[c]
+      return declared >= 0 ? declared : rows.isEmpty ? 0 : Int64(rows[c])
+    }
+    let slotRows = MembershipSlots.Rows(
+      memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
+      scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
+      channelPrefs: channelPrefs,
+      channelDefaultChat: channelScope.indices.map {
+        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize($0))
+      }, defaultCall: settings.defaultCallLevel ?? .all)
+    return Pending { MembershipSlots(slotRows) }
   }
 }

@@ -12,7 +12,13 @@ public final class SnapshotRows {
   /// changes are copied for real (copy on write), until the last takes them.
   public var sharedWithMore = false
 
-  init(_ load: Load) { self.load = load }
+  /// - Parameter index: what `load` built, whose columns an overlay's
+  ///   load shares where its inputs are the same.
+  init(_ load: Load, index: Index) {
+    var load = load
+    load.base = index
+    self.load = load
+  }
 
   /// The rows: given up by this value, unless more loads will share them.
   func take() -> Load? {
@@ -37,16 +43,24 @@ extension Load {
   /// Loads an overlay from the base's rows (this load's), reading again
   /// only the tables in `changed`, in `run()`'s order, so that a refusal is
   /// the one a whole load would report first. Nil when a whole load is
-  /// needed: settings changed (every level depends on them), or users,
-  /// channels or categories other than the base's, by which every other
-  /// table's rows were numbered.
+  /// needed: users, channels or categories other than the base's, by which
+  /// every other table's rows were numbered. (The settings are applied to
+  /// the rows at build time; only the devices' check of the gateway name
+  /// `updates` depends on them, so turning groups on reads them again.)
   mutating func rerun(changed: Set<String>) throws(SnapshotError) -> Snapshot? {
     let schemaTables = Set(SnapshotSchema.tables.map(\.name))
-    let changed = changed.intersection(schemaTables).intersection(present)
-    guard !changed.contains("settings") else { return nil }
+    var changed = changed.intersection(schemaTables).intersection(present)
     let main = connection
+    let (settingsBefore, userPrefsBefore) = (settings, userPrefs)
+    if changed.contains("settings") {
+      let groupsBefore = settings.notificationGroups != nil
+      let (settings, rows) = try SettingsTable.read(main)
+      self.settings = settings
+      count("settings", rows)
+      if settings.notificationGroups != nil && !groupsBefore { changed.insert("devices") }
+    }
     if changed.contains("users") {
-      let rows = try UserRows.read(main, settings: settings, tzdb: tzdb)
+      let rows = try UserRows.read(main, tzdb: tzdb)
       guard rows.users.pool.sameStrings(as: users.pool) else { return nil }
       take(rows)
     }
@@ -91,6 +105,24 @@ extension Load {
           main, present: present, users: users, categories: categories, gateways: deviceGateways))
     }
     try readLastTables { changed.contains($0) }
-    return build()
+    var shared: SharedParts = []
+    // The slots resolve each membership's levels down to the defaults.
+    let sameDefaults =
+      settings.defaultChatLevel == settingsBefore.defaultChatLevel
+      && settings.kindChatLevel == settingsBefore.kindChatLevel
+      && settings.largeChannel == settingsBefore.largeChannel
+      && settings.defaultCallLevel == settingsBefore.defaultCallLevel
+    if sameDefaults
+      && changed.isDisjoint(with: ["members", "channels", "scope_prefs", "channel_prefs"])
+      && (!changed.contains("users") || userPrefs == userPrefsBefore)
+    {
+      shared.insert(.slots)
+    }
+    if changed.isDisjoint(
+      with: ["devices", "categories", "category_gateways", "category_prefs", "gateway_prefs"])
+    {
+      shared.insert(.devices)
+    }
+    return build(over: self.base, sharing: shared)
   }
 }

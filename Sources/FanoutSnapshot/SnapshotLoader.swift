@@ -135,7 +135,10 @@ public enum SnapshotLoader {
     let unchanged =
       state != nil && SnapshotFingerprint(path: path, header: readers.main.fileHeader()) == state
     if keepRows { readers.endReads() }  // the rows outlive the read: no lock kept on the file
-    return (snapshot, unchanged ? state : nil, false, keepRows ? SnapshotRows(load) : nil)
+    return (
+      snapshot, unchanged ? state : nil, false,
+      keepRows ? SnapshotRows(load, index: snapshot.index) : nil
+    )
   }
 
   /// Compiles the snapshot at `path` to `output` (`fanout snapshot compile
@@ -230,7 +233,9 @@ struct Load {
   var userZone: [UInt16] = []
   var dailyDND: [(start: Int, end: Int)?] = []
   var zones: [ZoneTable] = []
-  var userDefers: [Bool] = []
+  var userQuietActions: [QuietAction?] = []
+  /// The index these rows built, kept for an overlay's load (`SnapshotRows`).
+  var base: Index? = nil
   var weekly: [(user: Int32, weekday: Int, start: Int, end: Int)] = []
 
   var channels = StringTable()
@@ -283,7 +288,7 @@ struct Load {
       self.settings = settings
       count("settings", rows)
     }
-    take(try UserRows.read(main, settings: settings, tzdb: tzdb))
+    take(try UserRows.read(main, tzdb: tzdb))
     let groups = settings.notificationGroups != nil
     let devicesRead = aside { [users] connection throws(SnapshotError) in
       try DeviceRows.read(connection, users: users, notificationGroups: groups)
@@ -364,7 +369,7 @@ struct Load {
     userZone = rows.zone
     zones = rows.zones
     dailyDND = rows.dailyDND
-    userDefers = rows.defers
+    userQuietActions = rows.quietActions
     info.timeZones = rows.zoneNames
     count("users", users.count)
   }

@@ -34,7 +34,7 @@ struct ScenarioOverlayTests {
       try SnapshotLoader.load(path: scenario.path, base: scenario.base)
     }
     #expect(overlaid == whole, "\(sql)")
-    if source == self.source {
+    if scenario.base != nil {
       // Taken by the load: kept anew for each.
       let rows = try #require(SnapshotLoader.loadKeepingRows(path: source).rows)
       let byTables = try outcome { () throws(SnapshotError) in
@@ -89,8 +89,30 @@ struct ScenarioOverlayTests {
       ("DELETE FROM presence WHERE rowid % 2 = 0", "presence"),
       ("DELETE FROM user_mutes WHERE rowid % 2 = 0", "user_mutes"),
       ("DELETE FROM thread_prefs WHERE rowid % 3 = 0", "thread_prefs"),
-      // Read whole whatever the rows: settings, and users other than the source's.
+      // Settings apply to the source's rows at build time.
       ("UPDATE settings SET value = 'mentions' WHERE key = 'default_chat_level'", "settings"),
+      (
+        """
+        INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'),
+          ('default_call_level', 'none'), ('default_chat_level.group', 'none'),
+          ('large_channel_members', '3'), ('large_channel_level', 'mentions'),
+          ('throttle_messages', '2'), ('throttle_window_ms', '60000')
+        """, "settings"
+      ),
+      (
+        "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on'), "
+          + "('notification_group_size_max', '2')", "settings"
+      ),
+      (
+        "UPDATE devices SET gateway = 'updates' WHERE device_id % 5 = 0",
+        "devices"
+      ),
+      (
+        "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on'); "
+          + "UPDATE devices SET gateway = 'updates' WHERE device_id % 5 = 0", "devices,settings"
+      ),
+      ("UPDATE settings SET value = 'loud' WHERE key = 'default_chat_level'", "settings"),
+      // Read whole: users other than the source's.
       ("INSERT INTO users (user_id) VALUES ('zz-new')", "users"),
       ("DELETE FROM users WHERE user_id = (SELECT min(user_id) FROM members)", "users"),
       ("UPDATE users SET user_id = user_id || '-renamed' WHERE rowid % 7 = 0", "users"),
@@ -150,6 +172,17 @@ struct ScenarioOverlayTests {
     let scenario = try agrees("UPDATE devices SET token = token || '-2'", source: source)
     #expect(scenario.base == nil)
     #expect(try agrees("UPDATE users SET show_preview = 0", source: source).base == source)
+  }
+
+  @Test(
+    "turning groups on over a source with a gateway named 'updates' is refused, as a whole load refuses it"
+  )
+  func groupsOnOverUpdatesGateway() throws {
+    let source = SQLiteFixture.copy(
+      self.source, applying: "UPDATE devices SET gateway = 'updates' WHERE device_id % 5 = 0")
+    let scenario = try agrees(
+      "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on')", source: source)
+    #expect(tables(scenario) == "settings")
   }
 
   @Test("a refusal on an overlay is the scenario's refusal")

@@ -13,22 +13,22 @@ struct UserRows: Sendable {
   /// The zone names met, sorted (`snapshot check`).
   var zoneNames: [String] = []
   var dailyDND: [(start: Int, end: Int)?] = []
-  /// Per user: whether snooze and DND defer rather than drop (quiet_action,
-  /// else default_quiet_action, else drop).
-  var defers: [Bool] = []
+  /// Per user: quiet_action, nil where NULL (then default_quiet_action
+  /// decides, at build time: a what-if changing only the settings keeps
+  /// these rows).
+  var quietActions: [QuietAction?] = []
 
-  static func read(_ connection: Connection, settings: AppSettings, tzdb: TimeZoneDatabase)
+  static func read(_ connection: Connection, tzdb: TimeZoneDatabase)
     throws(SnapshotError) -> UserRows
   {
     let capacity = try connection.rowCount("users")
     return try connection.readInIDOrder("user_id") { orderBy throws(SnapshotError) in
-      try read(connection, orderBy: orderBy, capacity: capacity, settings: settings, tzdb: tzdb)
+      try read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb)
     }
   }
 
   private static func read(
-    _ connection: Connection, orderBy: String?, capacity: Int, settings: AppSettings,
-    tzdb: TimeZoneDatabase
+    _ connection: Connection, orderBy: String?, capacity: Int, tzdb: TimeZoneDatabase
   ) throws(SnapshotError) -> UserRows {
     let r = try connection.reader("users", key: [0], orderBy: orderBy)
     var rows = UserRows()
@@ -66,8 +66,7 @@ struct UserRows: Sendable {
       case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
       case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
       }
-      let quietAction = try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:))
-      rows.defers.append((quietAction ?? settings.defaultQuietAction) == .defer)
+      rows.quietActions.append(try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:)))
     }
     rows.zoneNames = zoneIDs.keys.sorted()
     return rows
