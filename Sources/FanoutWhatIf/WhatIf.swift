@@ -47,8 +47,9 @@ public struct WhatIfOptions: Sendable {
   /// Pushes per user per day above which a user counts as over budget.
   public var budget = WhatIfOptions.defaultBudget
   public static let defaultBudget = 20
-  /// Where compiled snapshots are read from and added to (A and a named B;
-  /// never a B made by `--sql`); nil for none.
+  /// Where compiled snapshots are read from and added to (A and B with
+  /// `--against`; with `--sql`, A is read from SQLite for its rows, over
+  /// which each B is built); nil for none.
   public var indexCache: IndexCache? = nil
   /// Whether a B whose pairs fall in A's slices is tallied as its
   /// difference from A (false: whole, as the tests compare).
@@ -239,13 +240,14 @@ public enum WhatIf {
     var rowsOfA: SnapshotRows? = nil
     do {
       if anySQL {
-        // A from the cache has no rows, and each B is then read whole from
-        // SQLite (0.5 s at 100k users); from three variants on, reading A
-        // itself from SQLite (0.8 s) and building every B over its rows
-        // (0.17 s each) is faster.
+        // A from the cache has no rows, and B would be read whole from
+        // SQLite (5.5 s at 1M users) into columns of its own. Read from
+        // SQLite, A keeps its rows, and each B is built over them, sharing
+        // A's columns wherever its SQL left their tables alone (0.1-1.2 s
+        // at 1M): as fast for one B, faster for more, and 0.7 GB less at
+        // 1M (docs/whatif.md).
         let loaded = try SnapshotLoader.loadKeepingRows(
-          path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,
-          cache: bs.count >= 3 ? nil : options.indexCache)
+          path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         (a, rowsOfA) = (loaded.snapshot.index, loaded.rows)
       } else {
         a = try SnapshotLoader.load(
