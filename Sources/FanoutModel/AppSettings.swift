@@ -105,6 +105,14 @@ public struct AppSettings: Sendable, Equatable {
     return level
   }
 
+  /// Whether a member who set no level of their own gets the same chat and
+  /// call levels under `other` in every channel: the defaults
+  /// `forEachDefaultChatLevel` tries, and the call default, are the same.
+  public func sameMemberDefaults(as other: AppSettings) -> Bool {
+    defaultChatLevel == other.defaultChatLevel && kindChatLevel == other.kindChatLevel
+      && largeChannel == other.largeChannel && defaultCallLevel == other.defaultCallLevel
+  }
+
   /// A settings value that must be a decimal integer: ASCII digits, no
   /// sign, spaces or leading zeros, at most `Int64.max`.
   public static func decimalInteger(_ text: String) -> Int64? {

@@ -14,8 +14,7 @@ extension Load {
     /// The membership slots: members, channels, the three levels' rows
     /// and the defaults they fall back to.
     static let slots = SharedParts(rawValue: 1)
-    /// Devices and gateways: devices, categories, category_gateways,
-    /// category_prefs, gateway_prefs.
+    /// Devices and gateways (`Load.gatewayTables`).
     static let devices = SharedParts(rawValue: 2)
   }
 

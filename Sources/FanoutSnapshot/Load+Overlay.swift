@@ -28,6 +28,12 @@ public final class SnapshotRows {
 }
 
 extension Load {
+  /// The tables devices and gateways are built from: gateways are numbered
+  /// by devices first, then by the others.
+  static let gatewayTables: Set<String> = [
+    "devices", "categories", "category_gateways", "category_prefs", "gateway_prefs",
+  ]
+
   /// The tables an overlay holds, lower-cased.
   func overlayTables() throws(SnapshotError) -> Set<String> {
     var names: Set<String> = []
@@ -96,10 +102,7 @@ extension Load {
       guard rows.categories.pool.sameStrings(as: categories.pool) else { return nil }
       take(rows)
     }
-    // Gateways are numbered by devices first, then by these tables.
-    if !changed.isDisjoint(
-      with: ["devices", "categories", "category_gateways", "category_prefs", "gateway_prefs"])
-    {
+    if !changed.isDisjoint(with: Self.gatewayTables) {
       take(
         try GatewayPrefRows.read(
           main, present: present, users: users, categories: categories, gateways: deviceGateways))
@@ -107,22 +110,13 @@ extension Load {
     try readLastTables { changed.contains($0) }
     var shared: SharedParts = []
     // The slots resolve each membership's levels down to the defaults.
-    let sameDefaults =
-      settings.defaultChatLevel == settingsBefore.defaultChatLevel
-      && settings.kindChatLevel == settingsBefore.kindChatLevel
-      && settings.largeChannel == settingsBefore.largeChannel
-      && settings.defaultCallLevel == settingsBefore.defaultCallLevel
-    if sameDefaults
+    if settings.sameMemberDefaults(as: settingsBefore)
       && changed.isDisjoint(with: ["members", "channels", "scope_prefs", "channel_prefs"])
       && (!changed.contains("users") || userPrefs == userPrefsBefore)
     {
       shared.insert(.slots)
     }
-    if changed.isDisjoint(
-      with: ["devices", "categories", "category_gateways", "category_prefs", "gateway_prefs"])
-    {
-      shared.insert(.devices)
-    }
+    if changed.isDisjoint(with: Self.gatewayTables) { shared.insert(.devices) }
     return build(over: self.base, sharing: shared)
   }
 }

@@ -96,15 +96,22 @@ struct AuditCommandTests {
         .split(separator: "\n").compactMap(decodeRecord)
     }
 
-    /// Audits `logs`; the findings as keys, and the audit's summary.
-    func audit(_ logs: [String], _ extra: [String] = [], threads: Int = 2) -> (
-      status: Int32, stderr: String, findings: [[String: Any]], summary: [String: Any]
-    ) {
+    /// Runs `fanout audit` of `logs` into a new folder: the process, and
+    /// the folder's path.
+    func run(_ logs: [String], _ extra: [String] = []) -> (run: ProcessResult, out: String) {
       let out = makeTemporaryDirectory() + "/audit"
       let run = runProcess(
         fanoutExecutable,
         ["audit", "--snapshot", snapshot, "--messages", traffic, "--sent"] + logs
-          + ["--out", out, "--threads", String(threads)] + extra)
+          + ["--out", out] + extra)
+      return (run, out)
+    }
+
+    /// Audits `logs`; the findings as keys, and the audit's summary.
+    func audit(_ logs: [String], _ extra: [String] = [], threads: Int = 2) -> (
+      status: Int32, stderr: String, findings: [[String: Any]], summary: [String: Any]
+    ) {
+      let (run, out) = run(logs, ["--threads", String(threads)] + extra)
       let findings = (lz4CommandLineDecode(out + "/findings.ndjson.lz4") ?? "")
         .split(separator: "\n").compactMap(decodeRecord)
       var summary =
@@ -285,13 +292,7 @@ struct AuditCommandTests {
     #expect(
       FileManager.default.createFile(
         atPath: path, contents: Data((text.joined(separator: "\n") + "\n").utf8)))
-    let out = makeTemporaryDirectory() + "/audit"
-    let run = runProcess(
-      fanoutExecutable,
-      [
-        "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", path, "--out",
-        out,
-      ])
+    let (run, out) = day.run([path])
     #expect(run.status == 0, "\(run.stderr)")
     let unreadable = readText(out + "/unreadable.ndjson").split(separator: "\n")
       .compactMap(decodeRecord)
@@ -321,24 +322,13 @@ struct AuditCommandTests {
     for (name, data, reason) in damaged {
       let path = day.dir + "/" + name
       #expect(FileManager.default.createFile(atPath: path, contents: Data(data)))
-      let out = makeTemporaryDirectory() + "/audit"
-      let run = runProcess(
-        fanoutExecutable,
-        [
-          "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", path, "--out",
-          out,
-        ])
+      let (run, out) = day.run([path])
       #expect(run.status == 66, "\(name): \(run.stderr)")
       #expect(run.stderr.contains(path) && run.stderr.contains(reason), "\(run.stderr)")
       #expect(!FileManager.default.fileExists(atPath: out), "\(listDirectory(out))")
     }
     // The whole file, for contrast, is audited.
-    let whole = runProcess(
-      fanoutExecutable,
-      [
-        "audit", "--snapshot", day.snapshot, "--messages", day.traffic, "--sent", compressed,
-        "--out", makeTemporaryDirectory() + "/audit",
-      ])
+    let whole = day.run([compressed]).run
     #expect(whole.status == 0, "\(whole.stderr)")
   }
 
