@@ -54,10 +54,25 @@ public final class Explainer {
   private var users: [String: UserRecords?] = [:]
   private var categories: [String: CategoryRecord?] = [:]
 
-  public init(snapshot path: String, cache: IndexCache? = nil) throws(ExplainError) {
+  /// - Parameter user: the user the pairs will be explained for, if known:
+  ///   their rows are read while the index loads.
+  public init(snapshot path: String, cache: IndexCache? = nil, user: String? = nil)
+    throws(ExplainError)
+  {
     do {
-      index = try SnapshotLoader.load(path: path, cache: cache).index
-      records = try SnapshotRecords(path: path)
+      let reading = user.map { SnapshotRecords.reading(path, user: $0) }
+      // A refused snapshot is refused first, as eval would refuse it.
+      let loaded = Result { () throws(SnapshotError) in
+        try SnapshotLoader.load(path: path, cache: cache).index
+      }
+      let read = Result { () throws(SnapshotError) in try reading?.wait() }
+      index = try loaded.get()
+      if let (store, found) = try read.get() {
+        records = store
+        users[user!] = .some(found)
+      } else {
+        records = try SnapshotRecords(path: path)
+      }
     } catch {
       throw .snapshot(error)
     }

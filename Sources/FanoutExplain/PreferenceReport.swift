@@ -37,10 +37,15 @@ public struct PreferenceReport: Sendable {
     let index: Index
     let store: SnapshotRecords
     do {
-      // Refuses what eval would refuse.
-      index = try SnapshotLoader.load(path: path, cache: cache).index
-      store = try SnapshotRecords(path: path)
-      found = try store.user(user)
+      // The user's rows are read while the index loads; a refused snapshot
+      // is refused first, as eval would refuse it.
+      let reading = SnapshotRecords.reading(path, user: user)
+      let loaded = Result { () throws(SnapshotError) in
+        try SnapshotLoader.load(path: path, cache: cache).index
+      }
+      let read = Result { () throws(SnapshotError) in try reading.wait() }
+      index = try loaded.get()
+      (store, found) = try read.get()
     } catch {
       throw .snapshot(error)
     }

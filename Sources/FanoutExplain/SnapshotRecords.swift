@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutModel
 import FanoutSQLite
 import FanoutSnapshot
@@ -82,6 +83,14 @@ public final class SnapshotRecords {
     } catch {
       throw SnapshotError.opening(path, error)
     }
+  }
+
+  /// Opens `path` and reads `user`'s rows on another thread, while the
+  /// caller loads the index (the rows' one unindexed read, devices by user,
+  /// is a scan: at 1M users as long as a cached index load). `wait()`
+  /// hands both over.
+  static func reading(_ path: String, user: String) -> PendingUserRecords {
+    PendingUserRecords(path: path, user: user)
   }
 
   /// The channel's kind, or nil when there is no such channel.
@@ -200,5 +209,32 @@ public final class SnapshotRecords {
       connection, SnapshotSchema.table(table), keyColumns: key, where: condition,
       arguments: arguments, orderBy: orderBy)
     while try reader.next() { try body(reader) }
+  }
+}
+
+/// A store opened, and one user's rows read, on another thread
+/// (`SnapshotRecords.reading`).
+///
+/// `@unchecked Sendable`: `outcome` is written once, before the group is
+/// left, and read only after waiting on it; the store's connection is used
+/// by one thread at a time, the reader's and then the waiter's.
+final class PendingUserRecords: @unchecked Sendable {
+  private var outcome: Result<(SnapshotRecords, UserRecords?), SnapshotError>?
+  private let group = DispatchGroup()
+
+  init(path: String, user: String) {
+    group.enter()
+    DispatchQueue.global().async {
+      self.outcome = Result { () throws(SnapshotError) in
+        let store = try SnapshotRecords(path: path)
+        return (store, try store.user(user))
+      }
+      self.group.leave()
+    }
+  }
+
+  func wait() throws(SnapshotError) -> (store: SnapshotRecords, user: UserRecords?) {
+    group.wait()
+    return try outcome!.get()
   }
 }

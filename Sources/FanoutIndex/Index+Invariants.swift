@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutModel
 
 /// The structural promises the kernel's unchecked reads rely on: every
@@ -29,15 +30,6 @@ extension Index {
       let last = offsets.last.map { Int($0) } ?? -1
       check(last == values, "\(name): ends at \(last), not \(values)")
       check(zip(offsets, offsets.dropFirst()).allSatisfy { $0 <= $1 }, "\(name): offsets decrease")
-    }
-    /// Every value a row number below `limit` (or -1 where `allowNone`).
-    func checkRows<T: BinaryInteger>(
-      _ name: String, _ values: UnsafeBufferPointer<T>, below limit: Int, allowNone: Bool = false
-    ) {
-      let low: Int = allowNone ? -1 : 0
-      for (i, value) in values.enumerated() where Int(value) < low || Int(value) >= limit {
-        return found.append("\(name) \(i): \(value) is not a row below \(limit)")
-      }
     }
     let userCount = users.count
     let channelCount = channels.count
@@ -86,6 +78,37 @@ extension Index {
       "declaredMemberCount: wrong length")
     guard found.isEmpty else { return found }
 
+    // The row numbers and the sorted orders, each a pass over the members,
+    // on two cores at once; the row numbers' findings come first.
+    let halves = UnsafeMutableBufferPointer<[String]>.allocate(capacity: 2)
+    halves.initialize(repeating: [])
+    defer {
+      _ = halves.deinitialize()
+      halves.deallocate()
+    }
+    // (Each iteration writes its own slot only.)
+    nonisolated(unsafe) let slots = halves
+    DispatchQueue.concurrentPerform(iterations: 2) { half in
+      slots[half] = half == 0 ? rowViolations() : orderViolations()
+    }
+    return halves[0].isEmpty ? halves[1] : halves[0]
+  }
+
+  /// Row numbers inside what they point into (the lengths checked).
+  private func rowViolations() -> [String] {
+    var found: [String] = []
+    /// Every value a row number below `limit` (or -1 where `allowNone`).
+    func checkRows<T: BinaryInteger>(
+      _ name: String, _ values: UnsafeBufferPointer<T>, below limit: Int, allowNone: Bool = false
+    ) {
+      let low: Int = allowNone ? -1 : 0
+      for (i, value) in values.enumerated() where Int(value) < low || Int(value) >= limit {
+        return found.append("\(name) \(i): \(value) is not a row below \(limit)")
+      }
+    }
+    let userCount = users.count
+    let gatewayCount = gateways.count
+    let categoryCount = categories.count
     // Row numbers inside what they point into.
     checkRows("memberUser", memberUser.buffer, below: userCount)
     checkRows("userZone", userZone.buffer, below: zones.count)
@@ -110,8 +133,13 @@ extension Index {
         break
       }
     }
-    guard found.isEmpty else { return found }
+    return found
+  }
 
+  /// The sorted orders (the lengths and offsets checked).
+  private func orderViolations() -> [String] {
+    var found: [String] = []
+    let userCount = users.count
     // Sorted orders: members by user row (the merge walks with mentions and
     // the slot searches rely on it), devices by id, the lists `SingledOut`
     // walks alongside members, thread keys, presence windows.

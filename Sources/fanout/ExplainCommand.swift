@@ -73,7 +73,8 @@ extension Fanout {
 
     func run() throws {
       do {
-        let explainer = try Explainer(snapshot: snapshot, cache: indexCacheOptions.cache)
+        let explainer = try Explainer(
+          snapshot: snapshot, cache: indexCacheOptions.cache, user: user)
         guard let user else {
           let radius = try explainer.blastRadius(line: message!)
           print(
