@@ -55,7 +55,7 @@ extension Index {
     let lengths: [(String, Int, Int)] = [
       ("userJSON", userJSON.count, userCount), ("userZone", userZone.count, userCount),
       ("userDND", userDND.count, userCount), ("userState", userState.count, userCount),
-      ("userDefers", userDefers.count, userCount),
+      ("userQuietActions", userQuietActions.count, userCount),
       ("deviceGateway", deviceGateway.count, deviceCount),
       ("deviceRestricted", deviceRestricted.count, deviceCount),
       ("deviceJSON", deviceJSON.count, deviceCount),

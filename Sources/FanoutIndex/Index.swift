@@ -117,6 +117,10 @@ public final class Index: Sendable {
   public let mutedBy: MutedBy
   public let threadPrefs: ThreadPrefs
   public let presence: PresenceWindows
+  /// Per user: `users.quiet_action`, nil where NULL (the settings' default
+  /// applies). Kept as read, so that an index with other settings
+  /// (`replacing(settings:)`) applies its own default.
+  public let userQuietActions: [QuietAction?]
   /// Per user: snooze and DND defer rather than drop (quiet action 'defer').
   public let userDefers: [Bool]
   /// Whether any user defers.
@@ -137,7 +141,7 @@ public final class Index: Sendable {
     categoryPrefCategory: Column<Int32>, categoryPrefGateway: Column<Int32>,
     categoryPref: Column<Preference>,
     settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
-    presence: PresenceWindows, userDefers: [Bool]
+    presence: PresenceWindows, userQuietActions: [QuietAction?]
   ) {
     self.users = users
     self.userJSON = userJSON
@@ -173,6 +177,8 @@ public final class Index: Sendable {
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
     self.presence = presence
+    self.userQuietActions = userQuietActions
+    let userDefers = userQuietActions.map { ($0 ?? settings.defaultQuietAction) == .defer }
     self.userDefers = userDefers
     anyUserDefers = userDefers.contains(true)
     var states: [UserState] = []
@@ -187,6 +193,28 @@ public final class Index: Sendable {
           devices: devices, deviceGateway: deviceGateway, deviceRestricted: deviceRestricted))
     }
     userState = Column(states)
+  }
+
+  /// This index under other settings: every column shared, the users'
+  /// quiet actions defaulting to the new settings'. Only for settings whose
+  /// member defaults are this index's (`AppSettings.sameMemberDefaults(as:)`):
+  /// the membership slots resolve levels down to them.
+  package func replacing(settings: AppSettings) -> Index {
+    precondition(settings.sameMemberDefaults(as: self.settings))
+    return Index(
+      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND,
+      userDevices: userDevices, userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs,
+      deviceGateway: deviceGateway, deviceRestricted: deviceRestricted, deviceJSON: deviceJSON,
+      channels: channels, channelScope: channelScope, channelMembers: channelMembers,
+      memberUser: memberUser, memberSettings: memberSettings, memberSnooze: memberSnooze,
+      snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones,
+      gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
+      categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
+      categoryGatewayMandatory: categoryGatewayMandatory,
+      categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
+      categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
+      mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
+      userQuietActions: userQuietActions)
   }
 
   public var memberCount: Int { memberUser.count }

@@ -204,7 +204,7 @@ extension Load {
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),
       presence: PresenceWindows(users: userCount, rows: presence),
-      userDefers: userQuietActions.map { ($0 ?? settings.defaultQuietAction) == .defer })
+      userQuietActions: userQuietActions)
     index.checkInvariants()
     return Snapshot(index: index, info: info)
   }

@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutSQLite
 
 /// The rows a snapshot loaded from SQLite was built from, kept so that a
 /// what-if scenario's overlay of it (`ScenarioCopy`) can be loaded by
@@ -36,6 +37,11 @@ extension Load {
 
   /// The tables an overlay holds, lower-cased.
   func overlayTables() throws(SnapshotError) -> Set<String> {
+    try Self.overlayTables(connection)
+  }
+
+  /// The tables of the overlay `connection` opened, lower-cased.
+  static func overlayTables(_ connection: Connection) throws(SnapshotError) -> Set<String> {
     var names: Set<String> = []
     do {
       let list = try connection.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table'")
@@ -118,5 +124,40 @@ extension Load {
     }
     if changed.isDisjoint(with: Self.gatewayTables) { shared.insert(.devices) }
     return build(over: self.base, sharing: shared)
+  }
+}
+
+extension SnapshotLoader {
+  /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
+  /// but `settings`, loaded as `index` (its base's) under the overlay's
+  /// settings: every column shared, nothing else read. Nil when the
+  /// overlay holds other tables, or when its settings change what the
+  /// columns were built from — the members' default levels, or
+  /// notification groups turned on where a gateway is named `updates`
+  /// (refused on devices then) —: such an overlay is loaded over the base's
+  /// rows (`load(path:base:over:)`). A refusal is the settings table's, as
+  /// a whole load of the overlay would report it.
+  public static func index(
+    settingsOverlay path: String, base: String, over index: Index,
+    busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
+  ) throws(SnapshotError) -> Index? {
+    let main: Connection
+    do {
+      main = try ConsistentReads(
+        path: path, base: base, connections: 1, busyTimeoutMilliseconds: busyTimeoutMilliseconds
+      ).main
+    } catch {
+      throw SnapshotError.reading(path, error, waited: busyTimeoutMilliseconds)
+    }
+    let schemaTables = Set(SnapshotSchema.tables.map(\.name))
+    let changed = try Load.overlayTables(main).intersection(schemaTables)
+    guard changed.isSubset(of: ["settings"]) else { return nil }
+    guard changed.contains("settings") else { return index }
+    let (settings, _) = try SettingsTable.read(main)
+    guard settings.sameMemberDefaults(as: index.settings) else { return nil }
+    let groupsTurnedOn =
+      settings.notificationGroups != nil && index.settings.notificationGroups == nil
+    if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }
+    return index.replacing(settings: settings)
   }
 }

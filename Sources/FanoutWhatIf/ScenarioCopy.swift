@@ -242,6 +242,53 @@ public final class ScenarioCopy: Sendable {
     return changed
   }
 
+  /// The tables `sql` would write (INSERT, UPDATE or DELETE), lower-cased,
+  /// found by preparing its statements on `source` without running them;
+  /// nil when that cannot tell (a statement that does not prepare before
+  /// the ones before it ran, a schema change, a PRAGMA). A forecast, made
+  /// before the copy, to choose where A is loaded from: the copy's own
+  /// tables decide what B is.
+  public static func tablesWritten(by sql: String, in source: String) -> Set<String>? {
+    guard let connection = try? Connection(path: source) else { return nil }
+    final class Writes {
+      var tables: Set<String> = []
+      var unknown = false
+    }
+    let authorize:
+      @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?, UnsafePointer<CChar>?
+      ) -> Int32 = { context, action, table, _, _, _ in
+        let writes = Unmanaged<Writes>.fromOpaque(context!).takeUnretainedValue()
+        switch action {
+        case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION,
+          SQLITE_SAVEPOINT:
+          return SQLITE_OK
+        case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE:
+          if let table { writes.tables.insert(String(cString: table).lowercased()) }
+          return SQLITE_OK
+        default:
+          writes.unknown = true
+          return SQLITE_DENY
+        }
+      }
+    let writes = Writes()
+    sqlite3_set_authorizer(
+      connection.handle, authorize, Unmanaged.passUnretained(writes).toOpaque())
+    defer { sqlite3_set_authorizer(connection.handle, nil, nil) }
+    return sql.withCString { text -> Set<String>? in
+      var next: UnsafePointer<CChar>? = text
+      while let start = next, start.pointee != 0 {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection.handle, start, -1, &statement, &next) == SQLITE_OK
+        else { return nil }
+        sqlite3_finalize(statement)
+        if writes.unknown || firstKeyword(start) == "VACUUM" { return nil }
+      }
+      return writes.tables
+    }
+  }
+
   private static func failure(_ copy: Connection, _ code: Int32) -> WhatIfError.Scenario {
     if code == SQLITE_AUTH { return .refused(confinement) }
     return .sql(SQLiteError.from(copy.handle, code: code, sql: nil))

@@ -212,8 +212,8 @@ public enum WhatIf {
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .run(.input(error)) }
 
-    // A scenario's copy of A is made while A loads: both only read A, in
-    // read transactions of their own, and B, when it is an overlay, reads A
+    // A scenario's copy of A is made first: both only read A, in read
+    // transactions of their own, and B, when it is an overlay, reads A
     // again; the watch, looked at once B is loaded, tells whether a commit
     // landed meanwhile, so that B is never made from another state than A.
     let anySQL = bs.contains { if case .sql = $0.scenario { true } else { false } }
@@ -234,18 +234,20 @@ public enum WhatIf {
         }
       }
     }
+    // B is A's columns under other settings when its SQL writes no table
+    // but settings: A then comes from the index cache, and no table is read
+    // again. Otherwise A is read from SQLite for its rows, and each B is
+    // built over them, sharing A's columns wherever its SQL left their
+    // tables alone (docs/whatif.md).
+    let settingsOnly = bs.allSatisfy { b in
+      guard case .sql(let sql) = b.scenario else { return true }
+      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: ["settings"])
+        ?? false
+    }
     let a: Index
-    // A's rows, when A comes from SQLite, let an overlay B read only its own
-    // tables.
     var rowsOfA: SnapshotRows? = nil
     do {
-      if anySQL {
-        // A from the cache has no rows, and B would be read whole from
-        // SQLite (5.5 s at 1M users) into columns of its own. Read from
-        // SQLite, A keeps its rows, and each B is built over them, sharing
-        // A's columns wherever its SQL left their tables alone (0.1-1.2 s
-        // at 1M): as fast for one B, faster for more, and 0.7 GB less at
-        // 1M (docs/whatif.md).
+      if anySQL && !settingsOnly {
         let loaded = try SnapshotLoader.loadKeepingRows(
           path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         (a, rowsOfA) = (loaded.snapshot.index, loaded.rows)
@@ -278,6 +280,7 @@ public enum WhatIf {
       indexes.append(index)
       rowsChanged.append(changed)
     }
+    rowsOfA = nil  // A's rows, if a B built from A's columns alone left them
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(
@@ -368,7 +371,6 @@ public enum WhatIf {
     var copy: ScenarioCopy? = nil
     if let scenarioCopy {
       do { copy = try scenarioCopy.wait().get() } catch { throw .scenario(error) }
-      lap("wait for the copy of A with the SQL applied")
       rowsChanged = copy!.rowsChanged
       if copy!.changesNothing { return a }
     }
@@ -380,6 +382,13 @@ public enum WhatIf {
     defer { lap("load B") }
     let loaded: Snapshot
     do {
+      if let copy, let base = copy.base,
+        let index = try SnapshotLoader.index(
+          settingsOverlay: path, base: base, over: a,
+          busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+      {
+        return index
+      }
       loaded = try SnapshotLoader.load(
         path: path, base: copy?.base, over: rowsOfA,
         busyTimeoutMilliseconds: options.busyTimeoutMilliseconds,

@@ -49,6 +49,7 @@ extension Index {
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
       categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy,
-      threadPrefs: threadPrefs, presence: presence, userDefers: userDefers)
+      threadPrefs: threadPrefs, presence: presence,
+      userQuietActions: userQuietActions)
   }
 }

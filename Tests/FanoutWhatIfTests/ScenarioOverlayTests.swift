@@ -1,3 +1,4 @@
+import FanoutIndex
 import FanoutTestSupport
 import Foundation
 import Testing
@@ -27,9 +28,10 @@ struct ScenarioOverlayTests {
   private func agrees(_ sql: String, source: String? = nil) throws -> ScenarioCopy {
     let source = source ?? self.source
     let scenario = try ScenarioCopy(of: source, applying: sql)
-    let whole = try outcome { () throws(SnapshotError) in
+    let wholeLoad = Result { () throws(SnapshotError) in
       try SnapshotLoader.load(path: SQLiteFixture.copy(source, applying: sql))
     }
+    let whole = try outcome { () throws(SnapshotError) in try wholeLoad.get() }
     let overlaid = try outcome { () throws(SnapshotError) in
       try SnapshotLoader.load(path: scenario.path, base: scenario.base)
     }
@@ -41,8 +43,64 @@ struct ScenarioOverlayTests {
         try SnapshotLoader.load(path: scenario.path, base: scenario.base, over: rows)
       }
       #expect(byTables == whole, "\(sql)")
+      // Settings alone: A's columns (A read back from its compiled file, as
+      // from the index cache) under B's settings.
+      switch try settingsOverlay(scenario, source: source) {
+      case .success(nil): break
+      case .success(let index?):
+        let settingsOnly = try outcome { () throws(SnapshotError) in
+          Snapshot(index: index, info: try wholeLoad.get().info)
+        }
+        #expect(settingsOnly == whole, "\(sql)")
+      case .failure(let error): #expect("refused: \(error)" == whole, "\(sql)")
+      }
     }
     return scenario
+  }
+
+  /// The scenario loaded as A's columns under its settings (nil when it
+  /// cannot be), A as the index cache gives it: written to a compiled file
+  /// and read back.
+  private func settingsOverlay(_ scenario: ScenarioCopy, source: String) throws -> Result<
+    Index?, SnapshotError
+  > {
+    let path = makeTemporaryDirectory("fanout-overlay") + "/a.fanout-index"
+    try CompiledSnapshot.write(
+      SnapshotLoader.load(path: source), key: SnapshotFingerprint.buildKey, to: path, mode: 0o600)
+    let a = try SnapshotLoader.load(path: path).index
+    do {
+      return .success(
+        try SnapshotLoader.index(settingsOverlay: scenario.path, base: source, over: a))
+    } catch { return .failure(error) }
+  }
+
+  @Test(
+    "SQL that writes only settings, keeping the members' default levels, is A's columns under B's settings",
+    arguments: [
+      (
+        """
+        INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'),
+          ('throttle_messages', '2'), ('throttle_window_ms', '60000'), ('presence_delay_ms', '90000'),
+          ('mention_all_max_members', '5')
+        """, true
+      ),
+      ("INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'drop')", true),
+      ("DELETE FROM settings WHERE key LIKE 'throttle%' OR key = 'default_quiet_action'", true),
+      (
+        "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on'), "
+          + "('notification_group_count_max', '2')", true
+      ),
+      ("UPDATE settings SET value = 'mentions' WHERE key = 'default_chat_level'", false),
+      (
+        "INSERT OR REPLACE INTO settings VALUES ('large_channel_members', '3'), "
+          + "('large_channel_level', 'mentions')", false
+      ),
+      ("UPDATE users SET show_preview = 0", false),
+    ])
+  func settingsOnly(_ sql: String, _ expected: Bool) throws {
+    let scenario = try agrees(sql)
+    let index = try settingsOverlay(scenario, source: source).get()
+    #expect((index != nil) == expected, "\(sql)")
   }
 
   /// The tables in the scenario's own file.
@@ -183,6 +241,28 @@ struct ScenarioOverlayTests {
     let scenario = try agrees(
       "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on')", source: source)
     #expect(tables(scenario) == "settings")
+    #expect(try settingsOverlay(scenario, source: source).get() == nil)
+  }
+
+  @Test(
+    "the tables SQL will write are forecast without running it",
+    arguments: [
+      ("INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')", "settings"),
+      (
+        "BEGIN; UPDATE Settings SET value = '2' WHERE key = 'throttle_messages'; COMMIT", "settings"
+      ),
+      (
+        "UPDATE users SET show_preview = 0; DELETE FROM devices WHERE device_id = 1",
+        "devices,users"
+      ),
+      ("SELECT 1", ""), ("-- nothing", ""), ("", ""),
+      ("CREATE TABLE t (x); INSERT INTO t VALUES (1)", nil),
+      ("PRAGMA user_version = 3", nil),
+      ("UPDATE no_such_table SET x = 1", nil),
+    ] as [(String, String?)])
+  func forecast(_ sql: String, _ expected: String?) {
+    let tables = ScenarioCopy.tablesWritten(by: sql, in: source)
+    #expect(tables.map { $0.sorted().joined(separator: ",") } == expected, "\(sql)")
   }
 
   @Test("a refusal on an overlay is the scenario's refusal")

@@ -1,5 +1,6 @@
 import FanoutGenerator
 import FanoutPipeline
+import FanoutSnapshot
 import FanoutTestSupport
 import FanoutWhatIf
 import Foundation
@@ -55,11 +56,14 @@ private func byteOrder(_ x: String, _ y: String) -> Bool {
 /// report.json and every line of changes against two `fanout eval` runs.
 /// Message ids must be unique in `messages` (they key the pairs here).
 private func checkAgainstEval(
-  snapshot a: String, b: String, scenario: WhatIfOptions.Scenario, messages: String
+  snapshot a: String, b: String, scenario: WhatIfOptions.Scenario, messages: String,
+  indexCache: IndexCache? = nil
 ) throws {
   let out = makeTemporaryDirectory() + "/whatif"
-  let result = try WhatIf.run(
-    WhatIfOptions(snapshot: a, scenario: scenario, messages: messages, out: out, threads: 2))
+  var options = WhatIfOptions(
+    snapshot: a, scenario: scenario, messages: messages, out: out, threads: 2)
+  options.indexCache = indexCache
+  let result = try WhatIf.run(options)
   let report = try jsonObject(out + "/report.json")
   let evals = [
     try EvalRun(snapshot: a, messages: messages), try EvalRun(snapshot: b, messages: messages),
@@ -315,6 +319,42 @@ struct WhatIfV3AgreesWithEvalTests {
     try checkAgainstEval(
       snapshot: data.snapshotPath, b: b, scenario: .sql(scenario.sql), messages: data.trafficPath)
   }
+}
+
+@Suite("fanout whatif --sql of settings alone, A from the index cache")
+struct WhatIfSettingsFromCacheTests {
+  /// B is A's cached columns under B's settings: the users' own quiet
+  /// actions must survive the compiled index for B's default to apply.
+  @Test(
+    "agrees with two eval runs",
+    arguments: v3Scenarios
+      + scenarios.filter {
+        ["defer-quiet-hours", "default chat level mentions"].contains($0.name)
+      })
+  func settingsFromCache(_ scenario: (name: String, sql: String)) throws {
+    let data = try cachedV3Data.get()
+    let b = SQLiteFixture.copy(data.snapshot, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: data.snapshot, b: b, scenario: .sql(scenario.sql), messages: data.traffic,
+      indexCache: data.cache)
+  }
+}
+
+/// Generated v3 data whose snapshot is in an index cache, made once.
+private let cachedV3Data = Result {
+  () throws -> (snapshot: String, traffic: String, cache: IndexCache) in
+  var options = GeneratorOptions(
+    users: 1_500, messages: 1_500, seed: 13, profile: .chat,
+    out: makeTemporaryDirectory("fanout-whatif-cached"))
+  options.v3 = true
+  let data = try Generator.run(options)
+  Thread.sleep(forTimeInterval: 2.1)  // settled, so that the cache takes it (SnapshotFingerprint)
+  let cache = IndexCache(directory: makeTemporaryDirectory("fanout-whatif-cache"))
+  _ = try SnapshotLoader.load(path: data.snapshotPath, cache: cache)
+  IndexCache.waitForWritesAside()
+  let files = try FileManager.default.contentsOfDirectory(atPath: cache.directory)
+  try #require(files.contains { $0.hasSuffix(".fanout-index") })
+  return (data.snapshotPath, data.trafficPath, cache)
 }
 
 /// A small generated dataset, made once.

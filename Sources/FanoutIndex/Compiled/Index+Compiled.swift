@@ -49,7 +49,7 @@ extension Index {
     try file.write(threadPrefs.levels.map(\.rawValue))
     try file.write(presence.starts)
     try file.write(presence.bounds)
-    try file.write(userDefers.map { $0 ? UInt8(1) : 0 })
+    try file.write(userQuietActions.map { $0.map { $0 == .drop ? UInt8(1) : 2 } ?? 0 })
   }
 
   /// Reads an index written by `write(to:)`; `zone` gives a time zone by
@@ -104,7 +104,11 @@ extension Index {
       threads: try file.readTable(), keys: try file.column(), starts: try file.column(),
       users: try file.column(), levels: Column(try file.read(enumOf: Level.self)))
     let presence = PresenceWindows(starts: try file.column(), bounds: try file.column())
-    let userDefers = try file.readFlags()
+    let quietActionCodes: [UInt8] = try file.read()
+    guard quietActionCodes.allSatisfy({ $0 <= 2 }) else {
+      throw IndexFileError("a user's quiet action is not 0, 1 or 2")
+    }
+    let userQuietActions = quietActionCodes.map { [nil, .drop, .defer][Int($0)] as QuietAction? }
 
     // What the initializer indexes by must agree before it runs; the rest
     // is checked whole below, in every build.
@@ -112,7 +116,7 @@ extension Index {
     let shapes = [
       userJSON.count == userCount, userZone.count == userCount, userDND.count == userCount,
       userDevices.count == userCount + 1, userCategoryPrefs.count == userCount + 1,
-      userDefers.count == userCount, presence.starts.count == userCount + 1,
+      userQuietActions.count == userCount, presence.starts.count == userCount + 1,
       userDevices.first == 0, userDevices.last.map { Int($0) == deviceIDs.count } ?? false,
       deviceGateway.count == deviceIDs.count, deviceRestricted.count == deviceIDs.count,
       zip(userDevices, userDevices.dropFirst()).allSatisfy { $0 <= $1 },
@@ -133,7 +137,8 @@ extension Index {
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
       categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
-      mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence, userDefers: userDefers)
+      mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
+      userQuietActions: userQuietActions)
     let violations = invariantViolations()
     guard violations.isEmpty else {
       throw IndexFileError("damaged: " + violations.prefix(3).joined(separator: "; "))

@@ -22,7 +22,7 @@ import FanoutModel
 /// file changed or cut short since.
 public enum IndexFile {
   /// Bump whenever what is written, or how the index is built, changes.
-  public static let formatVersion: UInt32 = 2
+  public static let formatVersion: UInt32 = 3
   package static let magic: [UInt8] = Array("FANOUTIX".utf8)
   static let sectionHeaderBytes = 24
 
