@@ -48,3 +48,53 @@ public struct DNDPattern: Hashable, Sendable {
 
   public func contains(minuteOfWeek m: Int) -> Bool { words[m >> 6] & (1 << UInt64(m & 63)) != 0 }
 }
+
+extension DNDPattern {
+  /// Each user's schedule as a pattern row (-1 for none) and the distinct
+  /// patterns' words, `wordCount` each: weekly windows replace the daily
+  /// window, and equal schedules share a pattern.
+  public static func schedules(
+    users userCount: Int, daily: [(start: Int, end: Int)?],
+    weekly: [(user: Int32, weekday: Int, start: Int, end: Int)]
+  ) -> (userDND: [Int32], words: [UInt64], patterns: Int) {
+    var patternIDs: [DNDPattern: Int32] = [:]
+    // Most schedules are a daily window: each distinct one is built and hashed once.
+    var dailyIDs: [Int: Int32] = [:]  // start << 11 | end
+    var words: [UInt64] = []
+    var userDND = [Int32](repeating: -1, count: userCount)
+    var weeklyPatterns: [Int32: DNDPattern] = [:]
+    for w in weekly {
+      weeklyPatterns[w.user, default: DNDPattern()].addWeekly(
+        weekday: w.weekday, start: w.start, end: w.end)
+    }
+    for u in 0..<userCount {
+      var pattern: DNDPattern
+      var dailyKey: Int? = nil
+      if let weeklyPattern = weeklyPatterns[Int32(u)] {
+        pattern = weeklyPattern
+      } else if let window = daily[u] {
+        let key = window.start << 11 | window.end
+        if let id = dailyIDs[key] {
+          userDND[u] = id
+          continue
+        }
+        dailyKey = key
+        pattern = DNDPattern()
+        pattern.addDaily(start: window.start, end: window.end)
+      } else {
+        continue
+      }
+      let id: Int32
+      if let existing = patternIDs[pattern] {
+        id = existing
+      } else {
+        id = Int32(patternIDs.count)
+        patternIDs[pattern] = id
+        words += pattern.words
+      }
+      userDND[u] = id
+      if let dailyKey { dailyIDs[dailyKey] = id }
+    }
+    return (userDND, words, patternIDs.count)
+  }
+}

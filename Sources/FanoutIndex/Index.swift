@@ -195,26 +195,50 @@ public final class Index: Sendable {
     userState = Column(states)
   }
 
-  /// This index under other settings: every column shared, the users'
-  /// quiet actions defaulting to the new settings'. Only for settings whose
-  /// member defaults are this index's (`AppSettings.sameMemberDefaults(as:)`):
-  /// the membership slots resolve levels down to them.
-  package func replacing(settings: AppSettings) -> Index {
+  /// What a user's row sets besides the levels the membership slots
+  /// resolve: time zone, DND schedule, quiet action.
+  package struct UserTimes {
+    package var zones: [ZoneTable]
+    package var userZone: Column<UInt16>
+    package var userDND: Column<Int32>
+    package var dndWords: Column<UInt64>
+    package var userQuietActions: [QuietAction?]
+
+    package init(
+      zones: [ZoneTable], userZone: Column<UInt16>, userDND: Column<Int32>,
+      dndWords: Column<UInt64>, userQuietActions: [QuietAction?]
+    ) {
+      (self.zones, self.userZone, self.userDND) = (zones, userZone, userDND)
+      (self.dndWords, self.userQuietActions) = (dndWords, userQuietActions)
+    }
+  }
+
+  /// This index under other settings, and with other `userTimes` if
+  /// given: every other column shared, the users' quiet actions defaulting
+  /// to the new settings'. Only for settings whose member defaults are this
+  /// index's (`AppSettings.sameMemberDefaults(as:)`): the membership slots
+  /// resolve levels down to them.
+  package func replacing(settings: AppSettings, userTimes: UserTimes? = nil) -> Index {
     precondition(settings.sameMemberDefaults(as: self.settings))
+    let times =
+      userTimes
+      ?? UserTimes(
+        zones: zones, userZone: userZone, userDND: userDND, dndWords: dndWords,
+        userQuietActions: userQuietActions)
     return Index(
-      users: users, userJSON: userJSON, userZone: userZone, userDND: userDND,
+      users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,
       userDevices: userDevices, userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs,
       deviceGateway: deviceGateway, deviceRestricted: deviceRestricted, deviceJSON: deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
       memberUser: memberUser, memberSettings: memberSettings, memberSnooze: memberSnooze,
-      snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: dndWords, zones: zones,
-      gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
+      snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: times.dndWords,
+      zones: times.zones, gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,
       categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
       categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
-      userQuietActions: userQuietActions)
+      userQuietActions: times.userQuietActions)
   }
 
   public var memberCount: Int { memberUser.count }

@@ -122,46 +122,8 @@ extension Load {
     for row in prefRows { userCategoryPrefs[Int(row.0) + 1] += 1 }
     for u in 0..<userCount { userCategoryPrefs[u + 1] += userCategoryPrefs[u] }
 
-    // DND: weekly windows replace the daily window; equal schedules share a pattern.
-    var patternIDs: [DNDPattern: Int32] = [:]
-    // Most schedules are a daily window: each distinct one is built and hashed once.
-    var dailyIDs: [Int: Int32] = [:]  // start << 11 | end
-    var dndWords: [UInt64] = []
-    var userDND = [Int32](repeating: -1, count: userCount)
-    var weeklyPatterns: [Int32: DNDPattern] = [:]
-    for w in weekly {
-      weeklyPatterns[w.user, default: DNDPattern()].addWeekly(
-        weekday: w.weekday, start: w.start, end: w.end)
-    }
-    for u in 0..<userCount {
-      var pattern: DNDPattern
-      var dailyKey: Int? = nil
-      if let weeklyPattern = weeklyPatterns[Int32(u)] {
-        pattern = weeklyPattern
-      } else if let daily = dailyDND[u] {
-        let key = daily.start << 11 | daily.end
-        if let id = dailyIDs[key] {
-          userDND[u] = id
-          continue
-        }
-        dailyKey = key
-        pattern = DNDPattern()
-        pattern.addDaily(start: daily.start, end: daily.end)
-      } else {
-        continue
-      }
-      let id: Int32
-      if let existing = patternIDs[pattern] {
-        id = existing
-      } else {
-        id = Int32(patternIDs.count)
-        patternIDs[pattern] = id
-        dndWords += pattern.words
-      }
-      userDND[u] = id
-      if let dailyKey { dailyIDs[dailyKey] = id }
-    }
-    info.dndPatterns = patternIDs.count
+    let dnd = DNDPattern.schedules(users: userCount, daily: dailyDND, weekly: weekly)
+    info.dndPatterns = dnd.patterns
 
     let slots: SlotColumns
     if let pendingSlots {
@@ -182,7 +144,7 @@ extension Load {
     }
 
     let index = Index(
-      users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(userDND),
+      users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(dnd.userDND),
       userDevices: userDevices,
       userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: deviceIDs,
       deviceGateway: deviceGateway,
@@ -191,7 +153,7 @@ extension Load {
       memberUser: slots.memberUser,
       memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
       snoozeGroups: slots.snoozeGroups, snoozeBounds: slots.snoozeBounds,
-      dndWords: Column(dndWords),
+      dndWords: Column(dnd.words),
       zones: zones, gateways: gateways,
       gatewayJSON: gatewayJSON,
       categories: categories, categoryMandatory: Column(categoryMandatory),

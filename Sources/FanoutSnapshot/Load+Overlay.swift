@@ -1,5 +1,7 @@
 import FanoutIndex
+import FanoutModel
 import FanoutSQLite
+import FanoutTime
 
 /// The rows a snapshot loaded from SQLite was built from, kept so that a
 /// what-if scenario's overlay of it (`ScenarioCopy`) can be loaded by
@@ -129,35 +131,95 @@ extension Load {
 
 extension SnapshotLoader {
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
-  /// but `settings`, loaded as `index` (its base's) under the overlay's
-  /// settings: every column shared, nothing else read. Nil when the
-  /// overlay holds other tables, or when its settings change what the
-  /// columns were built from — the members' default levels, or
-  /// notification groups turned on where a gateway is named `updates`
-  /// (refused on devices then) —: such an overlay is loaded over the base's
-  /// rows (`load(path:base:over:)`). A refusal is the settings table's, as
-  /// a whole load of the overlay would report it.
+  /// but `settings` and `users`, loaded as `index` (its base's) with the
+  /// overlay's settings and users' time zones, DND windows and quiet
+  /// actions: every other column shared, no other table read but
+  /// `dnd_weekly` (which replaces a daily window). Nil when the overlay
+  /// holds other tables, or changes what the shared columns were built
+  /// from — users other than the base's, a user's own levels, the members'
+  /// default levels, or notification groups turned on where a gateway is
+  /// named `updates` (refused on devices then) —: such an overlay is loaded
+  /// over the base's rows (`load(path:base:over:)`), or whole. A refusal is
+  /// the one a whole load of the overlay would report first.
   public static func index(
-    settingsOverlay path: String, base: String, over index: Index,
+    overlay path: String, base: String, over index: Index,
+    timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
   ) throws(SnapshotError) -> Index? {
-    let main: Connection
+    let readers: ConsistentReads
     do {
-      main = try ConsistentReads(
-        path: path, base: base, connections: 1, busyTimeoutMilliseconds: busyTimeoutMilliseconds
-      ).main
+      readers = try ConsistentReads(
+        path: path, base: base, connections: 2, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch {
       throw SnapshotError.reading(path, error, waited: busyTimeoutMilliseconds)
     }
+    let main = readers.main
     let schemaTables = Set(SnapshotSchema.tables.map(\.name))
     let changed = try Load.overlayTables(main).intersection(schemaTables)
-    guard changed.isSubset(of: ["settings"]) else { return nil }
-    guard changed.contains("settings") else { return index }
-    let (settings, _) = try SettingsTable.read(main)
-    guard settings.sameMemberDefaults(as: index.settings) else { return nil }
-    let groupsTurnedOn =
-      settings.notificationGroups != nil && index.settings.notificationGroups == nil
-    if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }
-    return index.replacing(settings: settings)
+    guard changed.isSubset(of: ["settings", "users"]) else { return nil }
+    var settings = index.settings
+    if changed.contains("settings") {
+      settings = try SettingsTable.read(main).0
+      guard settings.sameMemberDefaults(as: index.settings) else { return nil }
+      let groupsTurnedOn =
+        settings.notificationGroups != nil && index.settings.notificationGroups == nil
+      if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }
+    }
+    guard changed.contains("users") else { return index.replacing(settings: settings) }
+    // The rows are read while another core compares the levels; a refusal
+    // counts only for an overlay this load can take.
+    let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
+      try sameLevels(connection)
+    }
+    let read = Result { () throws(SnapshotError) in try UserRows.read(main, tzdb: timeZones) }
+    guard try levels.result() else { return nil }
+    let rows = try read.get()
+    guard rows.users.pool.sameStrings(as: index.users.pool) else { return nil }
+    let weekly =
+      try hasBaseTable(main, "dnd_weekly") ? try WeeklyTable.read(main, users: index.users) : []
+    let dnd = DNDPattern.schedules(users: rows.users.count, daily: rows.dailyDND, weekly: weekly)
+    return index.replacing(
+      settings: settings,
+      userTimes: Index.UserTimes(
+        zones: rows.zones, userZone: Column(rows.zone), userDND: Column(dnd.userDND),
+        dndWords: Column(dnd.words), userQuietActions: rows.quietActions))
+  }
+
+  /// Whether every row of the overlay's `users` is the base's row of the
+  /// same rowid in id and levels (SQL's `IS`: a value of another type
+  /// counts as a change), so that the membership slots, which resolve
+  /// the levels, are the base's.
+  private static func sameLevels(_ main: Connection) throws(SnapshotError) -> Bool {
+    let base = Connection.baseSchema
+    do {
+      var columns = ["user_id"] + SnapshotSchema.levelColumns
+      let optional = try main.prepare(
+        "SELECT count(*) FROM pragma_table_info('users', '\(base)') "
+          + "WHERE lower(name) = 'mention_all_notifications'")
+      if try optional.step(), optional.int64(0) > 0 { columns.append("mention_all_notifications") }
+      let same = columns.map { "a.\"\($0)\" IS b.\"\($0)\"" }.joined(separator: " AND ")
+      let counts = try main.prepare(
+        "SELECT (SELECT count(*) FROM main.users), (SELECT count(*) FROM \(base).users), "
+          + "(SELECT count(*) FROM main.users AS b JOIN \(base).users AS a ON a.rowid = b.rowid "
+          + "WHERE \(same))")
+      guard try counts.step() else { return false }
+      return counts.int64(0) == counts.int64(1) && counts.int64(1) == counts.int64(2)
+    } catch {
+      throw SnapshotError(table: "users", reason: error.message, sqlite: error)
+    }
+  }
+
+  /// Whether the base has table `name` (the overlay holds none of the ones asked about).
+  private static func hasBaseTable(_ main: Connection, _ name: String) throws(SnapshotError) -> Bool
+  {
+    do {
+      let query = try main.prepare(
+        "SELECT count(*) FROM \(Connection.baseSchema).sqlite_master "
+          + "WHERE type = 'table' AND lower(name) = ?")
+      query.bind(1, name)
+      return try query.step() && query.int64(0) > 0
+    } catch {
+      throw SnapshotError(table: name, reason: error.message, sqlite: error)
+    }
   }
 }

@@ -234,20 +234,22 @@ public enum WhatIf {
         }
       }
     }
-    // B is A's columns under other settings when its SQL writes no table
-    // but settings: A then comes from the index cache, and no table is read
-    // again. Otherwise A is read from SQLite for its rows, and each B is
+    // SQL that writes only settings and users' time zones, DND windows or
+    // quiet actions makes B from A's index, sharing every other column: A
+    // then comes from the index cache, and B reads only the tables its SQL
+    // wrote. Otherwise A is read from SQLite for its rows, and each B is
     // built over them, sharing A's columns wherever its SQL left their
     // tables alone (docs/whatif.md).
-    let settingsOnly = bs.allSatisfy { b in
+    let overIndex = bs.allSatisfy { b in
       guard case .sql(let sql) = b.scenario else { return true }
-      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: ["settings"])
-        ?? false
+      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: [
+        "settings", "users",
+      ]) ?? false
     }
     let a: Index
     var rowsOfA: SnapshotRows? = nil
     do {
-      if anySQL && !settingsOnly {
+      if anySQL && !overIndex {
         let loaded = try SnapshotLoader.loadKeepingRows(
           path: options.snapshot, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         (a, rowsOfA) = (loaded.snapshot.index, loaded.rows)
@@ -384,7 +386,7 @@ public enum WhatIf {
     do {
       if let copy, let base = copy.base,
         let index = try SnapshotLoader.index(
-          settingsOverlay: path, base: base, over: a,
+          overlay: path, base: base, over: a,
           busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
       {
         return index

@@ -43,9 +43,9 @@ struct ScenarioOverlayTests {
         try SnapshotLoader.load(path: scenario.path, base: scenario.base, over: rows)
       }
       #expect(byTables == whole, "\(sql)")
-      // Settings alone: A's columns (A read back from its compiled file, as
-      // from the index cache) under B's settings.
-      switch try settingsOverlay(scenario, source: source) {
+      // Settings and users' times alone: A's index (read back from its
+      // compiled file, as from the index cache) with B's.
+      switch try overIndex(scenario, source: source) {
       case .success(nil): break
       case .success(let index?):
         let settingsOnly = try outcome { () throws(SnapshotError) in
@@ -58,10 +58,9 @@ struct ScenarioOverlayTests {
     return scenario
   }
 
-  /// The scenario loaded as A's columns under its settings (nil when it
-  /// cannot be), A as the index cache gives it: written to a compiled file
+  /// The scenario loaded over A's index (nil when it cannot be), A as the index cache gives it: written to a compiled file
   /// and read back.
-  private func settingsOverlay(_ scenario: ScenarioCopy, source: String) throws -> Result<
+  private func overIndex(_ scenario: ScenarioCopy, source: String) throws -> Result<
     Index?, SnapshotError
   > {
     let path = makeTemporaryDirectory("fanout-overlay") + "/a.fanout-index"
@@ -70,12 +69,12 @@ struct ScenarioOverlayTests {
     let a = try SnapshotLoader.load(path: path).index
     do {
       return .success(
-        try SnapshotLoader.index(settingsOverlay: scenario.path, base: source, over: a))
+        try SnapshotLoader.index(overlay: scenario.path, base: source, over: a))
     } catch { return .failure(error) }
   }
 
   @Test(
-    "SQL that writes only settings, keeping the members' default levels, is A's columns under B's settings",
+    "SQL that writes only settings and users' zones, DND or quiet actions is A's index with them replaced",
     arguments: [
       (
         """
@@ -96,11 +95,27 @@ struct ScenarioOverlayTests {
           + "('large_channel_level', 'mentions')", false
       ),
       ("UPDATE users SET show_preview = 0", false),
+      ("UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL", true),
+      ("UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0", true),
+      ("UPDATE users SET quiet_action = 'defer' WHERE rowid % 2 = 0", true),
+      (
+        """
+        UPDATE users SET dnd_start = NULL, dnd_end = NULL;
+        INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')
+        """, true
+      ),
+      ("UPDATE users SET timezone = 'Nowhere/City' WHERE rowid = 2", true),  // refused as whole
+      ("UPDATE users SET dnd_start = 10 WHERE rowid = 2 AND dnd_end IS NULL", true),  // refused
+      ("UPDATE users SET chat_level = 'loud' WHERE rowid = 3", false),
+      ("UPDATE users SET user_id = user_id || '-renamed' WHERE rowid % 7 = 0", false),
+      ("UPDATE users SET snooze_until = 4102444800000", false),
     ])
   func settingsOnly(_ sql: String, _ expected: Bool) throws {
     let scenario = try agrees(sql)
-    let index = try settingsOverlay(scenario, source: source).get()
-    #expect((index != nil) == expected, "\(sql)")
+    switch try overIndex(scenario, source: source) {
+    case .success(let index): #expect((index != nil) == expected, "\(sql)")
+    case .failure: #expect(expected, "\(sql): refused where it should have been nil")
+    }
   }
 
   /// The tables in the scenario's own file.
@@ -241,7 +256,7 @@ struct ScenarioOverlayTests {
     let scenario = try agrees(
       "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on')", source: source)
     #expect(tables(scenario) == "settings")
-    #expect(try settingsOverlay(scenario, source: source).get() == nil)
+    #expect(try overIndex(scenario, source: source).get() == nil)
   }
 
   @Test(

@@ -321,16 +321,25 @@ struct WhatIfV3AgreesWithEvalTests {
   }
 }
 
-@Suite("fanout whatif --sql of settings alone, A from the index cache")
+@Suite("fanout whatif --sql of settings and users' times, A from the index cache")
 struct WhatIfSettingsFromCacheTests {
-  /// B is A's cached columns under B's settings: the users' own quiet
-  /// actions must survive the compiled index for B's default to apply.
+  /// B is A's cached index with B's settings and users' zones, DND and
+  /// quiet actions: the users' own quiet actions must survive the compiled
+  /// index for B's default to apply.
   @Test(
     "agrees with two eval runs",
     arguments: v3Scenarios
       + scenarios.filter {
-        ["defer-quiet-hours", "default chat level mentions"].contains($0.name)
-      })
+        ["defer-quiet-hours", "default chat level mentions", "quiet-hours-22-08"].contains($0.name)
+      } + [
+        (
+          "time zones moved, quiet actions set",
+          """
+          UPDATE users SET timezone = 'Asia/Kolkata' WHERE rowid % 4 = 0;
+          UPDATE users SET quiet_action = 'defer' WHERE rowid % 3 = 0
+          """
+        )
+      ])
   func settingsFromCache(_ scenario: (name: String, sql: String)) throws {
     let data = try cachedV3Data.get()
     let b = SQLiteFixture.copy(data.snapshot, applying: scenario.sql)
