@@ -96,6 +96,8 @@ let benchmarks: @Sendable () -> Void = {
     try? FileManager.default.removeItem(atPath: out)
   }
 
+  redisBenchmarks(traffic: traffic, lineEnds: lineEnds)
+
   Benchmark("StreamSaturated") { benchmark in
     try run(benchmark, passes: 3, linesPerSecond: nil)
   }
