@@ -358,6 +358,11 @@ public enum WhatIf {
       report.linesRead = engine.linesRead
       compared.reports.append(report)
     }
+    // The examples' message ids, from their lines: one read of the traffic.
+    let ids = WhatIfReport.messageIDs(
+      path: options.messages,
+      lines: compared.reports.reduce(into: []) { $0.formUnion($1.exampleLines) })
+    for k in compared.reports.indices { compared.reports[k].nameExamples(ids) }
     return compared
   }
 

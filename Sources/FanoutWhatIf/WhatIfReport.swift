@@ -252,17 +252,6 @@ public struct WhatIfReport: Sendable {
       let line = totals.userFirstChange[row]
       return line == 0 ? nil : Example(line: line, user: a.users[row])
     }
-    // The examples' message ids, from their lines.
-    let ids = Self.messageIDs(
-      path: options.messages, lines: Set((topChannels + topUsers).compactMap { $0.example?.line }))
-    for k in topChannels.indices {
-      let line = topChannels[k].example?.line ?? 0
-      topChannels[k].example?.message = ids[line]
-    }
-    for k in topUsers.indices {
-      let line = topUsers[k].example?.line ?? 0
-      topUsers[k].example?.message = ids[line]
-    }
     usersAffected = totals.userChanged.reduce(0) { $0 + ($1 ? 1 : 0) }
     // Whole days from the first message's ts to the last (any Int64s: the
     // span may not fit one).
@@ -311,6 +300,24 @@ public struct WhatIfReport: Sendable {
 
   public func transitions(from a: Outcome, to b: Outcome) -> Int {
     transitions[Int(a.rawValue) * Outcome.allCases.count + Int(b.rawValue)]
+  }
+
+  /// The traffic lines of the examples, whose message ids `nameExamples` sets.
+  var exampleLines: Set<Int> {
+    Set((topChannels + topUsers).compactMap { $0.example?.line })
+  }
+
+  /// Sets the examples' message ids from `ids` (by traffic line), read
+  /// once for every report of a run (`messageIDs`).
+  mutating func nameExamples(_ ids: [Int: String]) {
+    for k in topChannels.indices {
+      let line = topChannels[k].example?.line ?? 0
+      topChannels[k].example?.message = ids[line]
+    }
+    for k in topUsers.indices {
+      let line = topUsers[k].example?.line ?? 0
+      topUsers[k].example?.message = ids[line]
+    }
   }
 
   /// The message ids on traffic lines `lines` of the file at `path` (none
