@@ -137,3 +137,25 @@ extension SweepTests {
     #expect(changed.count >= variants.count - 1)
   }
 }
+
+@Suite("pushes per user per day")
+struct PushesPerDayTests {
+  @Test("ranked by counting as sorting ranks them, past the histogram too", arguments: [1, 2, 3])
+  func rankedAsSorted(seed: UInt64) {
+    var random = SeededRandom(seed: seed)
+    let tenths = (0..<20_000).map { _ in
+      random.next() % 10 == 0
+        ? Int(random.next() % 100_000) : Int(random.next() % 50)
+    }
+    let ranked = WhatIfReport.PushesPerDay(tenths: tenths, budget: 3)
+    let sorted = tenths.sorted()
+    func rank(_ p: Int) -> Int { sorted[max(0, (p * sorted.count + 99) / 100 - 1)] }
+    #expect(ranked.users == tenths.count)
+    let expected: [Int] = [rank(50), rank(90), rank(99)]
+    #expect([ranked.p50Tenths, ranked.p90Tenths, ranked.p99Tenths] == expected)
+    #expect(ranked.p99Tenths >= WhatIfReport.PushesPerDay.histogramSize)
+    #expect(ranked.maxTenths == sorted.last)
+    #expect(ranked.overBudget == sorted.filter { $0 > 30 }.count)
+    #expect(WhatIfReport.PushesPerDay(tenths: [], budget: 3).p50Tenths == 0)
+  }
+}
