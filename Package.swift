@@ -23,11 +23,12 @@ let package = Package(
 
     // One static inline function: a cache prefetch, for the kernel and lookups.
     .target(name: "CPrefetch"),
+    .target(name: "CChecksum"),
 
     .target(name: "FanoutModel"),
     .target(name: "FanoutTime"),
     .target(
-      name: "FanoutIndex", dependencies: ["CPrefetch", "FanoutModel", "FanoutTime"],
+      name: "FanoutIndex", dependencies: ["CChecksum", "CPrefetch", "FanoutModel", "FanoutTime"],
       // Structural checks of every index built (Index+Invariants.swift): on
       // in debug builds, so the test suite always runs with them.
       swiftSettings: [.define("FANOUT_INTERNAL_CHECKS", .when(configuration: .debug))]),
