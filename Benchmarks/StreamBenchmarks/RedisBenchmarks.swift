@@ -223,7 +223,8 @@ func redisBenchmarks(traffic: [UInt8], lineEnds: [Int]) {
   }
 
   let configuration = Benchmark.Configuration(
-    metrics: [.wallClock, pairsPerSecond], maxDuration: .seconds(60), maxIterations: 3)
+    metrics: [.wallClock, pairsPerSecond], maxDuration: .seconds(60), maxIterations: 3,
+    thresholds: tolerances)
 
   Benchmark("RedisStage", configuration: configuration) { benchmark in
     let redis = try PrivateRedis()
@@ -248,7 +249,8 @@ func redisBenchmarks(traffic: [UInt8], lineEnds: [Int]) {
   }
 
   Benchmark(
-    "RedisReplay-limit", configuration: .init(metrics: [.wallClock], maxIterations: 3)
+    "RedisReplay-limit",
+    configuration: .init(metrics: [.wallClock], maxIterations: 3, thresholds: tolerances)
   ) { benchmark in
     let batches = try makeReplay()
     let redis = try PrivateRedis()
