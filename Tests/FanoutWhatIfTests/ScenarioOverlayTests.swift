@@ -48,10 +48,10 @@ struct ScenarioOverlayTests {
       switch try overIndex(scenario, source: source) {
       case .success(nil): break
       case .success(let index?):
-        let settingsOnly = try outcome { () throws(SnapshotError) in
+        let byIndex = try outcome { () throws(SnapshotError) in
           Snapshot(index: index, info: try wholeLoad.get().info)
         }
-        #expect(settingsOnly == whole, "\(sql)")
+        #expect(byIndex == whole, "\(sql)")
       case .failure(let error): #expect("refused: \(error)" == whole, "\(sql)")
       }
     }
@@ -110,7 +110,7 @@ struct ScenarioOverlayTests {
       ("UPDATE users SET user_id = user_id || '-renamed' WHERE rowid % 7 = 0", false),
       ("UPDATE users SET snooze_until = 4102444800000", false),
     ])
-  func settingsOnly(_ sql: String, _ expected: Bool) throws {
+  func overAsIndex(_ sql: String, _ expected: Bool) throws {
     let scenario = try agrees(sql)
     switch try overIndex(scenario, source: source) {
     case .success(let index): #expect((index != nil) == expected, "\(sql)")
