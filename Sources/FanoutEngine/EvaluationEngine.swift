@@ -51,8 +51,11 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// The update lines of the lines evaluated since the last `takeUpdates`,
   /// in input order.
   private var updates: [UInt8] = []
+  /// Whether `badges` are tallied (`whatif` compares them; a run's files
+  /// carry each badge already).
+  public var countsBadges = false
   /// Per index of the work that turns notification groups on, the badges
-  /// of its delivered pairs so far.
+  /// of its delivered pairs so far (with `countsBadges`).
   public private(set) var badges: [BadgeHistogram?]
   /// Told each wave's notifications (contract v3) of the first index, with
   /// the wave's batches, before the wave is evaluated.
@@ -163,7 +166,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
       if let wave = found?.notifications {
         if side == 0 && keepsUpdates { updates += wave.updates }
         if side == 0 { onNotificationWave?(batches, wave) }
-        for fields in wave.fields { badges[side]?.add(fields) }
+        if countsBadges {
+          for fields in wave.fields { badges[side]?.add(fields) }
+        }
       }
       return batches.indices.map { b in
         LedgerVerdicts(

@@ -66,24 +66,23 @@ extension Evaluator {
         contentsOf: Self.recipientSuffixes[writesNotes ? suffix &+ 2 : suffix])
       if !writesNotes { return }
     }
-    if writesNotes { result.gatewayLines[g] += pairFields }
+    if pairNote >= 0 { notes.appendFields(pairNote, to: &result.gatewayLines[g]) }
     result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
-  /// Contract v3: the notification fields of the delivered pair of user
-  /// `u` (the next of the message's that is `u`'s), into `pairFields`;
-  /// empty when it has none (a pair that will not be delivered, or that
-  /// rule 8 throttles).
-  @inline(never)
-  func takePairFields(_ u: Int32) {
-    pairFields.removeAll(keepingCapacity: true)
+  /// Contract v3: finds the notification of the delivered pair of user `u`
+  /// (the next of the message's that is `u`'s): `pairNote`, −1 when it has
+  /// none (a pair that will not be delivered, or that rule 8 throttles).
+  @inline(__always)
+  func findPairNote(_ u: Int32) {
+    pairNote = -1
     guard writesNotes else { return }
     while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
       noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
     }
     let k = noteCursor.lowerBound
     guard !noteCursor.isEmpty, notes.users[k] == u, notes.notification[k] != 0 else { return }
-    notes.appendFields(k, to: &pairFields)
+    pairNote = k
   }
 
   static let decisionSuffix = (
@@ -108,7 +107,7 @@ extension Evaluator {
       result.decisionLines += #","deliver_at":"#.utf8
       JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
     }
-    if writesNotes { result.decisionLines += pairFields }
+    if pairNote >= 0 { notes.appendFields(pairNote, to: &result.decisionLines) }
     result.decisionLines += "}\n".utf8
   }
 }

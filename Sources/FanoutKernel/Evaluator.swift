@@ -38,15 +38,13 @@ public final class Evaluator {
   let recordDevices: Bool
   /// The current batch's notification fields (contract v3), while lines
   /// are written; a cursor over the current message's.
-  var notes = NotificationFields()
-  /// Whether lines carry notification fields (`notes` holds the batch's).
-  /// A flag beside a plain value, not an optional: unwrapping a copy of
-  /// the fields per pair would retain each of their arrays.
+  var notes = NotificationFields.View.empty
+  /// Whether lines carry notification fields (`notes` views the batch's).
   var writesNotes = false
   var noteCursor = 0..<0
-  /// The current pair's notification fields, written on each of its
-  /// recipient entries and on its decision line.
-  var pairFields: [UInt8] = []
+  /// The current pair's notification in `notes` (−1: none), whose fields
+  /// are written on each of its recipient entries and on its decision line.
+  var pairNote = -1
   /// Views of `index`'s columns, valid while it is held.
   let columns: IndexColumns
   let scratch: EvaluatorScratch
@@ -135,12 +133,32 @@ public final class Evaluator {
     notifications: NotificationFields? = nil, into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    writesNotes = writeLines && notifications != nil
-    notes = writesNotes ? notifications! : NotificationFields()
-    defer {
-      writesNotes = false
-      notes = NotificationFields()
+    let fields = writeLines ? notifications : nil
+    (fields ?? NotificationFields()).withView { view in
+      writesNotes = fields != nil
+      notes = view
+      defer {
+        writesNotes = false
+        notes = .empty
+      }
+      evaluateMessages(batch, messages, throttled, &result)
     }
+    for g in 0..<index.gateways.count {
+      result.counters.deliveries[g] += scratch.deliveries[g]
+      result.counters.blocked[g] += scratch.blocked[g]
+      scratch.deliveries[g] = 0
+      scratch.blocked[g] = 0
+    }
+    for r in 0..<Reason.allCases.count {
+      result.counters.suppressed[r] += scratch.suppressed[r]
+      scratch.suppressed[r] = 0
+    }
+  }
+
+  private func evaluateMessages(
+    _ batch: MessageBatch, _ messages: Range<Int>, _ throttled: ThrottledMembers,
+    _ result: inout ChunkResult
+  ) {
     batch.mentions.withUnsafeBufferPointer { mentions in
       batch.channel.withUnsafeBufferPointer { channels in
         throttled.users.withUnsafeBufferPointer { throttledUsers in
@@ -155,16 +173,6 @@ public final class Evaluator {
           }
         }
       }
-    }
-    for g in 0..<index.gateways.count {
-      result.counters.deliveries[g] += scratch.deliveries[g]
-      result.counters.blocked[g] += scratch.blocked[g]
-      scratch.deliveries[g] = 0
-      scratch.blocked[g] = 0
-    }
-    for r in 0..<Reason.allCases.count {
-      result.counters.suppressed[r] += scratch.suppressed[r]
-      scratch.suppressed[r] = 0
     }
   }
 
@@ -298,7 +306,7 @@ public final class Evaluator {
 
     if verdict.reason == nil {
       let throttled = Self.isThrottled(pair, trigger)
-      if writesNotes { takePairFields(u) }
+      findPairNote(u)
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {

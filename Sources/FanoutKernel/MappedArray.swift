@@ -1,15 +1,20 @@
 import CPrefetch
+import Dispatch
 import Glibc
 
 /// A growable array of plain values in an address range of its own, for
 /// the ledgers' pools, which grow through a run to hundreds of megabytes
 /// and are read at random. The range is reserved ahead (address space, no
 /// memory) and committed as the array grows, so growing copies nothing and
-/// never holds two copies, and it asks for huge pages: fewer page faults
-/// while it grows, fewer TLB misses while it is read. Where the address
-/// space is limited (`ulimit -v`), a smaller range is reserved, and an
-/// array that outgrows its range moves to one twice the size (one copy,
-/// as an `Array` grows): `base` is valid until the next append.
+/// never holds two copies. Where the address space is limited (`ulimit
+/// -v`), a smaller range is reserved, and an array that outgrows its range
+/// moves to one twice the size (one copy, as an `Array` grows): `base` is
+/// valid until the next append.
+///
+/// It asks for ordinary pages, not huge ones: on the 2-core virtual
+/// machines measured, a huge page's first touch (2 MB zeroed, from memory
+/// the host had reclaimed) cost more than the TLB misses it saved
+/// (docs/performance.md, Contract v3).
 ///
 /// One thread at a time; no bounds are checked in release builds (the
 /// indexes are the ledger's own).
@@ -52,7 +57,6 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
       let range = mmap(
         nil, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
       if let range, range != MAP_FAILED {
-        _ = madvise(range, bytes, MADV_HUGEPAGE)
         return (
           range.bindMemory(to: Element.self, capacity: bytes / MemoryLayout<Element>.stride),
           bytes
@@ -97,6 +101,26 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     commit(count &+ n)
     count &+= n
   }
+
+  /// Gives the memory committed so far its pages now, `threads` parts at
+  /// a time, for an array that is read before it is written at random:
+  /// a page first read maps the shared zero page, and the write that
+  /// follows would fault again and flush the other threads' TLBs.
+  func populate(threads: Int) {
+    let pages = committedBytes / Self.page
+    let parts = max(1, min(threads, pages))
+    let start = UInt(bitPattern: base)
+    DispatchQueue.concurrentPerform(iterations: parts) { k in
+      let first = pages * k / parts
+      let end = pages * (k + 1) / parts
+      // Where the kernel cannot (before Linux 5.14), pages come on first use.
+      _ = madvise(
+        UnsafeMutableRawPointer(bitPattern: start + UInt(first * Self.page)),
+        (end - first) * Self.page, MADV_POPULATE_WRITE)
+    }
+  }
+
+  private static var page: Int { 4096 }
 
   /// Asks for the cache line of element `i`.
   @inline(__always)

@@ -45,24 +45,69 @@ public struct NotificationFields: Sendable {
     hides[(k == 0 ? 0 : Int(hideEnds[k &- 1]))..<Int(hideEnds[k])]
   }
 
-  /// `,"group":G,"notification":N,"badge":B` and `,"hide":[…]` when it hid
-  /// any, for pair `k`.
-  func appendFields(_ k: Int, to bytes: inout [UInt8]) {
-    bytes += #","group":"#.utf8
-    JSONText.appendDecimal(group[k], to: &bytes)
-    bytes += #","notification":"#.utf8
-    JSONText.appendDecimal(notification[k], to: &bytes)
-    bytes += #","badge":"#.utf8
-    JSONText.appendDecimal(badge[k], to: &bytes)
-    let hidden = hidden(by: k)
-    guard !hidden.isEmpty else { return }
-    bytes += #","hide":"#.utf8
-    appendIDs(hidden, to: &bytes)
+  /// The fields as unsafe views, for `body`'s duration.
+  func withView<R>(_ body: (View) -> R) -> R {
+    starts.withUnsafeBufferPointer { starts in
+      users.withUnsafeBufferPointer { users in
+        group.withUnsafeBufferPointer { group in
+          notification.withUnsafeBufferPointer { notification in
+            badge.withUnsafeBufferPointer { badge in
+              hideEnds.withUnsafeBufferPointer { hideEnds in
+                hides.withUnsafeBufferPointer { hides in
+                  body(
+                    View(
+                      starts: starts, users: users, group: group, notification: notification,
+                      badge: badge, hideEnds: hideEnds, hides: hides))
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /// `NotificationFields` as buffers: the evaluator keeps one per batch
+  /// and reads it per pair, which a copy of the arrays (retaining each)
+  /// would not allow for free.
+  struct View {
+    var starts: UnsafeBufferPointer<Int32>
+    var users: UnsafeBufferPointer<Int32>
+    var group: UnsafeBufferPointer<Int64>
+    var notification: UnsafeBufferPointer<Int64>
+    var badge: UnsafeBufferPointer<Int64>
+    var hideEnds: UnsafeBufferPointer<Int32>
+    var hides: UnsafeBufferPointer<Int64>
+
+    static var empty: View {
+      View(
+        starts: .init(start: nil, count: 0), users: .init(start: nil, count: 0),
+        group: .init(start: nil, count: 0), notification: .init(start: nil, count: 0),
+        badge: .init(start: nil, count: 0), hideEnds: .init(start: nil, count: 0),
+        hides: .init(start: nil, count: 0))
+    }
+
+    /// `,"group":G,"notification":N,"badge":B` and `,"hide":[…]` when it
+    /// hid any, for pair `k`.
+    @inline(__always)
+    func appendFields(_ k: Int, to bytes: inout [UInt8]) {
+      bytes += #","group":"#.utf8
+      JSONText.appendDecimal(group[k], to: &bytes)
+      bytes += #","notification":"#.utf8
+      JSONText.appendDecimal(notification[k], to: &bytes)
+      bytes += #","badge":"#.utf8
+      JSONText.appendDecimal(badge[k], to: &bytes)
+      let first = k == 0 ? 0 : Int(hideEnds[k &- 1])
+      let end = Int(hideEnds[k])
+      guard end > first else { return }
+      bytes += #","hide":"#.utf8
+      appendIDs(hides[first..<end], to: &bytes)
+    }
   }
 }
 
 /// `[1,2,4]`.
-func appendIDs(_ ids: ArraySlice<Int64>, to bytes: inout [UInt8]) {
+func appendIDs<IDs: Collection<Int64>>(_ ids: IDs, to bytes: inout [UInt8]) {
   bytes.append(UInt8(ascii: "["))
   for (i, id) in ids.enumerated() {
     if i > 0 { bytes.append(UInt8(ascii: ",")) }

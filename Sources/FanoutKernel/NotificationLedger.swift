@@ -47,11 +47,13 @@ public final class NotificationLedger: @unchecked Sendable {
     var shift = 0
     while 1 << shift < partitions { shift += 1 }
     slotGroups.appendZeroed(count: index.memberCount * NotificationGroupType.allCases.count)
+    slotGroups.populate(threads: partitions)
     // (Never appended to again: its values stay where they are.)
     let slotGroups = slotGroups.base
-    self.partitions = (0..<(1 << shift)).map { _ in
+    self.partitions = (0..<(1 << shift)).map { p in
       NotificationPartition(
-        caps: caps, shift: shift, users: index.users.count, slotGroups: slotGroups)
+        caps: caps, shift: shift, partition: p, users: index.users.count,
+        slotGroups: slotGroups)
     }
   }
 
@@ -124,10 +126,11 @@ final class NotificationPartition: @unchecked Sendable {
   var state: NotificationState
 
   init(
-    caps: AppSettings.NotificationGroups, shift: Int, users: Int,
+    caps: AppSettings.NotificationGroups, shift: Int, partition: Int, users: Int,
     slotGroups: UnsafeMutablePointer<Int32>
   ) {
-    state = NotificationState(caps: caps, shift: shift, users: users, slotGroups: slotGroups)
+    state = NotificationState(
+      caps: caps, shift: shift, partition: partition, users: users, slotGroups: slotGroups)
   }
 
   /// Runs `body` on the state, held for its whole run (one access, not one
@@ -152,50 +155,68 @@ final class NotificationPartition: @unchecked Sendable {
 /// slot (the ledger's `slotGroups`).
 ///
 /// Memory: 24 bytes per unread notification (at most twice that in
-/// partly filled blocks), 40 per group used, 16 per visible group with a
-/// count cap, 48 per user row / partitions; and the ledger's 12 per
+/// partly filled blocks), 32 per group used, 16 per visible group with a
+/// count cap, 32 per user row / partitions; and the ledger's 12 per
 /// membership, in pages touched only where a user got a notification.
 struct NotificationState {
   let caps: AppSettings.NotificationGroups
   /// log2 of the partitions: user row u's record is u >> shift.
   let shift: Int
+  /// This partition's number: user row u is (record << shift) | partition.
+  let partition: Int
   var counters = NotificationCounters()
 
-  /// A user with any notification: the last ids given out, the unread
-  /// count, the groups used (a list), and with a count cap, the visible
-  /// groups' block.
+  /// A user's record: whether it has had any notification, the last ids
+  /// given out, the unread count, and with a count cap, the visible
+  /// groups' block. 32 bytes, so that a record never spans two cache
+  /// lines.
   struct User {
     var lastNotification: Int64 = 0
     var unreadCount: Int64 = 0
-    var visibleBlock = -1
-    var row: Int32
+    private var visibleBlockWord: Int32 = -1
     var lastGroup: Int32 = 0
-    var firstGroup: Int32 = -1
     var visibleCount: Int32 = 0
     var visibleSize: UInt8 = 0
+    var hasState = false
+
+    var visibleBlock: Int {
+      get { Int(visibleBlockWord) }
+      set { visibleBlockWord = Int32(truncatingIfNeeded: newValue) }
+    }
   }
 
   /// A group used: its id (`ordinal`), key and user, its unread
   /// notifications' block (`count` of them, visible from `visibleStart`),
   /// and with a count cap, its place in its user's visible groups (−1:
-  /// none visible).
+  /// none visible). 32 bytes, as `User`.
   struct Group {
-    var block = -1
+    private var blockWord: Int32 = -1
     var count: Int32 = 0
     var visibleStart: Int32 = 0
     var ordinal: Int32
     var channel: Int32
     var record: Int32
-    var nextOfUser: Int32
     var visiblePlace: Int32 = -1
     var blockSize: UInt8 = 0
     var type: UInt8
 
+    init(ordinal: Int32, channel: Int32, record: Int32, type: UInt8) {
+      self.ordinal = ordinal
+      self.channel = channel
+      self.record = record
+      self.type = type
+    }
+
+    var block: Int {
+      get { Int(blockWord) }
+      set { blockWord = Int32(truncatingIfNeeded: newValue) }
+    }
+
     var visibleCount: Int32 { count &- visibleStart }
   }
 
-  /// By user row >> shift: one record per user of the partition, `row` −1 until the user's first
-  /// notification. A user's record is found without a lookup.
+  /// By user row >> shift: one record per user of the partition. A user's
+  /// record is found without a lookup.
   private let users = MappedArray<User>()
   private let groups = MappedArray<Group>()
   /// Per unread notification: id, message ts, delivery time.
@@ -209,14 +230,15 @@ struct NotificationState {
   private let slotGroups: UnsafeMutablePointer<Int32>
 
   init(
-    caps: AppSettings.NotificationGroups, shift: Int, users: Int,
+    caps: AppSettings.NotificationGroups, shift: Int, partition: Int, users: Int,
     slotGroups: UnsafeMutablePointer<Int32>
   ) {
     self.caps = caps
     self.shift = shift
+    self.partition = partition
     self.slotGroups = slotGroups
     tracksVisibleGroups = caps.countMax != nil
-    self.users.append(repeating: User(row: -1), count: users &>> shift &+ 1)
+    self.users.append(repeating: User(), count: users &>> shift &+ 1)
   }
 
   // MARK: The rules
@@ -267,7 +289,7 @@ struct NotificationState {
     user u: Int32, slot: Int, at ts: Int64, removed: inout [Int64], cancelled: inout [Int64]
   ) -> Int64 {
     let r = record(ofUser: u)
-    guard r < users.count, users[r].row >= 0 else { return 0 }
+    guard r < users.count, users[r].hasState else { return 0 }
     let first = removed.count
     let firstCancelled = cancelled.count
     // Only the channel's groups: a read costs that channel's unread notifications.
@@ -369,7 +391,7 @@ struct NotificationState {
   /// Returns the group (−1: the user has not used it yet).
   @inline(__always)
   func prefetchGroup(record r: Int, slot: Int, type: UInt8) -> Int {
-    guard r < users.count, users[r].row >= 0 else { return -1 }
+    guard r < users.count, users[r].hasState else { return -1 }
     visibleGroups.prefetch(users[r].visibleBlock, 0)
     guard let g = existingGroup(slot: slot, type: type) else { return -1 }
     groups.prefetch(g)
@@ -381,7 +403,7 @@ struct NotificationState {
   /// would hide, which it returns (−1: none).
   @inline(__always)
   func prefetchBlocks(record r: Int, group g: Int) -> Int {
-    guard r < users.count, users[r].row >= 0 else { return -1 }
+    guard r < users.count, users[r].hasState else { return -1 }
     if g >= 0 {
       notes.prefetch(groups[g].block, Int(groups[g].count))
       notes.prefetch(groups[g].block, Int(groups[g].visibleStart))
@@ -407,9 +429,9 @@ struct NotificationState {
   private mutating func record(of u: Int32) -> Int {
     let k = record(ofUser: u)
     if k >= users.count {
-      users.append(repeating: User(row: -1), count: k &+ 1 &- users.count)
+      users.append(repeating: User(), count: k &+ 1 &- users.count)
     }
-    if users[k].row < 0 { users[k].row = u }
+    users[k].hasState = true
     return k
   }
 
@@ -439,10 +461,7 @@ struct NotificationState {
   private mutating func newGroup(record r: Int, channel: Int32, type: UInt8) -> Int {
     users[r].lastGroup &+= 1
     groups.append(
-      Group(
-        ordinal: users[r].lastGroup, channel: channel, record: Int32(r),
-        nextOfUser: users[r].firstGroup, type: type))
-    users[r].firstGroup = Int32(groups.count &- 1)
+      Group(ordinal: users[r].lastGroup, channel: channel, record: Int32(r), type: type))
     return groups.count &- 1
   }
 
@@ -527,13 +546,23 @@ struct NotificationState {
 
   /// Calls `body` with each user row and its state.
   func forEachUser(_ body: (Int32, Exported) -> Void) {
-    for r in 0..<users.count where users[r].row >= 0 {
+    // Each record's groups, by counting.
+    var starts = [Int](repeating: 0, count: users.count &+ 1)
+    for g in 0..<groups.count { starts[Int(groups[g].record) &+ 1] &+= 1 }
+    for r in 0..<users.count { starts[r &+ 1] &+= starts[r] }
+    var next = starts
+    var groupsOf = [Int](repeating: 0, count: groups.count)
+    for g in 0..<groups.count {
+      let r = Int(groups[g].record)
+      groupsOf[next[r]] = g
+      next[r] &+= 1
+    }
+    for r in 0..<users.count where users[r].hasState {
       var used = [(channel: Int32, type: UInt8)](
         repeating: (-1, 0), count: Int(users[r].lastGroup))
       var unread: [(id: Int64, group: Int32, ts: Int64, due: Int64, visible: Bool)] = []
-      var g = users[r].firstGroup
-      while g >= 0 {
-        let group = groups[Int(g)]
+      for g in groupsOf[starts[r]..<starts[r &+ 1]] {
+        let group = groups[g]
         used[Int(group.ordinal) - 1] = (group.channel, group.type)
         for i in 0..<Int(group.count) {
           unread.append(
@@ -542,11 +571,10 @@ struct NotificationState {
               notes[group.block, i, 2], i >= Int(group.visibleStart)
             ))
         }
-        g = group.nextOfUser
       }
       unread.sort { $0.id < $1.id }
       body(
-        users[r].row,
+        Int32(truncatingIfNeeded: r &<< shift | partition),
         Exported(lastNotification: users[r].lastNotification, groups: used, unread: unread))
     }
   }
@@ -624,6 +652,8 @@ struct BlockPool {
       return block
     }
     let block = words.count
+    // Blocks are kept as 32-bit word numbers (`User`, `Group`): 16 GB of them.
+    guard block <= Int32.max else { fatalError("the notification ledger outgrew 16 GB") }
     words.append(repeating: 0, count: Self.capacity(size) &* width)
     return block
   }

@@ -308,6 +308,7 @@ public enum WhatIf {
     }
     let work = ChunkComparer(indexes: indexes, relativeAllowed: options.tallyRelativeToA)
     let engine = EvaluationEngine(index: a, threads: options.threads, work: work)
+    engine.countsBadges = true
     var rejectedLines = 0
     var firstRejection: Rejection?
     try engine.run(

@@ -41,4 +41,27 @@ struct MappedArrayTests {
     #expect((1000..<5_001_000).allSatisfy { array[$0] == 0 })
     #expect(array[5_001_000] == 9)
   }
+
+  @Test("populated memory keeps the values written before, reads zero elsewhere, and takes more")
+  func populated() {
+    let array = MappedArray<Int32>()
+    array.appendZeroed(count: 3_000_000)
+    array[7] = 42
+    array[2_999_999] = -5
+    array.populate(threads: 2)
+    #expect(array[7] == 42)
+    #expect(array[2_999_999] == -5)
+    var nonzero = 0
+    for i in 0..<array.count where array[i] != 0 { nonzero += 1 }
+    #expect(nonzero == 2)
+    array.append(1)
+    #expect(array[3_000_000] == 1)
+  }
+
+  @Test("a notification ledger's user record and group take half a cache line each")
+  func recordSizes() {
+    // Never across two cache lines: a pair's walk waits on each line it touches.
+    #expect(MemoryLayout<NotificationState.User>.stride == 32)
+    #expect(MemoryLayout<NotificationState.Group>.stride == 32)
+  }
 }
