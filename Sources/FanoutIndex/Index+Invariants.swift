@@ -21,15 +21,18 @@ extension Index {
       if !holds { found.append(what()) }
     }
     /// CSR offsets: `rows + 1` of them, from 0 to `values`, never decreasing.
-    func checkCSR<C: RandomAccessCollection>(_ name: String, _ offsets: C, rows: Int, values: Int)
-    where C.Element: BinaryInteger {
+    func checkCSR<T: BinaryInteger>(_ name: String, _ offsets: Column<T>, rows: Int, values: Int) {
       guard offsets.count == rows + 1 else {
         return found.append("\(name): \(offsets.count) offsets for \(rows) rows")
       }
       check(offsets.first == 0, "\(name): does not start at 0")
       let last = offsets.last.map { Int($0) } ?? -1
       check(last == values, "\(name): ends at \(last), not \(values)")
-      check(zip(offsets, offsets.dropFirst()).allSatisfy { $0 <= $1 }, "\(name): offsets decrease")
+      // Without branches, so that it is vectorized.
+      let buffer = offsets.buffer
+      var decreases: UInt8 = 0
+      for i in buffer.indices.dropFirst() { decreases |= buffer[i - 1] > buffer[i] ? 1 : 0 }
+      check(decreases == 0, "\(name): offsets decrease")
     }
     let userCount = users.count
     let channelCount = channels.count
@@ -102,6 +105,10 @@ extension Index {
       _ name: String, _ values: UnsafeBufferPointer<T>, below limit: Int, allowNone: Bool = false
     ) {
       let low: Int = allowNone ? -1 : 0
+      // A pass without branches (vectorized), then the first culprit, if any.
+      var outside: UInt8 = 0
+      for value in values { outside |= Int(value) < low || Int(value) >= limit ? 1 : 0 }
+      guard outside != 0 else { return }
       for (i, value) in values.enumerated() where Int(value) < low || Int(value) >= limit {
         return found.append("\(name) \(i): \(value) is not a row below \(limit)")
       }
@@ -121,6 +128,16 @@ extension Index {
     checkRows("mutedBy", mutedBy.muters.buffer, below: userCount)
     checkRows("threadPrefs users", threadPrefs.users.buffer, below: userCount)
     let groupCount = snoozeGroups.count - 1
+    // As above: a pass without branches, then the culprit.
+    let (settingsBuffer, snoozeBuffer) = (memberSettings.buffer, memberSnooze.buffer)
+    var broken: UInt8 = 0
+    for slot in 0..<min(settingsBuffer.count, snoozeBuffer.count) {
+      let (settings, group) = (settingsBuffer[slot], snoozeBuffer[slot])
+      broken |=
+        settings.raw & 3 > Level.none.rawValue || settings.hasSnooze != (group >= 0)
+          || Int(group) >= groupCount ? 1 : 0
+    }
+    guard broken != 0 else { return found }
     for (slot, (settings, group)) in zip(memberSettings.buffer, memberSnooze.buffer).enumerated() {
       // The chat level is two bits with three values; a slot flagged for
       // snooze has a group, and only such a slot has one.

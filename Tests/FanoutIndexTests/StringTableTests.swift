@@ -113,6 +113,17 @@ struct StringTableTests {
     let stored = StringTable(pool: inserted.pool, rawSlots: inserted.rawSlots)
     #expect(stored != nil)
     if let stored { expectLookups(stored, keys, "stored") }
+    // A stored table is refused with an id past the pool, or a slot missing.
+    let slots = Array(inserted.rawSlots)
+    let used = slots.indices.filter { slots[$0] != .max }
+    for last in [used.first!, used.last!] {
+      var pastPool = slots
+      pastPool[last] = (pastPool[last] >> 32) << 32 | UInt64(keys.count)
+      #expect(StringTable(pool: inserted.pool, rawSlots: Column(pastPool)) == nil)
+      var missing = slots
+      missing[last] = .max
+      #expect(StringTable(pool: inserted.pool, rawSlots: Column(missing)) == nil)
+    }
 
     let mixed = keys + ["x", "u00000001"]
     for key in mixed.suffix(2) { _ = inserted.insert(key) }

@@ -25,6 +25,14 @@ struct IndexInvariantsTests {
     #expect(
       broken.invariantViolations()
         == ["channel members 0: not in strictly increasing order at 1"])
+    // A member's user row past the users (the row checks run without
+    // branches first, then name the first culprit).
+    #expect(
+      index.replacingMembers([0, 1, 7]).invariantViolations()
+        == ["memberUser 2: 7 is not a row below 3"])
+    #expect(
+      index.replacingMembers([-1, 1, 2]).invariantViolations().first
+        == "memberUser 0: -1 is not a row below 3")
   }
 
   @Test("the suite runs with internal checks on (debug builds)")
