@@ -26,7 +26,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
 
   /// The address space a pool asks for first.
   static var reservation: Int { 1 << 34 }
-  /// Memory is committed in steps of a huge page.
+  /// Memory is committed in steps of 2 MB (few `mprotect` calls as it grows).
   private static var step: Int { 2 << 20 }
 
   /// - Parameter reservation: the address space asked for first; under a
