@@ -12,9 +12,9 @@ import Glibc
 /// valid until the next append.
 ///
 /// It asks for ordinary pages, not huge ones: on the 2-core virtual
-/// machines measured, a huge page's first touch (2 MB zeroed, from memory
-/// the host had reclaimed) cost more than the TLB misses it saved
-/// (docs/performance.md, Contract v3).
+/// machines measured, a huge page's first touch (2 MB zeroed; slow there,
+/// probably memory the host had to supply afresh) cost more than the TLB
+/// misses it saved (docs/performance.md, Contract v3).
 ///
 /// One thread at a time; no bounds are checked in release builds (the
 /// indexes are the ledger's own).
