@@ -133,14 +133,17 @@ public final class Evaluator {
     notifications: NotificationFields? = nil, into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    let fields = writeLines ? notifications : nil
-    (fields ?? NotificationFields()).withView { view in
-      writesNotes = fields != nil
-      notes = view
-      defer {
-        writesNotes = false
-        notes = .empty
+    if writeLines, let notifications {
+      notifications.withView { view in
+        writesNotes = true
+        notes = view
+        defer {
+          writesNotes = false
+          notes = .empty
+        }
+        evaluateMessages(batch, messages, throttled, &result)
       }
+    } else {
       evaluateMessages(batch, messages, throttled, &result)
     }
     for g in 0..<index.gateways.count {

@@ -42,7 +42,14 @@ public struct NotificationFields: Sendable {
 
   /// The ids pair `k`'s notification hid, ascending.
   public func hidden(by k: Int) -> ArraySlice<Int64> {
-    hides[(k == 0 ? 0 : Int(hideEnds[k &- 1]))..<Int(hideEnds[k])]
+    hides[Self.hideRange(of: k, ends: hideEnds)]
+  }
+
+  /// Where pair `k`'s hidden ids lie in `hides`, by the pairs' `hideEnds`.
+  @inline(__always)
+  static func hideRange<Ends: RandomAccessCollection<Int32>>(of k: Int, ends: Ends) -> Range<Int>
+  where Ends.Index == Int {
+    (k == 0 ? 0 : Int(ends[k &- 1]))..<Int(ends[k])
   }
 
   /// The fields as unsafe views, for `body`'s duration.
@@ -97,11 +104,10 @@ public struct NotificationFields: Sendable {
       JSONText.appendDecimal(notification[k], to: &bytes)
       bytes += #","badge":"#.utf8
       JSONText.appendDecimal(badge[k], to: &bytes)
-      let first = k == 0 ? 0 : Int(hideEnds[k &- 1])
-      let end = Int(hideEnds[k])
-      guard end > first else { return }
+      let hidden = NotificationFields.hideRange(of: k, ends: hideEnds)
+      guard !hidden.isEmpty else { return }
       bytes += #","hide":"#.utf8
-      appendIDs(hides[first..<end], to: &bytes)
+      appendIDs(hides[hidden], to: &bytes)
     }
   }
 }
