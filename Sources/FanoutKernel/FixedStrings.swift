@@ -1,11 +1,11 @@
 import FanoutIndex
 
 /// Strings fixed for the life of the process (JSON fragments the loops
-/// copy into output), as a `PoolView` over copies that are never freed, so
+/// copy into output), as a `BytePool.View` over copies that are never freed, so
 /// the view is always valid. Copying one touches no reference count, where
 /// an element of a static `[[UInt8]]` is retained and released per copy.
 public struct FixedStrings: @unchecked Sendable {
-  private let view: IndexColumns.PoolView
+  private let view: BytePool.View
 
   public init(_ strings: [String]) {
     var pool = BytePool()
@@ -14,7 +14,7 @@ public struct FixedStrings: @unchecked Sendable {
     _ = bytes.initialize(from: pool.bytes)
     let offsets = UnsafeMutableBufferPointer<Int>.allocate(capacity: pool.offsets.count)
     _ = offsets.initialize(from: pool.offsets)
-    view = IndexColumns.PoolView(
+    view = BytePool.View(
       bytes: UnsafeBufferPointer(bytes), offsets: UnsafeBufferPointer(offsets))
   }
 

@@ -28,9 +28,9 @@ struct IndexColumns {
   let muters: UnsafeBufferPointer<Int32>
   let threadUsers: UnsafeBufferPointer<Int32>
   let threadLevels: UnsafeBufferPointer<Level>
-  let deviceJSON: PoolView
-  let userJSON: PoolView
-  let channelNames: PoolView
+  let deviceJSON: BytePool.View
+  let userJSON: BytePool.View
+  let channelNames: BytePool.View
 
   /// The number of devices of user `u`, whose record is `state`.
   @inline(__always)
@@ -46,25 +46,6 @@ struct IndexColumns {
     if state.hasInlineDevices { return state.inlineGate(k) }
     let d = Int(state.firstDevice) &+ k
     return (Int(deviceGateway[d]), deviceRestricted[d])
-  }
-
-  /// A `BytePool` as raw bytes and offsets.
-  struct PoolView {
-    let bytes: UnsafeBufferPointer<UInt8>
-    let offsets: UnsafeBufferPointer<Int>
-
-    init(bytes: UnsafeBufferPointer<UInt8>, offsets: UnsafeBufferPointer<Int>) {
-      self.bytes = bytes
-      self.offsets = offsets
-    }
-
-    /// `pool`'s columns, valid while it lives.
-    init(_ pool: BytePool) { self.init(bytes: pool.bytes.buffer, offsets: pool.offsets.buffer) }
-
-    @inline(__always)
-    subscript(i: Int) -> UnsafeBufferPointer<UInt8> {
-      UnsafeBufferPointer(rebasing: bytes[offsets[i]..<offsets[i &+ 1]])
-    }
   }
 
   init(_ index: Index) {
@@ -89,9 +70,9 @@ struct IndexColumns {
     muters = index.mutedBy.muters.buffer
     threadUsers = index.threadPrefs.users.buffer
     threadLevels = index.threadPrefs.levels.buffer
-    deviceJSON = PoolView(index.deviceJSON)
-    userJSON = PoolView(index.userJSON)
-    channelNames = PoolView(index.channels.pool)
+    deviceJSON = index.deviceJSON.view
+    userJSON = index.userJSON.view
+    channelNames = index.channels.pool.view
   }
 }
 

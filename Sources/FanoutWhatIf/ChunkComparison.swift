@@ -78,6 +78,8 @@ struct ChunkComparer: ChunkWork {
   struct Worker {
     var evaluators: [Evaluator]
     var results: [ChunkResult]
+    /// The changed pairs' lines of one comparison, before compression.
+    var changeLines: [UInt8] = []
   }
 
   func makeWorker() -> Worker {
@@ -85,8 +87,6 @@ struct ChunkComparer: ChunkWork {
       evaluators: indexes.map { Evaluator(index: $0, output: .outcomes) },
       results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
   }
-
-  private static let outcomeJSON = FixedStrings(Outcome.allCases.map { "\"\($0.name)\"" })
 
   /// Whether every pair's slices are the same in `a` and `b`.
   static func sameSlices(_ a: Index, _ b: Index) -> Bool {
@@ -120,7 +120,9 @@ struct ChunkComparer: ChunkWork {
         ? SideChunk(counters: results[b].counters)
         : tally(batch, messages, results[b], indexes[b])
       chunk.changes.append(
-        compare(batch, messages, a: results[0], b: results[b], relative: relative, into: &side))
+        compare(
+          batch, messages, a: results[0], b: results[b], relative: relative, into: &side,
+          lines: &worker.changeLines))
       chunk.sides.append(side)
     }
     return chunk
@@ -149,14 +151,18 @@ struct ChunkComparer: ChunkWork {
 
   /// One B's pairs against A's: the transitions and changed pairs and,
   /// when B is tallied `relative` to A, B's tally minus A's into `side`.
+  /// `lines` is scratch space for the changed pairs' lines.
   private func compare(
     _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, b: ChunkResult,
-    relative: Bool, into side: inout SideChunk
+    relative: Bool, into side: inout SideChunk, lines: inout [UInt8]
   ) -> PairChanges {
-    var changes = PairChanges()
-    var json: [UInt8] = []
-    var tally = SideTally(indexes[0])
     let width = Outcome.allCases.count
+    var transitions = [Int](repeating: 0, count: width * width)
+    var changes = PairChanges()
+    // Per changed pair, its transition and message, for its line.
+    var changedTransitions: [UInt16] = []
+    var changedMessages: [Int32] = []
+    var tally = SideTally(indexes[0])
     var i = 0
     var j = 0
     for (k, m) in messages.enumerated() {
@@ -173,7 +179,7 @@ struct ChunkComparer: ChunkWork {
           && a.pairDeliveryHours[i] == b.pairDeliveryHours[j]
         {
           // The same pair on both sides: most pairs.
-          changes.transitions[Int(a.pairOutcomes[i].rawValue) &* (width &+ 1)] &+= 1
+          transitions[Int(a.pairOutcomes[i].rawValue) &* (width &+ 1)] &+= 1
           i &+= 1
           j &+= 1
           continue
@@ -195,27 +201,63 @@ struct ChunkComparer: ChunkWork {
           }
           j &+= 1
         }
-        changes.transitions[Int(outcomeA.rawValue) &* width &+ Int(outcomeB.rawValue)] &+= 1
+        let transition = Int(outcomeA.rawValue) &* width &+ Int(outcomeB.rawValue)
+        transitions[transition] &+= 1
         guard outcomeA != outcomeB else { continue }
-        changes.changedPairs &+= 1
         changes.changedUsers.append(user)
         changes.changedChannels.append(Int32(channel))
         changes.changedLines.append(batch.lines[m])
-        json += #"{"message":"#.utf8
-        batch.idJSON.withBytes(m) { json.append(contentsOf: $0) }
-        json += #","user":"#.utf8
-        indexes[0].userJSON.withBytes(Int(user)) { json.append(contentsOf: $0) }
-        json += #","a":"#.utf8
-        json += Self.outcomeJSON[Int(outcomeA.rawValue)]
-        json += #","b":"#.utf8
-        json += Self.outcomeJSON[Int(outcomeB.rawValue)]
-        json += "}\n".utf8
+        changedTransitions.append(UInt16(transition))
+        changedMessages.append(Int32(m))
       }
       if relative { side.messageDelivered.append(tally.delivered) }
     }
-    changes.changeBlocks = LZ4Frame.blocks(json)
+    changes.transitions = transitions
+    changes.changedPairs = changes.changedUsers.count
+    writeLines(batch, changes.changedUsers, changedMessages, changedTransitions, into: &lines)
+    changes.changeBlocks = LZ4Frame.blocks(lines)
     return changes
   }
+
+  /// The changed pairs' lines. Their users are scattered rows: each user's
+  /// id is asked for ahead (its offsets, then its bytes), or every line
+  /// would wait for two cache misses.
+  private func writeLines(
+    _ batch: MessageBatch, _ users: [Int32], _ messages: [Int32], _ transitions: [UInt16],
+    into lines: inout [UInt8]
+  ) {
+    lines.removeAll(keepingCapacity: true)
+    // Views valid while `batch` and `indexes` are held (for the whole call).
+    let ids = batch.idJSON.view
+    let userJSON = indexes[0].userJSON.view
+    var linePrefix: [UInt8] = []
+    var prefixOf = -1
+    for n in users.indices {
+      if n &+ 16 < users.count { userJSON.prefetchOffsets(Int(users[n &+ 16])) }
+      if n &+ 8 < users.count { userJSON.prefetchBytes(Int(users[n &+ 8])) }
+      let m = Int(messages[n])
+      if m != prefixOf {
+        prefixOf = m
+        linePrefix.removeAll(keepingCapacity: true)
+        linePrefix += Self.messageKey
+        linePrefix.append(contentsOf: ids[m])
+        linePrefix += Self.userKey
+      }
+      lines += linePrefix
+      lines.append(contentsOf: userJSON[Int(users[n])])
+      lines.append(contentsOf: Self.changeEnds[Int(transitions[n])])
+    }
+    withExtendedLifetime(batch) {}
+  }
+
+  /// A change line is `{"message":ID,"user":ID,"a":"A","b":"B"}`.
+  private static let messageKey = Array(#"{"message":"#.utf8)
+  private static let userKey = Array(#","user":"#.utf8)
+  /// Per transition (A's outcome × B's), the line's end.
+  private static let changeEnds = FixedStrings(
+    Outcome.allCases.flatMap { a in
+      Outcome.allCases.map { b in #","a":"\#(a.name)","b":"\#(b.name)"}"# + "\n" }
+    })
 }
 
 /// Counts one side's pairs of the current message into its slices.
