@@ -173,6 +173,7 @@ if getenv("FANOUT_BENCHMARKS") != nil {
     ("LoadBenchmarks", ["FanoutPipeline"]),
     ("KernelBenchmarks", ["FanoutEngine", "FanoutPipeline"]),
     ("StreamBenchmarks", ["FanoutEngine", "FanoutPipeline", "FanoutStream"]),
+    ("WhatIfBenchmarks", ["FanoutWhatIf"]),
   ] {
     package.targets.append(
       .executableTarget(

@@ -268,19 +268,19 @@ public enum WhatIf {
     var rowsChanged: [[String: Int]?] = []
     for (k, b) in bs.enumerated() {
       // Every overlay B is built from A's rows; the last one takes them.
+      // (Loading the Bs side by side gained nothing: each already keeps
+      // both cores busy, and the copies run meanwhile.)
       rowsOfA?.sharedWithMore = k < bs.count - 1
-      var changed: [String: Int]? = nil
-      let index: Index
       do {
-        index = try loadB(
-          options, scenario: b.scenario, copy: copies[k], over: rowsOfA, a: a,
-          rowsChanged: &changed, lap: compared.lap)
+        let (index, changed) = try loadB(
+          options, scenario: b.scenario, copy: copies[k], over: rowsOfA, a: a)
+        indexes.append(index)
+        rowsChanged.append(changed)
       } catch {
         for copy in copies[(k + 1)...] { _ = copy?.wait() }
         throw error
       }
-      indexes.append(index)
-      rowsChanged.append(changed)
+      if indexes[k + 1] !== a { compared.lap("load B") }
     }
     rowsOfA = nil  // A's rows, if a B built from A's columns alone left them
     if let watch, watch.committedSince() {
@@ -293,12 +293,9 @@ public enum WhatIf {
     }
     for b in indexes.dropFirst() { try checkComparable(a, b) }
 
-    var sides = indexes.map {
-      SideTotals(users: a.users.count, channels: a.channels.count, gateways: $0.gateways.count)
-    }
-    var changeTotals = bs.map { _ in ChangeTotals(users: a.users.count, channels: a.channels.count)
-    }
-    var (firstTs, lastTs) = (Int64.max, Int64.min)
+    let totals = BackgroundQueue<RunTotals, Never>(
+      RunTotals(a: a, indexes: indexes), label: "fanout.whatif.totals", inFlight: 2)
+    var messagesDone = 0
     for b in bs {
       let name = b.name.map { "changes-\($0).ndjson.lz4" } ?? "changes.ndjson.lz4"
       compared.changes.append(
@@ -316,18 +313,15 @@ public enum WhatIf {
       readFailed: { WhatIfError.run(.input($0)) },
       deliver: { chunks throws(WhatIfError) in
         for chunk in chunks {
-          for (s, side) in chunk.sides.enumerated() {
-            sides[s].add(side, channels: chunk.messageChannels)
-          }
           for (k, changes) in chunk.changes.enumerated() {
-            changeTotals[k].add(changes)
             try compared.writing { () throws(OutputError) in
               try compared.changes[k].append(blocks: changes.changeBlocks)
             }
           }
-          firstTs = min(firstTs, chunk.firstTs)
-          lastTs = max(lastTs, chunk.lastTs)
+          messagesDone += chunk.sides[0].counters.messages
         }
+        // Merged on a queue of their own while the workers go on.
+        totals.submit { $0.add(chunks) }
       },
       waveDone: { batches throws(WhatIfError) in
         for batch in batches where !batch.rejections.isEmpty {
@@ -337,8 +331,9 @@ public enum WhatIf {
             try compared.rejected.write(RejectedLines.json(batch.rejections))
           }
         }
-        options.progress?(sides[0].counters.messages, reader.fractionRead)
+        options.progress?(messagesDone, reader.fractionRead)
       })
+    let run = totals.finish()
     compared.lap("evaluate and compare")
     try compared.writing { () throws(OutputError) in try compared.rejected.sync() }
     let notifications = zip(engine.notificationCounters, engine.badges).map { counters, badges in
@@ -346,8 +341,9 @@ public enum WhatIf {
     }
     for k in bs.indices {
       var totals = ComparisonTotals(
-        a: sides[0], b: work.relative[k] ? sides[k + 1].over(sides[0]) : sides[k + 1],
-        changes: changeTotals[k], firstTs: firstTs, lastTs: lastTs)
+        a: run.sides[0],
+        b: work.relative[k] ? run.sides[k + 1].over(run.sides[0]) : run.sides[k + 1],
+        changes: run.changes[k], firstTs: run.firstTs, lastTs: run.lastTs)
       totals.rejected = rejectedLines
       var report = WhatIfReport(
         totals, a: a, b: indexes[k + 1], options: options, scenario: bs[k].scenario,
@@ -367,27 +363,53 @@ public enum WhatIf {
     return compared
   }
 
-  /// Loads B: the `--against` file, or the scenario's copy of A once it is made.
-  /// SQL that writes no table (`SELECT 1`, a comment, nothing) leaves B =
-  /// A; `rowsChanged` is set to the rows the SQL changed per table.
+  /// A comparison's totals over the run, merged chunk by chunk in input
+  /// order: per side, its tally; per B, its changes against A.
+  private struct RunTotals {
+    var sides: [SideTotals]
+    var changes: [ChangeTotals]
+    var firstTs = Int64.max
+    var lastTs = Int64.min
+
+    init(a: Index, indexes: [Index]) {
+      sides = indexes.map {
+        SideTotals(users: a.users.count, channels: a.channels.count, gateways: $0.gateways.count)
+      }
+      changes = indexes.dropFirst().map { _ in
+        ChangeTotals(users: a.users.count, channels: a.channels.count)
+      }
+    }
+
+    mutating func add(_ chunks: [ComparedChunk]) {
+      for chunk in chunks {
+        for (s, side) in chunk.sides.enumerated() {
+          sides[s].add(side, channels: chunk.messageChannels)
+        }
+        for (k, changes) in chunk.changes.enumerated() { self.changes[k].add(changes) }
+        firstTs = min(firstTs, chunk.firstTs)
+        lastTs = max(lastTs, chunk.lastTs)
+      }
+    }
+  }
+
+  /// Loads B: the `--against` file, or the scenario's copy of A once it is
+  /// made, with the rows the SQL changed per table (nil for a file). SQL
+  /// that writes no table (`SELECT 1`, a comment, nothing) leaves B = A.
   private static func loadB(
     _ options: WhatIfOptions, scenario: WhatIfOptions.Scenario,
     copy scenarioCopy: Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?,
-    over rowsOfA: SnapshotRows?, a: Index, rowsChanged: inout [String: Int]?,
-    lap: (String) -> Void
-  ) throws(WhatIfError) -> Index {
+    over rowsOfA: SnapshotRows?, a: Index
+  ) throws(WhatIfError) -> (Index, rowsChanged: [String: Int]?) {
     var copy: ScenarioCopy? = nil
     if let scenarioCopy {
       do { copy = try scenarioCopy.wait().get() } catch { throw .scenario(error) }
-      rowsChanged = copy!.rowsChanged
-      if copy!.changesNothing { return a }
+      if copy!.changesNothing { return (a, copy!.rowsChanged) }
     }
     let path: String =
       switch scenario {
       case .snapshot(let file): file
       case .sql: copy!.path
       }
-    defer { lap("load B") }
     let loaded: Snapshot
     do {
       if let copy, let base = copy.base,
@@ -395,7 +417,7 @@ public enum WhatIf {
           overlay: path, base: base, over: a,
           busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
       {
-        return index
+        return (index, copy.rowsChanged)
       }
       loaded = try SnapshotLoader.load(
         path: path, base: copy?.base, over: rowsOfA,
@@ -405,7 +427,7 @@ public enum WhatIf {
       throw .refusedB(error, fromSQL: copy != nil)
     }
     withExtendedLifetime(copy) {}  // the copy's file is removed with it
-    return loaded.index
+    return (loaded.index, copy?.rowsChanged)
   }
 
   /// B must have A's users, channels and categories, row for row, so that one

@@ -1,0 +1,44 @@
+// A sweep of five variants against one `whatif` of its costliest variant:
+// the sweep evaluates the traffic once against A and all five (issue 37's
+// target: at most 2× the one). Both read A from an index cache filled
+// before the runs, as `fanout whatif` does.
+import Benchmark
+import FanoutSnapshot
+import FanoutWhatIf
+import Foundation
+
+let benchmarks: @Sendable () -> Void = {
+  BenchmarkData.ensure()
+  let metrics: [BenchmarkMetric] = [.wallClock, .cpuTotal, .peakMemoryResident, .mallocCountTotal]
+  Benchmark.defaultConfiguration = .init(
+    metrics: metrics, maxDuration: .seconds(30), maxIterations: 5,
+    thresholds: tolerances.filter { metrics.contains($0.key) })
+
+  let scenarios =
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("../../datasets/scenarios").standardized.path
+  func sql(_ name: String) -> String {
+    try! String(contentsOfFile: "\(scenarios)/\(name).sql", encoding: .utf8)
+  }
+  let cache = IndexCache(directory: NSTemporaryDirectory() + "/fanout-bench-index-cache")
+  func options(_ scenario: WhatIfOptions.Scenario) -> WhatIfOptions {
+    var options = WhatIfOptions(
+      snapshot: BenchmarkData.snapshot, scenario: scenario, messages: BenchmarkData.traffic,
+      out: NSTemporaryDirectory() + "/fanout-bench-whatif", threads: 2, overwrite: true)
+    options.indexCache = cache
+    return options
+  }
+  let fillCache = { _ = try SnapshotLoader.load(path: BenchmarkData.snapshot, cache: cache) }
+
+  Benchmark("WhatIf-quiet-hours-22-08", configuration: .init(setup: fillCache)) { _ in
+    blackHole(try WhatIf.run(options(.sql(sql("quiet-hours-22-08")))).changedPairs)
+  }
+
+  Benchmark("WhatIfSweep-5", configuration: .init(setup: fillCache)) { _ in
+    let variants = [
+      "defer-quiet-hours", "quiet-hours-21-07", "quiet-hours-22-08", "quiet-hours-23-09",
+      "throttle-3-per-10-minutes",
+    ].map { WhatIfOptions.Variant(name: $0, sql: sql($0)) }
+    blackHole(try WhatIf.sweep(options(.sql("")), variants: variants).variants.count)
+  }
+}
