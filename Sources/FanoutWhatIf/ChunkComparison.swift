@@ -144,7 +144,7 @@ struct ChunkComparer: ChunkWork {
           by: 1, into: &side)
       }
       start = end
-      side.messageDelivered.append(tally.delivered)
+      tally.end(into: &side)
     }
     return side
   }
@@ -210,7 +210,7 @@ struct ChunkComparer: ChunkWork {
         changedTransitions.append(UInt16(transition))
         changedMessages.append(Int32(m))
       }
-      if relative { side.messageDelivered.append(tally.delivered) }
+      if relative { tally.end(into: &side) }
     }
     changes.transitions = transitions
     changes.changedPairs = changes.changedUsers.count
@@ -269,8 +269,10 @@ private struct SideTally {
   var utcHour = 0
   var ts: Int64 = 0
   var message = 0
-  /// Delivered pairs of the current message (counted with their sign).
+  /// The current message's pairs counted so far, delivered and not (with
+  /// their sign): its kind, size and UTC hour slices take them at `end`.
   var delivered: Int32 = 0
+  var suppressed = 0
 
   init(_ index: Index) {
     self.index = index
@@ -284,6 +286,7 @@ private struct SideTally {
     self.ts = ts
     self.message = message
     delivered = 0
+    suppressed = 0
   }
 
   /// Counts a pair into `side`; `sign` -1 takes it away.
@@ -294,18 +297,27 @@ private struct SideTally {
   ) {
     let isDelivered = outcome.isDelivered
     let hour = localHour.hour(zone: index.zoneRow(ofUser: Int(user)), ts: ts, message: message)
-    side.slices.count(kindSlice, delivered: isDelivered, by: sign)
-    side.slices.count(sizeSlice, delivered: isDelivered, by: sign)
-    side.slices.count(utcHour, delivered: isDelivered, by: sign)
     side.slices.count(Slice.localHours + hour, delivered: isDelivered, by: sign)
     side.slices.count(Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered, by: sign)
-    guard isDelivered else { return }
+    guard isDelivered else {
+      suppressed &+= sign
+      return
+    }
     delivered &+= Int32(truncatingIfNeeded: sign)
     if sign > 0 {
       side.deliveredUsers.append(user)
     } else {
       side.undeliveredUsers.append(user)
     }
+  }
+
+  /// Counts the current message's pairs into the slices every pair of it
+  /// shares (its channel's kind and size, its UTC hour).
+  mutating func end(into side: inout SideChunk) {
+    for slice in [kindSlice, sizeSlice, utcHour] {
+      side.slices.count(slice, delivered: Int(delivered), suppressed: suppressed)
+    }
+    side.messageDelivered.append(delivered)
   }
 }
 

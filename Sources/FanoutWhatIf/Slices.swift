@@ -50,6 +50,12 @@ struct SideSlices: Sendable, Equatable {
     counts[slice &* 2 &+ (delivered ? 0 : 1)] &+= n
   }
 
+  @inline(__always)
+  mutating func count(_ slice: Int, delivered: Int, suppressed: Int) {
+    counts[slice &* 2] &+= delivered
+    counts[slice &* 2 &+ 1] &+= suppressed
+  }
+
   mutating func add(_ other: SideSlices) {
     for i in counts.indices { counts[i] &+= other.counts[i] }
   }
