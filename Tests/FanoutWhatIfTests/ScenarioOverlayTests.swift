@@ -233,6 +233,19 @@ struct ScenarioOverlayTests {
     #expect(devices != SQLiteSession(source).value("SELECT count(*) FROM devices"))
   }
 
+  @Test("a copied table keeps the source's rowids, gaps and all")
+  func rowidsKept() throws {
+    // Rowids apart and not from 1: a copy numbering its rows anew would
+    // pick other users for the scenario's WHERE than the whole copy does.
+    let source = SQLiteFixture.copy(
+      self.source, applying: "UPDATE users SET rowid = rowid * 3 + 100")
+    let scenario = try agrees(
+      "UPDATE users SET chat_level = 'none' WHERE rowid % 2 = 0", source: source)
+    #expect(scenario.base == source)
+    let rowids = "SELECT group_concat(rowid) FROM (SELECT rowid FROM users ORDER BY rowid)"
+    #expect(SQLiteSession(scenario.path).value(rowids) == SQLiteSession(source).value(rowids))
+  }
+
   @Test("a table too large to copy faster than the whole file is copied with the file")
   func large() throws {
     // device_id is the rowid: a span of 9M rows by the estimate.
