@@ -223,21 +223,63 @@ public final class Index: Sendable {
     }
   }
 
-  /// This index under other settings, and with other `userTimes` if
-  /// given: every other column shared, the users' quiet actions defaulting
-  /// to the new settings'. Only for settings whose member defaults are this
-  /// index's (`AppSettings.sameMemberDefaults(as:)`): the membership slots
-  /// resolve levels down to them.
-  package func replacing(settings: AppSettings, userTimes: UserTimes? = nil) -> Index {
+  /// Users' `category_prefs` rows, grouped by user: user `u`'s are
+  /// `userCategoryPrefs[u]..<userCategoryPrefs[u + 1]`, by category, then
+  /// gateway (−1, the whole category, first).
+  package struct CategoryPrefs {
+    package var userCategoryPrefs: Column<Int32>
+    package var category: Column<Int32>
+    package var gateway: Column<Int32>
+    package var pref: Column<Preference>
+
+    package init(
+      userCategoryPrefs: Column<Int32>, category: Column<Int32>, gateway: Column<Int32>,
+      pref: Column<Preference>
+    ) {
+      (self.userCategoryPrefs, self.category) = (userCategoryPrefs, category)
+      (self.gateway, self.pref) = (gateway, pref)
+    }
+
+    /// Built from rows in any order; `gateway` is a gateway row of the
+    /// index, or −1.
+    package init(
+      users: Int, rows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)]
+    ) {
+      let sorted = rows.sorted {
+        ($0.user, $0.category, $0.gateway) < ($1.user, $1.category, $1.gateway)
+      }
+      var starts = [Int32](repeating: 0, count: users + 1)
+      for row in sorted { starts[Int(row.user) + 1] += 1 }
+      for u in 0..<users { starts[u + 1] += starts[u] }
+      userCategoryPrefs = Column(starts)
+      category = Column(sorted.map(\.category))
+      gateway = Column(sorted.map(\.gateway))
+      pref = Column(sorted.map(\.pref))
+    }
+  }
+
+  /// This index under other settings, and with other `userTimes` and
+  /// `categoryPrefs` if given: every other column shared, the users' quiet
+  /// actions defaulting to the new settings'. Only for settings whose
+  /// member defaults are this index's (`AppSettings.sameMemberDefaults(as:)`):
+  /// the membership slots resolve levels down to them.
+  package func replacing(
+    settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil
+  ) -> Index {
     precondition(settings.sameMemberDefaults(as: self.settings))
     let times =
       userTimes
       ?? UserTimes(
         zones: zones, userZone: userZone, userDND: userDND, dndWords: dndWords,
         userQuietActions: userQuietActions)
+    let prefs =
+      categoryPrefs
+      ?? CategoryPrefs(
+        userCategoryPrefs: userCategoryPrefs, category: categoryPrefCategory,
+        gateway: categoryPrefGateway, pref: categoryPref)
     return Index(
       users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,
-      userDevices: userDevices, userCategoryPrefs: userCategoryPrefs, deviceIDs: deviceIDs,
+      userDevices: userDevices, userCategoryPrefs: prefs.userCategoryPrefs, deviceIDs: deviceIDs,
       deviceGateway: deviceGateway, deviceRestricted: deviceRestricted, deviceJSON: deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
       memberUser: memberUser, memberSettings: memberSettings, memberSnooze: memberSnooze,
@@ -245,8 +287,8 @@ public final class Index: Sendable {
       zones: times.zones, gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,
-      categoryPrefCategory: categoryPrefCategory, categoryPrefGateway: categoryPrefGateway,
-      categoryPref: categoryPref, settings: settings, declaredMemberCount: declaredMemberCount,
+      categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
+      categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
       userQuietActions: times.userQuietActions)
   }

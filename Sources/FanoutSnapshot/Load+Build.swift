@@ -112,15 +112,14 @@ extension Load {
     for (c, g) in categoryGateways {
       categoryGatewayMandatory[Int(c) * gateways.count + Int(gatewayRenumber[Int(g)])] = true
     }
-    let prefRows = categoryPrefRows.map { row in
-      (
-        row.user, row.category, row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)],
-        row.pref
-      )
-    }.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
-    var userCategoryPrefs = [Int32](repeating: 0, count: userCount + 1)
-    for row in prefRows { userCategoryPrefs[Int(row.0) + 1] += 1 }
-    for u in 0..<userCount { userCategoryPrefs[u + 1] += userCategoryPrefs[u] }
+    let categoryPrefs = Index.CategoryPrefs(
+      users: userCount,
+      rows: categoryPrefRows.map { row in
+        (
+          row.user, row.category,
+          row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)], row.pref
+        )
+      })
 
     let dnd = DNDPattern.schedules(users: userCount, daily: dailyDND, weekly: weekly)
     info.dndPatterns = dnd.patterns
@@ -146,7 +145,7 @@ extension Load {
     let index = Index(
       users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(dnd.userDND),
       userDevices: userDevices,
-      userCategoryPrefs: Column(userCategoryPrefs), deviceIDs: deviceIDs,
+      userCategoryPrefs: categoryPrefs.userCategoryPrefs, deviceIDs: deviceIDs,
       deviceGateway: deviceGateway,
       deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
       channelScope: channelScope, channelMembers: slots.channelMembers,
@@ -159,9 +158,8 @@ extension Load {
       categories: categories, categoryMandatory: Column(categoryMandatory),
       categoryDefault: Column(categoryDefault),
       categoryGatewayMandatory: Column(categoryGatewayMandatory),
-      categoryPrefCategory: Column(prefRows.map { $0.1 }),
-      categoryPrefGateway: Column(prefRows.map { $0.2 }),
-      categoryPref: Column(prefRows.map { $0.3 }),
+      categoryPrefCategory: categoryPrefs.category,
+      categoryPrefGateway: categoryPrefs.gateway, categoryPref: categoryPrefs.pref,
       settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),

@@ -131,14 +131,16 @@ extension Load {
 
 extension SnapshotLoader {
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
-  /// but `settings` and `users`, loaded as `index` (its base's) with the
-  /// overlay's settings and users' time zones, DND windows and quiet
-  /// actions: every other column shared, no other table read but
-  /// `dnd_weekly` (which replaces a daily window). Nil when the overlay
+  /// but `settings`, `users` and `category_prefs`, loaded as `index` (its
+  /// base's) with the overlay's settings, users' time zones, DND windows
+  /// and quiet actions, and category preferences: every other column
+  /// shared, no other table read but `dnd_weekly` (which replaces a daily
+  /// window). Nil when the overlay
   /// holds other tables, or changes what the shared columns were built
   /// from — users other than the base's, a user's own levels, the members'
-  /// default levels, or notification groups turned on where a gateway is
-  /// named `updates` (refused on devices then) —: such an overlay is loaded
+  /// default levels, a gateway only a category preference names, or
+  /// notification groups turned on where a gateway is named `updates`
+  /// (refused on devices then) —: such an overlay is loaded
   /// over the base's rows (`load(path:base:over:)`), or whole. A refusal is
   /// the one a whole load of the overlay would report first.
   public static func index(
@@ -156,7 +158,7 @@ extension SnapshotLoader {
     let main = readers.main
     let schemaTables = Set(SnapshotSchema.tables.map(\.name))
     let changed = try Load.overlayTables(main).intersection(schemaTables)
-    guard changed.isSubset(of: ["settings", "users"]) else { return nil }
+    guard changed.isSubset(of: ["settings", "users", "category_prefs"]) else { return nil }
     var settings = index.settings
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
@@ -165,7 +167,9 @@ extension SnapshotLoader {
         settings.notificationGroups != nil && index.settings.notificationGroups == nil
       if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }
     }
-    guard changed.contains("users") else { return index.replacing(settings: settings) }
+    guard changed.contains("users") else {
+      return try replacing(index, settings: settings, userTimes: nil, changed, main)
+    }
     // The rows are read while another core compares the levels; a refusal
     // counts only for an overlay this load can take.
     let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
@@ -178,11 +182,31 @@ extension SnapshotLoader {
     let weekly =
       try hasBaseTable(main, "dnd_weekly") ? try WeeklyTable.read(main, users: index.users) : []
     let dnd = DNDPattern.schedules(users: rows.users.count, daily: rows.dailyDND, weekly: weekly)
-    return index.replacing(
-      settings: settings,
+    return try replacing(
+      index, settings: settings,
       userTimes: Index.UserTimes(
         zones: rows.zones, userZone: Column(rows.zone), userDND: Column(dnd.userDND),
-        dndWords: Column(dnd.words), userQuietActions: rows.quietActions))
+        dndWords: Column(dnd.words), userQuietActions: rows.quietActions), changed, main)
+  }
+
+  /// `index` with `settings`, `userTimes` and, when the overlay wrote it,
+  /// its `category_prefs` (read last, as a whole load reports the first
+  /// refusal in schema order); nil when a row of it names a gateway the
+  /// index does not have (the gateway rows, and the devices' columns with
+  /// them, would change).
+  private static func replacing(
+    _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?, _ changed: Set<String>,
+    _ main: Connection
+  ) throws(SnapshotError) -> Index? {
+    var categoryPrefs: Index.CategoryPrefs? = nil
+    if changed.contains("category_prefs") {
+      let rows = try GatewayPrefRows.read(
+        main, present: ["category_prefs"], users: index.users, categories: index.categories,
+        gateways: index.gateways)
+      guard rows.gateways.count == index.gateways.count else { return nil }
+      categoryPrefs = Index.CategoryPrefs(users: index.users.count, rows: rows.categoryPrefs)
+    }
+    return index.replacing(settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

@@ -234,8 +234,9 @@ public enum WhatIf {
         }
       }
     }
-    // SQL that writes only settings and users' time zones, DND windows or
-    // quiet actions makes B from A's index, sharing every other column: A
+    // SQL that writes only settings, users' time zones, DND windows or
+    // quiet actions, and category preferences makes B from A's index,
+    // sharing every other column: A
     // then comes from the index cache, and B reads only the tables its SQL
     // wrote. Otherwise A is read from SQLite for its rows, and each B is
     // built over them, sharing A's columns wherever its SQL left their
@@ -243,7 +244,7 @@ public enum WhatIf {
     let overIndex = bs.allSatisfy { b in
       guard case .sql(let sql) = b.scenario else { return true }
       return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: [
-        "settings", "users",
+        "settings", "users", "category_prefs",
       ]) ?? false
     }
     let a: Index

@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings and users' zones, DND or quiet actions is A's index with them replaced",
+    "SQL that writes only settings, users' zones, DND or quiet actions and category preferences is A's index with them replaced",
     arguments: [
       (
         """
@@ -109,6 +109,29 @@ struct ScenarioOverlayTests {
       ("UPDATE users SET chat_level = 'loud' WHERE rowid = 3", false),
       ("UPDATE users SET user_id = user_id || '-renamed' WHERE rowid % 7 = 0", false),
       ("UPDATE users SET snooze_until = 4102444800000", false),
+      ("DELETE FROM category_prefs WHERE rowid % 2 = 0", true),
+      (
+        """
+        INSERT OR REPLACE INTO category_prefs (user_id, category, gateway, preference)
+          SELECT user_id, (SELECT category FROM categories ORDER BY category LIMIT 1), NULL,
+            'opt_out' FROM users
+        """, true
+      ),
+      (
+        """
+        UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0;
+        UPDATE category_prefs SET preference = 'opt_in' WHERE rowid % 2 = 1
+        """, true
+      ),
+      ("UPDATE category_prefs SET preference = 'maybe' WHERE rowid = 1", true),  // refused
+      ("UPDATE category_prefs SET user_id = 'nobody' WHERE rowid = 1", true),  // refused
+      (
+        """
+        INSERT INTO category_prefs (user_id, category, gateway, preference)
+          SELECT user_id, (SELECT category FROM categories LIMIT 1), 'pigeon', 'opt_in'
+          FROM users LIMIT 3
+        """, false
+      ),
     ])
   func overAsIndex(_ sql: String, _ expected: Bool) throws {
     let scenario = try agrees(sql)
