@@ -258,13 +258,15 @@ public final class Index: Sendable {
     }
   }
 
-  /// This index under other settings, and with other `userTimes` and
-  /// `categoryPrefs` if given: every other column shared, the users' quiet
-  /// actions defaulting to the new settings'. Only for settings whose
-  /// member defaults are this index's (`AppSettings.sameMemberDefaults(as:)`):
-  /// the membership slots resolve levels down to them.
+  /// This index under other settings, and with other `userTimes`,
+  /// `categoryPrefs` and devices' restricted flags (`deviceRestricted`) if
+  /// given: every other column shared, the users' quiet actions defaulting
+  /// to the new settings'. Only for settings whose member defaults are this
+  /// index's (`AppSettings.sameMemberDefaults(as:)`): the membership slots
+  /// resolve levels down to them.
   package func replacing(
-    settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil
+    settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
+    deviceRestricted: Column<Bool>? = nil
   ) -> Index {
     precondition(settings.sameMemberDefaults(as: self.settings))
     let times =
@@ -280,7 +282,8 @@ public final class Index: Sendable {
     return Index(
       users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,
       userDevices: userDevices, userCategoryPrefs: prefs.userCategoryPrefs, deviceIDs: deviceIDs,
-      deviceGateway: deviceGateway, deviceRestricted: deviceRestricted, deviceJSON: deviceJSON,
+      deviceGateway: deviceGateway, deviceRestricted: deviceRestricted ?? self.deviceRestricted,
+      deviceJSON: deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
       memberUser: memberUser, memberSettings: memberSettings, memberSnooze: memberSnooze,
       snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: times.dndWords,

@@ -131,14 +131,15 @@ extension Load {
 
 extension SnapshotLoader {
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
-  /// but `settings`, `users` and `category_prefs`, loaded as `index` (its
-  /// base's) with the overlay's settings, users' time zones, DND windows
-  /// and quiet actions, and category preferences: every other column
+  /// but `settings`, `users`, `category_prefs` and `gateway_prefs`, loaded
+  /// as `index` (its base's) with the overlay's settings, users' time
+  /// zones, DND windows and quiet actions, category preferences and
+  /// restricted gateways: every other column
   /// shared, no other table read but `dnd_weekly` (which replaces a daily
   /// window). Nil when the overlay
   /// holds other tables, or changes what the shared columns were built
   /// from — users other than the base's, a user's own levels, the members'
-  /// default levels, a gateway only a category preference names, or
+  /// default levels, a gateway only a user's preference names, or
   /// notification groups turned on where a gateway is named `updates`
   /// (refused on devices then) —: such an overlay is loaded
   /// over the base's rows (`load(path:base:over:)`), or whole. A refusal is
@@ -158,7 +159,9 @@ extension SnapshotLoader {
     let main = readers.main
     let schemaTables = Set(SnapshotSchema.tables.map(\.name))
     let changed = try Load.overlayTables(main).intersection(schemaTables)
-    guard changed.isSubset(of: ["settings", "users", "category_prefs"]) else { return nil }
+    guard changed.isSubset(of: ["settings", "users", "category_prefs", "gateway_prefs"]) else {
+      return nil
+    }
     var settings = index.settings
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
@@ -189,24 +192,42 @@ extension SnapshotLoader {
         dndWords: Column(dnd.words), userQuietActions: rows.quietActions), changed, main)
   }
 
-  /// `index` with `settings`, `userTimes` and, when the overlay wrote it,
-  /// its `category_prefs` (read last, as a whole load reports the first
-  /// refusal in schema order); nil when a row of it names a gateway the
-  /// index does not have (the gateway rows, and the devices' columns with
-  /// them, would change).
+  /// `index` with `settings`, `userTimes` and, those the overlay wrote,
+  /// its `category_prefs` and `gateway_prefs` (read last, in schema order,
+  /// as a whole load reports the first refusal in that order); nil when a
+  /// row of them names a gateway the index does not have (the gateway rows,
+  /// and the devices' columns with them, would change).
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?, _ changed: Set<String>,
     _ main: Connection
   ) throws(SnapshotError) -> Index? {
+    let prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
+    guard !prefTables.isEmpty else {
+      return index.replacing(settings: settings, userTimes: userTimes)
+    }
+    let rows = try GatewayPrefRows.read(
+      main, present: prefTables, users: index.users, categories: index.categories,
+      gateways: index.gateways)
+    guard rows.gateways.count == index.gateways.count else { return nil }
     var categoryPrefs: Index.CategoryPrefs? = nil
-    if changed.contains("category_prefs") {
-      let rows = try GatewayPrefRows.read(
-        main, present: ["category_prefs"], users: index.users, categories: index.categories,
-        gateways: index.gateways)
-      guard rows.gateways.count == index.gateways.count else { return nil }
+    if prefTables.contains("category_prefs") {
       categoryPrefs = Index.CategoryPrefs(users: index.users.count, rows: rows.categoryPrefs)
     }
-    return index.replacing(settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs)
+    var deviceRestricted: Column<Bool>? = nil
+    if prefTables.contains("gateway_prefs") {
+      // A device is restricted where its user restricted its gateway.
+      var flags = [Bool](repeating: false, count: index.deviceCount)
+      for u in 0..<index.users.count {
+        for d in Int(index.userDevices[u])..<Int(index.userDevices[u + 1]) {
+          let key = UInt64(UInt32(u)) << 32 | UInt64(index.deviceGateway[d])
+          flags[d] = rows.restricted.contains(key)
+        }
+      }
+      deviceRestricted = Column(flags)
+    }
+    return index.replacing(
+      settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs,
+      deviceRestricted: deviceRestricted)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

@@ -235,7 +235,8 @@ public enum WhatIf {
       }
     }
     // SQL that writes only settings, users' time zones, DND windows or
-    // quiet actions, and category preferences makes B from A's index,
+    // quiet actions, category preferences and restricted gateways makes B
+    // from A's index,
     // sharing every other column: A
     // then comes from the index cache, and B reads only the tables its SQL
     // wrote. Otherwise A is read from SQLite for its rows, and each B is
@@ -244,7 +245,7 @@ public enum WhatIf {
     let overIndex = bs.allSatisfy { b in
       guard case .sql(let sql) = b.scenario else { return true }
       return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: [
-        "settings", "users", "category_prefs",
+        "settings", "users", "category_prefs", "gateway_prefs",
       ]) ?? false
     }
     let a: Index

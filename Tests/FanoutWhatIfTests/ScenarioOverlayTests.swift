@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users' zones, DND or quiet actions and category preferences is A's index with them replaced",
+    "SQL that writes only settings, users' zones, DND or quiet actions, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -131,6 +131,19 @@ struct ScenarioOverlayTests {
           SELECT user_id, (SELECT category FROM categories LIMIT 1), 'pigeon', 'opt_in'
           FROM users LIMIT 3
         """, false
+      ),
+      ("UPDATE gateway_prefs SET restricted = 1 - restricted", true),
+      (
+        """
+        INSERT OR REPLACE INTO gateway_prefs (user_id, gateway, restricted)
+          SELECT user_id, 'email', 1 FROM users WHERE rowid % 2 = 0;
+        DELETE FROM category_prefs WHERE rowid % 3 = 0
+        """, true
+      ),
+      ("UPDATE gateway_prefs SET restricted = 7 WHERE rowid = 1", true),  // refused
+      (
+        "INSERT OR REPLACE INTO gateway_prefs (user_id, gateway, restricted) "
+          + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2", false
       ),
     ])
   func overAsIndex(_ sql: String, _ expected: Bool) throws {
