@@ -86,7 +86,8 @@ extension Load {
         gatewayOf.append(UInt16(g))
         devicesPerGateway[Int(g)] += 1
         restrictedOf.append(
-          restricted.contains(UInt64(UInt32(device.user)) << 32 | UInt64(UInt32(device.gateway))))
+          restricted.contains(
+            GatewayPrefRows.restrictionKey(user: device.user, gateway: device.gateway)))
         fragment.removeAll(keepingCapacity: true)
         fragment += #"{"user":"#.utf8
         fragment += userJSON[Int(device.user)]

@@ -134,16 +134,15 @@ extension SnapshotLoader {
   /// but `settings`, `users`, `category_prefs` and `gateway_prefs`, loaded
   /// as `index` (its base's) with the overlay's settings, users' time
   /// zones, DND windows and quiet actions, category preferences and
-  /// restricted gateways: every other column
-  /// shared, no other table read but `dnd_weekly` (which replaces a daily
-  /// window). Nil when the overlay
+  /// restricted gateways: every other column shared, no other table read
+  /// but `dnd_weekly` (which replaces a daily window). Nil when the overlay
   /// holds other tables, or changes what the shared columns were built
   /// from — users other than the base's, a user's own levels, the members'
   /// default levels, a gateway only a user's preference names, or
   /// notification groups turned on where a gateway is named `updates`
-  /// (refused on devices then) —: such an overlay is loaded
-  /// over the base's rows (`load(path:base:over:)`), or whole. A refusal is
-  /// the one a whole load of the overlay would report first.
+  /// (refused on devices then) —: such an overlay is loaded over the
+  /// base's rows (`load(path:base:over:)`), or whole. A refusal is the one
+  /// a whole load of the overlay would report first.
   public static func index(
     overlay path: String, base: String, over index: Index,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
@@ -219,8 +218,8 @@ extension SnapshotLoader {
       var flags = [Bool](repeating: false, count: index.deviceCount)
       for u in 0..<index.users.count {
         for d in Int(index.userDevices[u])..<Int(index.userDevices[u + 1]) {
-          let key = UInt64(UInt32(u)) << 32 | UInt64(index.deviceGateway[d])
-          flags[d] = rows.restricted.contains(key)
+          flags[d] = rows.restricted.contains(
+            GatewayPrefRows.restrictionKey(user: Int32(u), gateway: Int32(index.deviceGateway[d])))
         }
       }
       deviceRestricted = Column(flags)

@@ -263,7 +263,7 @@ struct Load {
   var tokens = BytePool()
   var categoryGateways: [(category: Int32, gateway: Int32)] = []  // mandatory ones
   var categoryPrefRows: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
-  var restricted: Set<UInt64> = []  // user << 32 | gateway
+  var restricted: Set<UInt64> = []  // GatewayPrefRows.restrictionKey
   var mutes: [(user: Int32, muted: Int32)] = []
   var threadIDs = StringTable()
   var threadPrefRows: [(user: Int32, channel: Int32, thread: Int32, level: Level)] = []

@@ -139,7 +139,7 @@ final class OverlayTables {
     // span A's (distinct, so then they are A's); else it is made again
     // with the rowids named.
     try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.base).\(quoted)")
-    if try rowidSpan(of: "main.\(quoted)") != rowidSpan(of: "\(Self.base).\(quoted)") {
+    if try rowidSpan(of: "main.\(quoted)") != (try rowidSpan(of: "\(Self.base).\(quoted)")) {
       try connection.execute("DELETE FROM main.\(quoted)")
       try connection.execute(
         "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
@@ -152,10 +152,10 @@ final class OverlayTables {
     return true
   }
 
-  /// The least and greatest rowid of `table` (nil, nil when empty).
-  private func rowidSpan(of table: String) throws(SQLiteError) -> [Int64?] {
+  /// The least and greatest rowid of `table` (nil when empty).
+  private func rowidSpan(of table: String) throws(SQLiteError) -> ClosedRange<Int64>? {
     let span = try connection.prepare("SELECT min(rowid), max(rowid) FROM \(table)")
-    guard try span.step() else { return [nil, nil] }
-    return [0, 1].map { span.type($0) == SQLITE_NULL ? nil : span.int64($0) }
+    guard try span.step(), span.type(0) != SQLITE_NULL else { return nil }
+    return span.int64(0)...span.int64(1)
   }
 }

@@ -167,7 +167,8 @@ struct GatewayPrefRows: Sendable {
   var mandatory: [(category: Int32, gateway: Int32)] = []
   var categoryGatewayRows = 0
   var categoryPrefs: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)] = []
-  /// `user << 32 | gateway` where the user restricted the gateway, and the table's rows.
+  /// `restrictionKey(user, gateway)` where the user restricted the
+  /// gateway, and the table's rows.
   var restricted: Set<UInt64> = []
   var gatewayPrefRows = 0
 
@@ -229,10 +230,15 @@ struct GatewayPrefRows: Sendable {
     while try r.next() {
       let u = try r.user(0, in: users)
       let g = try r.gateway(1, in: &gateways)
-      let key = UInt64(UInt32(u)) << 32 | UInt64(UInt32(g))
+      let key = Self.restrictionKey(user: u, gateway: g)
       guard seen.insert(key).inserted else { throw r.fail(nil, "duplicate key") }
       if try r.flag(2) { restricted.insert(key) }
     }
     gatewayPrefRows = seen.count
+  }
+
+  /// A (user row, gateway row) pair as one key of `restricted`.
+  static func restrictionKey(user: Int32, gateway: Int32) -> UInt64 {
+    UInt64(UInt32(bitPattern: user)) << 32 | UInt64(UInt32(bitPattern: gateway))
   }
 }
