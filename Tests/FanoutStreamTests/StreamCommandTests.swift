@@ -339,11 +339,14 @@ struct StreamCommandTests {
 
   @Test("--listen: several producers at once, each line once, rejections name the producer")
   func socketProducers() throws {
-    let socket = makeTemporaryDirectory() + "/in.sock"
+    let dir = makeTemporaryDirectory()
+    let (socket, ready) = (dir + "/in.sock", dir + "/ready")
     let stream = StreamProcess([
       "--snapshot", generated.snapshot, "--out", "-", "--listen", socket, "--batch-messages", "64",
+      "--ready-file", ready,
     ])
-    #expect(stream.wait { FileManager.default.fileExists(atPath: socket) })
+    // The ready file, not the socket file: the socket exists a moment before it listens.
+    #expect(stream.wait { FileManager.default.fileExists(atPath: ready) })
     let parts = (0..<3).map { p in Array(trafficLines[(p * 1_000)..<((p + 1) * 1_000)]) }
     DispatchQueue.concurrentPerform(iterations: 3) { p in
       guard let fd = connectProducer(socket) else { return }  // (recorded)

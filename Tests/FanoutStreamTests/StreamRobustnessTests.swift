@@ -107,9 +107,9 @@ struct StreamRobustnessTests {
     let stream = StreamProcess(
       [
         "--snapshot", generated.snapshot, "--out", dir + "/out", "--listen", socket, "--metrics",
-        dir + "/metrics.json", "--status-seconds", "0.1",
+        dir + "/metrics.json", "--status-seconds", "0.1", "--ready-file", dir + "/ready",
       ], openFileLimit: 80)
-    #expect(stream.wait { FileManager.default.fileExists(atPath: socket) })
+    #expect(stream.wait { FileManager.default.fileExists(atPath: dir + "/ready") })
     // 80 - 64 descriptors kept back: 16 producers; the rest wait in the backlog.
     let producers = (0..<100).compactMap { _ in connectProducer(socket, waiting: false) }
     #expect(producers.count > 60)
