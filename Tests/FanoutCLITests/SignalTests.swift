@@ -31,17 +31,20 @@ private func interrupt(
     Issue.record("cannot run fanout")
     return (127, "")
   }
+  // Timed from main's first instruction: a busy machine may take longer
+  // than the whole delay to load the program.
+  waitUntilSignalsBlocked(child.pid)
   Thread.sleep(forTimeInterval: delay)
   kill(child.pid, signal)
   let status = child.wait()
   return (status, readText(errors))
 }
 
-/// Instants from 50 to 100 ms after the start, all after the first
-/// instruction of `main` (the dynamic loader's work before it cannot be
-/// covered by the program itself, docs/contract.md says so: about 1 ms for
-/// a release build, but up to 10 ms for this debug build on a busy machine),
-/// and all while the stage still loads its snapshot.
+/// Instants from 50 to 100 ms after the first instruction of `main` (the
+/// dynamic loader's work before it cannot be covered by the program itself,
+/// docs/contract.md says so: about 1 ms for a release build, but up to
+/// 10 ms for this debug build, and more on a busy machine), all while the
+/// stage still loads its snapshot.
 private func instants(_ count: Int, seed: UInt64) -> [Double] {
   var random = SeededRandom(seed: seed)
   return (0..<count).map { _ in 0.050 + Double(random.next() % 50_000) / 1_000_000 }
@@ -89,6 +92,7 @@ struct SignalTests {
           "--sql", "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
           "--no-index-cache",
         ], stderr: errors, environment: ["TMPDIR": temporary]))
+    waitUntilSignalsBlocked(child.pid)
     Thread.sleep(forTimeInterval: 0.6)
     kill(child.pid, SIGINT)
     let status = child.wait()

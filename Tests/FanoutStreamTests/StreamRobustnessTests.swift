@@ -18,7 +18,8 @@ struct StreamRobustnessTests {
       "--snapshot", snapshot, "--out", dir + "/out", "--busy-timeout", "20000", "--ready-file",
       dir + "/ready",
     ])
-    #expect(stream.wait { stream.stderr.isEmpty && kill(stream.pid, 0) == 0 })
+    #expect(stream.wait { blocksTerminationSignals(stream.pid) })
+    #expect(stream.stderr.isEmpty)
     usleep(300_000)
     stream.send(SIGHUP)
     usleep(200_000)

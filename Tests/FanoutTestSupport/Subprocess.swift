@@ -139,3 +139,28 @@ public struct PlainChild {
     return signal == 0 ? (status >> 8) & 0xFF : -signal
   }
 }
+
+/// Whether process `pid` has blocked SIGINT, SIGTERM and SIGHUP — the first
+/// thing `fanout`'s `main` does (`TerminationSignals.blockAtStart`). Before
+/// that, in the dynamic loader's work, a signal's default action ends the
+/// process: docs/contract.md says no program can cover that instant.
+public func blocksTerminationSignals(_ pid: pid_t) -> Bool {
+  guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+    let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+    let mask = UInt64(
+      line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+  else { return false }
+  return [SIGINT, SIGTERM, SIGHUP].allSatisfy { mask & (1 << UInt64($0 - 1)) != 0 }
+}
+
+/// Waits (up to `seconds`) until process `pid` blocks the termination
+/// signals; false if it never did (it ended first, say).
+@discardableResult
+public func waitUntilSignalsBlocked(_ pid: pid_t, seconds: Double = 30) -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while !blocksTerminationSignals(pid) {
+    guard Date() < deadline else { return false }
+    usleep(1_000)
+  }
+  return true
+}
