@@ -393,9 +393,8 @@ public struct StringTable: Sendable {
   }
 
   /// Looks up every key of `batch` (in order), writing the ids (-1 when
-  /// absent) to `ids`. Each phase issues independent loads (or prefetches,
-  /// for the stored keys' bytes) for the whole batch, so their cache misses
-  /// overlap instead of following one another.
+  /// absent) to `ids`, the cache misses of several keys overlapping instead
+  /// of following one another.
   public func find(batch: BytePool, into ids: inout [Int32]) {
     batch.bytes.withUnsafeBytes { keys in
       batch.offsets.withUnsafeBufferPointer { find(batch: keys, offsets: $0, into: &ids) }
@@ -410,6 +409,15 @@ public struct StringTable: Sendable {
   }
 
   /// Key `k` spans `keys[offsets[k]..<offsets[k + 1]]`.
+  ///
+  /// A pipeline over the keys, each step `lookahead` keys behind the one
+  /// before: ask for key k's slot; read it and ask for where its stored key
+  /// starts; ask for the stored key's bytes; compare. About `lookahead`
+  /// lookups are in flight at each step, and what a step reads was asked
+  /// for shortly before. At 1M (6.6M channels, 1M users) a name costs
+  /// 47–61 ns so; asking for a whole batch's slots first, then reading
+  /// them, and so on phase by phase, it cost 70–79 ns (lookaheads of 16,
+  /// 24 and 32 measure alike; 4 and 8 slower).
   private func find(
     batch keys: UnsafeRawBufferPointer, offsets: UnsafeBufferPointer<Int>, into ids: inout [Int32]
   ) {
@@ -417,57 +425,68 @@ public struct StringTable: Sendable {
     ids.removeAll(keepingCapacity: true)
     guard n > 0 else { return }
     ids.reserveCapacity(n)
+    let lookahead = 16
     let mask = slots.count - 1
+    let sharedLength = sharedLength
+    // Per key: its hash, then its candidate slot, then where the stored key starts.
     var hashes = [UInt64](repeating: 0, count: n)
-    var candidates = [UInt64](repeating: 0, count: n)
+    var candidates = [UInt64](repeating: Self.empty, count: n)
     var starts = [Int](repeating: 0, count: n)
     func key(_ k: Int) -> UnsafeRawBufferPointer {
       UnsafeRawBufferPointer(rebasing: keys[offsets[k]..<offsets[k + 1]])
     }
     for k in 0..<n { hashes[k] = Self.hash(key(k)) }
+    func tagMatches(_ k: Int) -> Bool {
+      candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32
+    }
     slots.withUnsafeBufferPointer { slots in
-      for k in 0..<n {
-        cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hashes[k]) & mask)
-      }
-      // The first slot with the key's tag, or an empty one: probing on
-      // mostly stays in the cache line already loaded.
-      for k in 0..<n {
-        let tag = hashes[k] >> 32
-        var i = Int(truncatingIfNeeded: hashes[k]) & mask
-        while slots[i] != Self.empty && slots[i] >> 32 != tag { i = (i + 1) & mask }
-        candidates[k] = slots[i]
-      }
-    }
-    if let length = sharedLength {
-      for k in 0..<n { starts[k] = Int(UInt32(truncatingIfNeeded: candidates[k])) &* length }
-    } else {
-      pool.offsets.withUnsafeBufferPointer { offsets in
-        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-          cprefetch_read(offsets.baseAddress! + Int(UInt32(truncatingIfNeeded: candidates[k])))
-        }
-        for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-          starts[k] = offsets[Int(UInt32(truncatingIfNeeded: candidates[k]))]
-        }
-      }
-    }
-    pool.bytes.withUnsafeBufferPointer { bytes in
-      for k in 0..<n where candidates[k] != Self.empty && candidates[k] >> 32 == hashes[k] >> 32 {
-        cprefetch_read(bytes.baseAddress! + starts[k])
-      }
-      for k in 0..<n {
-        let key = key(k)
-        let slot = candidates[k]
-        if slot != Self.empty && slot >> 32 == hashes[k] >> 32 {
-          let id = Int(UInt32(truncatingIfNeeded: slot))
-          if (sharedLength ?? pool.offsets[id + 1] - starts[k]) == key.count
-            && (key.isEmpty
-              || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
-          {
-            ids.append(Int32(id))
-            continue
+      pool.offsets.withUnsafeBufferPointer { poolOffsets in
+        pool.bytes.withUnsafeBufferPointer { bytes in
+          for step in 0..<(n + 3 * lookahead) {
+            if step < n {
+              cprefetch_read(slots.baseAddress! + Int(truncatingIfNeeded: hashes[step]) & mask)
+            }
+            // The first slot with the key's tag, or an empty one: probing on
+            // mostly stays in the cache line already loaded.
+            let probed = step - lookahead
+            if probed >= 0 && probed < n {
+              let tag = hashes[probed] >> 32
+              var i = Int(truncatingIfNeeded: hashes[probed]) & mask
+              while slots[i] != Self.empty && slots[i] >> 32 != tag { i = (i + 1) & mask }
+              candidates[probed] = slots[i]
+              if tagMatches(probed) {
+                let id = Int(UInt32(truncatingIfNeeded: slots[i]))
+                if let length = sharedLength {
+                  starts[probed] = id &* length
+                } else {
+                  cprefetch_read(poolOffsets.baseAddress! + id)
+                }
+              }
+            }
+            let located = step - 2 * lookahead
+            if located >= 0 && located < n && tagMatches(located) {
+              if sharedLength == nil {
+                starts[located] = poolOffsets[Int(UInt32(truncatingIfNeeded: candidates[located]))]
+              }
+              cprefetch_read(bytes.baseAddress! + starts[located])
+            }
+            let k = step - 3 * lookahead
+            guard k >= 0 && k < n else { continue }
+            let key = key(k)
+            if tagMatches(k) {
+              let id = Int(UInt32(truncatingIfNeeded: candidates[k]))
+              if (sharedLength ?? poolOffsets[id + 1] - starts[k]) == key.count
+                && (key.isEmpty
+                  || sameBytes(bytes.baseAddress! + starts[k], key.baseAddress!, key.count))
+              {
+                ids.append(Int32(id))
+                continue
+              }
+            }
+            // Tags alike, keys not: probe on.
+            ids.append(candidates[k] == Self.empty ? -1 : (find(key) ?? -1))
           }
         }
-        ids.append(slot == Self.empty ? -1 : (find(key) ?? -1))  // tags alike, keys not: probe on
       }
     }
   }

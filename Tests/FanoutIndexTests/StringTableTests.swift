@@ -24,6 +24,29 @@ struct StringTableTests {
     #expect(table.count == count)
   }
 
+  /// The batch lookup runs as a pipeline a few dozen keys deep: batches
+  /// shorter than it, ending inside it and much longer must all agree with
+  /// one lookup at a time, keys present and absent mixed.
+  @Test("a batch finds what single lookups find, at every batch size", arguments: [true, false])
+  func batchesAgree(sharedLength: Bool) {
+    var table = StringTable()
+    let present = (0..<5_000).map { i in sharedLength ? "c\(100_000 + i)" : "c\(i)-\(i % 7)" }
+    for key in present { _ = table.insert(key) }
+    var random = SystemRandomNumberGenerator()
+    for size in [1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 49, 64, 100, 1_024, 4_000] {
+      let keys = (0..<size).map { _ in
+        Int.random(in: 0..<4, using: &random) == 0
+          ? "x\(Int.random(in: 0..<1_000_000, using: &random))"
+          : present.randomElement(using: &random)!
+      }
+      var batch = BytePool()
+      for key in keys { batch.append(Array(key.utf8)) }
+      var ids: [Int32] = []
+      table.find(batch: batch, into: &ids)
+      #expect(ids == keys.map { table.find($0) ?? -1 }, "\(size) keys")
+    }
+  }
+
   @Test("pre-sized tables and sorted appends")
   func capacity() {
     var table = StringTable(capacity: 3)
