@@ -32,11 +32,6 @@ public struct MutedBy: Sendable {
     self.muters = muters
   }
 
-  /// The rows in `muters` of the users who muted user row `u` (none for -1).
-  public func range(of u: Int32) -> Range<Int> {
-    u < 0 ? 0..<0 : Int(offsets[Int(u)])..<Int(offsets[Int(u) + 1])
-  }
-
 }
 
 /// `thread_prefs`: per (channel, thread) the users with a chat level there.

@@ -164,15 +164,17 @@ public final class Evaluator {
   ) {
     batch.mentions.withUnsafeBufferPointer { mentions in
       batch.channel.withUnsafeBufferPointer { channels in
-        throttled.users.withUnsafeBufferPointer { throttledUsers in
-          for m in messages {
-            prefetch(channels, ahead: m, end: messages.upperBound)
-            let cursor =
-              throttled.starts.isEmpty
-              ? SortedCursor.empty
-              : SortedCursor(
-                throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
-            evaluateMessage(batch, m, mentions, cursor, &result)
+        batch.sender.withUnsafeBufferPointer { senders in
+          throttled.users.withUnsafeBufferPointer { throttledUsers in
+            for m in messages {
+              prefetch(channels, senders, ahead: m, end: messages.upperBound)
+              let cursor =
+                throttled.starts.isEmpty
+                ? SortedCursor.empty
+                : SortedCursor(
+                  throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+              evaluateMessage(batch, m, mentions, cursor, &result)
+            }
           }
         }
       }
@@ -277,7 +279,7 @@ public final class Evaluator {
     }
     return SingledOut(
       mentions: SortedCursor(mentions, named), replyTo: batch.replyTo[m],
-      muters: SortedCursor(c.muters, index.mutedBy.range(of: batch.sender[m])),
+      muters: SortedCursor(c.muters, muterRows(of: batch.sender[m])),
       threadUsers: SortedCursor(c.threadUsers, threadRows), threadLevels: c.threadLevels,
       throttled: throttled)
   }

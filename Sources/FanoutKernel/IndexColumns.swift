@@ -25,6 +25,8 @@ struct IndexColumns {
   let categoryMandatory: UnsafeBufferPointer<Bool>
   let categoryDefault: UnsafeBufferPointer<Preference>
   let categoryGatewayMandatory: UnsafeBufferPointer<Bool>
+  /// `mutedBy`: per user row, where its muters start in `muters` (CSR).
+  let muterOffsets: UnsafeBufferPointer<Int32>
   let muters: UnsafeBufferPointer<Int32>
   let threadUsers: UnsafeBufferPointer<Int32>
   let threadLevels: UnsafeBufferPointer<Level>
@@ -67,6 +69,7 @@ struct IndexColumns {
     categoryMandatory = index.categoryMandatory.buffer
     categoryDefault = index.categoryDefault.buffer
     categoryGatewayMandatory = index.categoryGatewayMandatory.buffer
+    muterOffsets = index.mutedBy.offsets.buffer
     muters = index.mutedBy.muters.buffer
     threadUsers = index.threadPrefs.users.buffer
     threadLevels = index.threadPrefs.levels.buffer
