@@ -31,7 +31,6 @@ public struct MutedBy: Sendable {
     self.offsets = offsets
     self.muters = muters
   }
-
 }
 
 /// `thread_prefs`: per (channel, thread) the users with a chat level there.

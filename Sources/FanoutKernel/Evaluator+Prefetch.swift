@@ -47,13 +47,17 @@ extension Evaluator {
       let channel = Int(channels[m &+ 2])
       let first = c.channelMembers[channel]
       let members = c.channelMembers[channel &+ 1]
-      for slot in first..<min(members, first &+ 5) { prefetchDeviceOffsets(slot, before: members) }
+      for slot in first..<min(members, first &+ Self.deviceOffsetsAhead) {
+        prefetchDeviceOffsets(slot, before: members)
+      }
     }
     if m &+ 1 < end {
       let channel = Int(channels[m &+ 1])
       let first = c.channelMembers[channel]
       let members = c.channelMembers[channel &+ 1]
-      for slot in first..<min(members, first &+ 2) { prefetchDeviceLines(slot, before: members) }
+      for slot in first..<min(members, first &+ Self.deviceLinesAhead) {
+        prefetchDeviceLines(slot, before: members)
+      }
     }
   }
 
@@ -68,6 +72,10 @@ extension Evaluator {
 
   /// How many members ahead a user record is asked for.
   static let membersAhead = 8
+  /// With lines on, how many members ahead where a member's device
+  /// fragments lie is asked for, and then the fragments.
+  static let deviceOffsetsAhead = 5
+  static let deviceLinesAhead = 2
 
   /// Asks for the user record of the member in `slot`, if `slot < end`.
   @inline(__always)

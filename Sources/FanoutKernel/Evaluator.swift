@@ -221,8 +221,8 @@ public final class Evaluator {
     for slot in members {
       prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
       if writeLines {
-        prefetchDeviceOffsets(slot &+ 5, before: members.upperBound)
-        prefetchDeviceLines(slot &+ 2, before: members.upperBound)
+        prefetchDeviceOffsets(slot &+ Self.deviceOffsetsAhead, before: members.upperBound)
+        prefetchDeviceLines(slot &+ Self.deviceLinesAhead, before: members.upperBound)
       }
       let u = c.memberUser[slot]
       if u == sender { continue }

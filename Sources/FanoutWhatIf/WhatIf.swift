@@ -237,9 +237,10 @@ public enum WhatIf {
     // SQL that writes only settings, users' time zones, DND windows or
     // quiet actions, category preferences and restricted gateways makes B
     // from A's index, sharing every other column: A then comes from the
-    // index cache, and B reads only the tables its SQL wrote. Otherwise A is read from SQLite for its rows, and each B is
-    // built over them, sharing A's columns wherever its SQL left their
-    // tables alone (docs/whatif.md).
+    // index cache, and B reads only the tables its SQL wrote. Otherwise A
+    // is read from SQLite for its rows, and each B is built over them,
+    // sharing A's columns wherever its SQL left their tables alone
+    // (docs/whatif.md).
     let overIndex = bs.allSatisfy { b in
       guard case .sql(let sql) = b.scenario else { return true }
       return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: [
