@@ -36,29 +36,26 @@ extension Evaluator {
       cprefetch_read(c.memberSettings.baseAddress! + first)
     }
     if m &+ 3 < end {
-      let channel = Int(channels[m &+ 3])
-      let first = c.channelMembers[channel]
-      for slot in first..<min(c.channelMembers[channel &+ 1], first &+ Self.membersAhead) {
+      for slot in leadingSlots(of: channels[m &+ 3], Self.membersAhead) {
         cprefetch_read(c.userState.baseAddress! + Int(c.memberUser[slot]))
       }
     }
     guard writeLines else { return }
     if m &+ 2 < end {
-      let channel = Int(channels[m &+ 2])
-      let first = c.channelMembers[channel]
-      let members = c.channelMembers[channel &+ 1]
-      for slot in first..<min(members, first &+ Self.deviceOffsetsAhead) {
-        prefetchDeviceOffsets(slot, before: members)
-      }
+      let slots = leadingSlots(of: channels[m &+ 2], Self.deviceOffsetsAhead)
+      for slot in slots { prefetchDeviceOffsets(slot, before: slots.upperBound) }
     }
     if m &+ 1 < end {
-      let channel = Int(channels[m &+ 1])
-      let first = c.channelMembers[channel]
-      let members = c.channelMembers[channel &+ 1]
-      for slot in first..<min(members, first &+ Self.deviceLinesAhead) {
-        prefetchDeviceLines(slot, before: members)
-      }
+      let slots = leadingSlots(of: channels[m &+ 1], Self.deviceLinesAhead)
+      for slot in slots { prefetchDeviceLines(slot, before: slots.upperBound) }
     }
+  }
+
+  /// The membership slots of `channel`'s first `count` members (fewer if it has fewer).
+  @inline(__always)
+  func leadingSlots(of channel: Int32, _ count: Int) -> Range<Int> {
+    let first = columns.channelMembers[Int(channel)]
+    return first..<min(columns.channelMembers[Int(channel) &+ 1], first &+ count)
   }
 
   /// The rows in `muters` of the users who muted user row `sender` (none
