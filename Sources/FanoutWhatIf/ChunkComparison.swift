@@ -73,6 +73,12 @@ struct ChunkComparer: ChunkWork {
 
   var empty: ComparedChunk { ComparedChunk() }
 
+  /// About how many pairs each side evaluates before the next side does:
+  /// their members' rows fit in a core's L2 cache (at 1M users, a sweep of
+  /// five spent 15% less CPU than with each side evaluating the whole
+  /// chunk; 256 and 4,096 did no better).
+  static let sidePairs = 1024
+
   /// Per side, an evaluator and the result it fills, reused chunk after
   /// chunk (a fresh result per chunk faults in fresh pages).
   struct Worker {
@@ -100,10 +106,22 @@ struct ChunkComparer: ChunkWork {
     _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Worker
   ) -> ComparedChunk {
-    for side in indexes.indices {
-      worker.results[side].removeAll()
-      worker.evaluators[side].evaluate(
-        batch, messages: messages, verdicts: verdicts[side], into: &worker.results[side])
+    for side in indexes.indices { worker.results[side].removeAll() }
+    // Every side evaluates a few messages before the next side does: the
+    // members, settings and users the sides share are still in cache.
+    var start = messages.lowerBound
+    while start < messages.upperBound {
+      var end = start
+      var pairs = 0
+      while end < messages.upperBound && pairs < Self.sidePairs {
+        pairs &+= indexes[0].memberCount(of: Int(batch.channel[end]))
+        end &+= 1
+      }
+      for side in indexes.indices {
+        worker.evaluators[side].evaluate(
+          batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
+      }
+      start = end
     }
     let results = worker.results
     var chunk = ComparedChunk()
