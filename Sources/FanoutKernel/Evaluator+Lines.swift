@@ -66,13 +66,14 @@ extension Evaluator {
         contentsOf: Self.recipientSuffixes[writesNotes ? suffix &+ 2 : suffix])
       if !writesNotes { return }
     }
-    if pairNote >= 0 { notes.appendFields(pairNote, to: &result.gatewayLines[g]) }
+    if pairNote >= 0 { result.gatewayLines[g] += pairNoteFields }
     result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
   /// Contract v3: finds the notification of the delivered pair of user `u`
   /// (the next of the message's that is `u`'s): `pairNote`, −1 when it has
-  /// none (a pair that will not be delivered, or that rule 8 throttles).
+  /// none (a pair that will not be delivered, or that rule 8 throttles),
+  /// and its fields' bytes, written once for all its devices' entries.
   @inline(__always)
   func findPairNote(_ u: Int32) {
     pairNote = -1
@@ -83,6 +84,8 @@ extension Evaluator {
     let k = noteCursor.lowerBound
     guard !noteCursor.isEmpty, notes.users[k] == u, notes.notification[k] != 0 else { return }
     pairNote = k
+    pairNoteFields.removeAll(keepingCapacity: true)
+    notes.appendFields(k, to: &pairNoteFields)
   }
 
   static let decisionSuffix = (
@@ -107,7 +110,7 @@ extension Evaluator {
       result.decisionLines += #","deliver_at":"#.utf8
       JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
     }
-    if pairNote >= 0 { notes.appendFields(pairNote, to: &result.decisionLines) }
+    if pairNote >= 0 { result.decisionLines += pairNoteFields }
     result.decisionLines += "}\n".utf8
   }
 }

@@ -45,6 +45,8 @@ public final class Evaluator {
   /// The current pair's notification in `notes` (−1: none), whose fields
   /// are written on each of its recipient entries and on its decision line.
   var pairNote = -1
+  /// `pairNote`'s fields, as its entries and decision line carry them.
+  var pairNoteFields: [UInt8] = []
   /// Views of `index`'s columns, valid while it is held.
   let columns: IndexColumns
   let scratch: EvaluatorScratch

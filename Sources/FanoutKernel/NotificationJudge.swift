@@ -98,17 +98,23 @@ public struct NotificationFields: Sendable {
     /// hid any, for pair `k`.
     @inline(__always)
     func appendFields(_ k: Int, to bytes: inout [UInt8]) {
-      bytes += #","group":"#.utf8
+      bytes.append(contentsOf: Self.keys[0])
       JSONText.appendDecimal(group[k], to: &bytes)
-      bytes += #","notification":"#.utf8
+      bytes.append(contentsOf: Self.keys[1])
       JSONText.appendDecimal(notification[k], to: &bytes)
-      bytes += #","badge":"#.utf8
+      bytes.append(contentsOf: Self.keys[2])
       JSONText.appendDecimal(badge[k], to: &bytes)
       let hidden = NotificationFields.hideRange(of: k, ends: hideEnds)
       guard !hidden.isEmpty else { return }
-      bytes += #","hide":"#.utf8
+      bytes.append(contentsOf: Self.keys[3])
       appendIDs(hides[hidden], to: &bytes)
     }
+
+    /// The fields' keys, copied as bytes (a string's UTF-8 view is copied
+    /// through a slower path).
+    private static let keys = FixedStrings([
+      #","group":"#, #","notification":"#, #","badge":"#, #","hide":"#,
+    ])
   }
 }
 
