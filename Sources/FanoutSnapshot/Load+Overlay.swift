@@ -74,7 +74,7 @@ extension Load {
       if settings.notificationGroups != nil && !groupsBefore { changed.insert("devices") }
     }
     if changed.contains("users") {
-      let rows = try UserRows.read(main, tzdb: tzdb)
+      let rows = try UserRows.read(main, tzdb: tzdb, known: users)
       guard rows.users.pool.sameStrings(as: users.pool) else { return nil }
       take(rows)
     }
@@ -177,7 +177,9 @@ extension SnapshotLoader {
     let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
       try sameLevels(connection)
     }
-    let read = Result { () throws(SnapshotError) in try UserRows.read(main, tzdb: timeZones) }
+    let read = Result { () throws(SnapshotError) in
+      try UserRows.read(main, tzdb: timeZones, known: index.users)
+    }
     guard try levels.result() else { return nil }
     let rows = try read.get()
     guard rows.users.pool.sameStrings(as: index.users.pool) else { return nil }

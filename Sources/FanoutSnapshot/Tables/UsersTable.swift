@@ -18,35 +18,41 @@ struct UserRows: Sendable {
   /// these rows).
   var quietActions: [QuietAction?] = []
 
-  static func read(_ connection: Connection, tzdb: TimeZoneDatabase)
+  /// - Parameter known: the ids of a snapshot read before (a what-if's
+  ///   A, under an overlay of it): when the rows' ids are the same, their
+  ///   table is `known`, not built again.
+  static func read(_ connection: Connection, tzdb: TimeZoneDatabase, known: StringTable? = nil)
     throws(SnapshotError) -> UserRows
   {
     let capacity = try connection.rowCount("users")
     return try connection.readInIDOrder("user_id") { orderBy throws(SnapshotError) in
-      try read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb)
+      try read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb, known: known)
     }
   }
 
   private static func read(
-    _ connection: Connection, orderBy: String?, capacity: Int, tzdb: TimeZoneDatabase
+    _ connection: Connection, orderBy: String?, capacity: Int, tzdb: TimeZoneDatabase,
+    known: StringTable?
   ) throws(SnapshotError) -> UserRows {
     let r = try connection.reader("users", key: [0], orderBy: orderBy)
     var rows = UserRows()
-    rows.users = StringTable(capacity: capacity)
+    // The ids are gathered first and hashed in one batched pass at the end
+    // (`StringTable(indexing:)`), where a lookup table built row by row
+    // waits on a cache miss per id.
+    var ids = BytePool()
+    ids.reserveCapacity(strings: capacity, bytes: 0)
     var zoneIDs: [String: UInt16] = [:]
     while try r.next() {
       let id = try r.textBytes(0)
-      // (Through `rows.users`, not a copy of it: a copy alive here would
-      // make the append below copy the table.)
-      if let last = rows.users.count > 0 ? rows.users.count - 1 : nil {
-        if rows.users.pool.equals(last, id) { throw r.fail(0, "duplicate key") }
-        guard rows.users.pool.precedes(last, id) else {
+      if let last = ids.count > 0 ? ids.count - 1 : nil {
+        if ids.equals(last, id) { throw r.fail(0, "duplicate key") }
+        guard ids.precedes(last, id) else {
           // In rowid order this sends the read to id order (`readInIDOrder`),
           // where it cannot happen: the text is UTF-8 (`checkEncoding`).
           throw r.fail(0, "user ids are not in byte order")
         }
       }
-      rows.users.append(id)  // strictly after its predecessor, so new
+      ids.append(id)  // strictly after its predecessor, so new
       rows.prefs.append(try LevelRow(r, first: 1))
       let zoneName = try r.optionalText(8) ?? "UTC"
       if let z = zoneIDs[zoneName] {
@@ -69,6 +75,11 @@ struct UserRows: Sendable {
       rows.quietActions.append(try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:)))
     }
     rows.zoneNames = zoneIDs.keys.sorted()
+    if let known, ids.sameStrings(as: known.pool) {
+      rows.users = known
+    } else {
+      rows.users = StringTable(indexing: ids)
+    }
     return rows
   }
 }
