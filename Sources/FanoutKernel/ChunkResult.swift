@@ -52,6 +52,9 @@ public struct ChunkResult: Sendable {
   /// With `.outcomes`: per pair, the UTC hour (0–23) it is delivered at —
   /// its message's hour unless deferral or presence delay it.
   public var pairDeliveryHours: [UInt8] = []
+  /// With `.outcomes` and `Evaluator.recordsLocalHours`: per pair, the
+  /// recipient's local hour (0–23) at its message's ts.
+  public var pairLocalHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
   /// With `.audit`: per pair, its delivery time (the message's ts unless
   /// deferral or presence delay it; meaningful for delivered pairs), and
@@ -80,6 +83,7 @@ public struct ChunkResult: Sendable {
     pairUsers.removeAll(keepingCapacity: true)
     pairOutcomes.removeAll(keepingCapacity: true)
     pairDeliveryHours.removeAll(keepingCapacity: true)
+    pairLocalHours.removeAll(keepingCapacity: true)
     messagePairEnds.removeAll(keepingCapacity: true)
     pairDeliverAt.removeAll(keepingCapacity: true)
     pairDeviceEnds.removeAll(keepingCapacity: true)

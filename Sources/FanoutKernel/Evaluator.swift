@@ -57,6 +57,9 @@ public final class Evaluator {
   /// (`eval --mergeable`: `fanout merge` orders shards' lines by it, then
   /// removes it).
   public var writesLineNumbers = false
+  /// With `.outcomes`: whether each pair's local hour is recorded
+  /// (`ChunkResult.pairLocalHours`).
+  public var recordsLocalHours = false
   var stamp = 0
   /// Counting only, messages in channels of at least this many members are
   /// counted through the channel's `ChannelShare`.
@@ -246,6 +249,12 @@ public final class Evaluator {
           verdict.reason == nil && verdict.deliverAt > terms.ts
             ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
             : UInt8(LocalTime.utcHour(millis: terms.ts)))
+        if recordsLocalHours {
+          // (The user's record is in cache: the pair's rules just read it.)
+          let zone = Int(c.userState[Int(u)].zone)
+          result.pairLocalHours.append(
+            UInt8(truncatingIfNeeded: localMinute(zone: zone, terms.ts) % 1440 / 60))
+        }
       }
       if recordDevices {
         result.pairDeliverAt.append(verdict.deliverAt)

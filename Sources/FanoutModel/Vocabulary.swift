@@ -206,7 +206,11 @@ public struct Outcome: RawRepresentable, Hashable, Sendable {
   /// Every outcome, triggers first, then reasons in rule order, then `notMember`.
   public static let allCases: [Outcome] = (0...notMember.rawValue).map(Outcome.init(rawValue:))
 
-  public var isDelivered: Bool { rawValue < Trigger.allCases.count }
+  /// (Inlinable: the what-if tallies ask it of every pair.)
+  @inlinable public var isDelivered: Bool { rawValue < Outcome.triggers }
+
+  /// Outcomes below this are deliveries, one per trigger.
+  @usableFromInline static let triggers = UInt8(Trigger.allCases.count)
 
   public var name: String {
     if let trigger = Trigger(rawValue: rawValue) { return trigger.name }

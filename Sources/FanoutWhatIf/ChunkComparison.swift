@@ -89,9 +89,13 @@ struct ChunkComparer: ChunkWork {
   }
 
   func makeWorker() -> Worker {
-    Worker(
-      evaluators: indexes.map { Evaluator(index: $0, output: .outcomes) },
-      results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
+    let evaluators = indexes.map { Evaluator(index: $0, output: .outcomes) }
+    // Only the sides tallied whole count their pairs' local hours.
+    for (side, evaluator) in evaluators.enumerated() {
+      evaluator.recordsLocalHours = side == 0 || !relative[side - 1]
+    }
+    return Worker(
+      evaluators: evaluators, results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
   }
 
   /// Whether every pair's slices are the same in `a` and `b`.
@@ -154,12 +158,12 @@ struct ChunkComparer: ChunkWork {
     var tally = SideTally(index)
     var start = 0
     for (k, m) in messages.enumerated() {
-      tally.begin(channel: Int(batch.channel[m]), ts: batch.ts[m], message: k)
+      tally.begin(channel: Int(batch.channel[m]), ts: batch.ts[m])
       let end = Int(result.messagePairEnds[k])
       for i in start..<end {
         tally.count(
-          result.pairUsers[i], result.pairOutcomes[i], deliveryHour: result.pairDeliveryHours[i],
-          by: 1, into: &side)
+          result.pairUsers[i], result.pairOutcomes[i], localHour: result.pairLocalHours[i],
+          deliveryHour: result.pairDeliveryHours[i], by: 1, into: &side)
       }
       start = end
       tally.end(into: &side)
@@ -185,7 +189,7 @@ struct ChunkComparer: ChunkWork {
     var j = 0
     for (k, m) in messages.enumerated() {
       let channel = Int(batch.channel[m])
-      if relative { tally.begin(channel: channel, ts: batch.ts[m], message: k) }
+      if relative { tally.begin(channel: channel, ts: batch.ts[m]) }
       // Walk both pair lists (each in user row order) together; a user in
       // one list only is a membership that the other snapshot lacks.
       let endA = Int(a.messagePairEnds[k])
@@ -205,17 +209,24 @@ struct ChunkComparer: ChunkWork {
         let user = min(userA, userB)
         var outcomeA = Outcome.notMember
         var outcomeB = Outcome.notMember
+        // Relative, both sides have the same members and zones: the pair's
+        // local hour is A's (B's evaluator does not record it).
+        let localHour = relative ? a.pairLocalHours[i] : 0
         if userA == user {
           outcomeA = a.pairOutcomes[i]
           if relative {
-            tally.count(user, outcomeA, deliveryHour: a.pairDeliveryHours[i], by: -1, into: &side)
+            tally.count(
+              user, outcomeA, localHour: localHour, deliveryHour: a.pairDeliveryHours[i],
+              by: -1, into: &side)
           }
           i &+= 1
         }
         if userB == user {
           outcomeB = b.pairOutcomes[j]
           if relative {
-            tally.count(user, outcomeB, deliveryHour: b.pairDeliveryHours[j], by: 1, into: &side)
+            tally.count(
+              user, outcomeB, localHour: localHour, deliveryHour: b.pairDeliveryHours[j],
+              by: 1, into: &side)
           }
           j &+= 1
         }
@@ -281,28 +292,20 @@ struct ChunkComparer: ChunkWork {
 /// Counts one side's pairs of the current message into its slices.
 private struct SideTally {
   let index: Index
-  var localHour: LocalHourCache
   var kindSlice = 0
   var sizeSlice = 0
   var utcHour = 0
-  var ts: Int64 = 0
-  var message = 0
   /// The current message's pairs counted so far, delivered and not (with
   /// their sign): its kind, size and UTC hour slices take them at `end`.
   var delivered: Int32 = 0
   var suppressed = 0
 
-  init(_ index: Index) {
-    self.index = index
-    localHour = LocalHourCache(zones: index.zones)
-  }
+  init(_ index: Index) { self.index = index }
 
-  mutating func begin(channel: Int, ts: Int64, message: Int) {
+  mutating func begin(channel: Int, ts: Int64) {
     kindSlice = Slice.kinds + Int(index.channelScope[channel].rawValue)
     sizeSlice = Slice.sizes + Slice.sizeBucket(members: index.memberCount(of: channel))
     utcHour = Slice.utcHours + LocalTime.utcHour(millis: ts)
-    self.ts = ts
-    self.message = message
     delivered = 0
     suppressed = 0
   }
@@ -310,12 +313,11 @@ private struct SideTally {
   /// Counts a pair into `side`; `sign` -1 takes it away.
   @inline(__always)
   mutating func count(
-    _ user: Int32, _ outcome: Outcome, deliveryHour: UInt8, by sign: Int,
+    _ user: Int32, _ outcome: Outcome, localHour: UInt8, deliveryHour: UInt8, by sign: Int,
     into side: inout SideChunk
   ) {
     let isDelivered = outcome.isDelivered
-    let hour = localHour.hour(zone: index.zoneRow(ofUser: Int(user)), ts: ts, message: message)
-    side.slices.count(Slice.localHours + hour, delivered: isDelivered, by: sign)
+    side.slices.count(Slice.localHours + Int(localHour), delivered: isDelivered, by: sign)
     side.slices.count(Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered, by: sign)
     guard isDelivered else {
       suppressed &+= sign
@@ -337,29 +339,5 @@ private struct SideTally {
     side.slices.count(sizeSlice, delivered: Int(delivered), suppressed: suppressed)
     side.slices.count(utcHour, delivered: Int(delivered), suppressed: suppressed)
     side.messageDelivered.append(delivered)
-  }
-}
-
-/// The recipient's local hour of a message's time, computed once per
-/// (message, time zone).
-private struct LocalHourCache {
-  let zones: [ZoneTable]
-  var stamp: [Int]
-  var hours: [Int]
-
-  init(zones: [ZoneTable]) {
-    self.zones = zones
-    stamp = [Int](repeating: -1, count: zones.count)
-    hours = [Int](repeating: 0, count: zones.count)
-  }
-
-  mutating func hour(zone: Int, ts: Int64, message: Int) -> Int {
-    if stamp[zone] != message {
-      stamp[zone] = message
-      let minute = LocalTime.minuteOfWeek(
-        utcMillis: ts, offsetSeconds: zones[zone].offsetSeconds(atMillis: ts))
-      hours[zone] = minute % 1440 / 60
-    }
-    return hours[zone]
   }
 }

@@ -153,6 +153,16 @@ private func checkAgainstEval(
       #expect(rows.reduce(0) { $0 + $1["delivered"]! } == total.0, "\(breakdown) \(key)")
       #expect(rows.reduce(0) { $0 + $1["suppressed"]! } == total.1, "\(breakdown) \(key)")
     }
+    // Each pair in its recipient's local hour at the message's ts (the
+    // side's own time zones, read with Foundation's).
+    let hourOf = try localHours(snapshot: [a, b][s], messages: messages)
+    var expectedLocal = [[Int]](repeating: [0, 0], count: 24)
+    for d in evals[s].decisions {
+      let isDelivered = ["message", "mention", "call", "pinned"].contains(d.outcome)
+      expectedLocal[hourOf(d.message, d.user)][isDelivered ? 0 : 1] += 1
+    }
+    let local = (report["by_hour_local"] as! [[String: Any]]).map { $0[key] as! [String: Int] }
+    #expect(local.map { [$0["delivered"]!, $0["suppressed"]!] } == expectedLocal, "local \(key)")
     let gateways = report["by_gateway"] as! [[String: Any]]
     let deliveries = evals[s].summary["deliveries"] as! [String: Int]
     for row in gateways {
@@ -227,6 +237,36 @@ private func checkAgainstEval(
 }
 
 /// Message id → line number, for the lines of a traffic file that have an id.
+/// The local hour (0–23) of message id → user id: the message's ts in the
+/// user's `timezone` in `snapshot` (NULL: UTC).
+private func localHours(snapshot: String, messages: String) throws -> (String, String) -> Int {
+  let rows = SQLiteSession(snapshot).value(
+    "SELECT group_concat(user_id || char(9) || coalesce(timezone, 'UTC'), char(10)) FROM users")
+  var zones: [String: TimeZone] = [:]
+  for row in (rows ?? "").split(separator: "\n") {
+    let fields = row.split(separator: "\t", omittingEmptySubsequences: false)
+    zones[String(fields[0])] = try #require(TimeZone(identifier: String(fields[1])))
+  }
+  let dates = [ISO8601DateFormatter(), ISO8601DateFormatter()]
+  dates[1].formatOptions.insert(.withFractionalSeconds)
+  var times: [String: Date] = [:]
+  for line in readText(messages).split(separator: "\n") {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+      let id = object["id"] as? String
+    else { continue }
+    if let ms = (object["ts"] as? NSNumber)?.int64Value {
+      times[id] = Date(timeIntervalSince1970: Double(ms) / 1000)
+    } else if let text = object["ts"] as? String {
+      times[id] = dates[0].date(from: text) ?? dates[1].date(from: text)
+    }
+  }
+  var calendar = Calendar(identifier: .gregorian)
+  return { message, user in
+    calendar.timeZone = zones[user]!
+    return calendar.component(.hour, from: times[message]!)
+  }
+}
+
 private func ndjsonLineIDs(_ path: String) throws -> [String: Int] {
   var ids: [String: Int] = [:]
   for (n, line) in readText(path).split(separator: "\n").enumerated() {
