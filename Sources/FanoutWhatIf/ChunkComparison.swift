@@ -211,7 +211,7 @@ struct ChunkComparer: ChunkWork {
         var outcomeB = Outcome.notMember
         // Relative, both sides have the same members and zones: the pair's
         // local hour is A's (B's evaluator does not record it).
-        let localHour = relative ? a.pairLocalHours[i] : 0
+        let localHour = relative && i < endA ? a.pairLocalHours[i] : 0
         if userA == user {
           outcomeA = a.pairOutcomes[i]
           if relative {
