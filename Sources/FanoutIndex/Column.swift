@@ -111,8 +111,9 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
 
   /// Whether both hold the same bytes (for integer values: the same values).
   public func sameBytes(as other: Column<Element>) -> Bool {
+    // (The same storage is the same bytes: a what-if's B sharing A's ids.)
     buffer.count == other.buffer.count
-      && (buffer.isEmpty
+      && (buffer.isEmpty || buffer.baseAddress == other.buffer.baseAddress
         || memcmp(
           buffer.baseAddress!, other.buffer.baseAddress!,
           buffer.count * MemoryLayout<Element>.stride) == 0)
