@@ -53,6 +53,14 @@ public struct Column<Element: BitwiseCopyable>: @unchecked Sendable {
     values = []
   }
 
+  /// A column of the values `storage` holds, which it takes over (a
+  /// builder's, handed over without a copy).
+  @inlinable init(owning storage: ColumnStorage<Element>) {
+    self.storage = storage
+    mapping = nil
+    values = storage.values
+  }
+
   /// The `count` values at byte `offset` of `file` (aligned for `Element`).
   package init(_ file: MappedFile, offset: Int, count: Int) {
     storage = nil

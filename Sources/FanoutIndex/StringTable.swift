@@ -150,70 +150,169 @@ public struct BytePool: Sendable {
 }
 
 extension BytePool {
-  /// Gathers strings in plain arrays, without a column's bookkeeping per
-  /// string (the traffic parser appends several per line), and hands them
-  /// over as a pool.
+  /// Gathers strings, several per traffic line, and hands them over as a
+  /// pool without copying them: an append checks once that the storage is
+  /// this builder's alone, and copies a short string as two words.
   public struct Builder {
-    @usableFromInline var bytes: [UInt8] = []
-    @usableFromInline var offsets: [Int] = [0]
+    /// The strings' bytes and where each ends, in one object (one check
+    /// per append that no copy of the builder shares them).
+    @usableFromInline final class Storage {
+      @exclusivity(unchecked) @usableFromInline var bytes: ColumnStorage<UInt8>
+      @exclusivity(unchecked) @usableFromInline var offsets: ColumnStorage<Int>
+
+      @usableFromInline init(bytes: ColumnStorage<UInt8>, offsets: ColumnStorage<Int>) {
+        self.bytes = bytes
+        self.offsets = offsets
+      }
+
+      @usableFromInline convenience init() {
+        self.init(bytes: ColumnStorage(capacity: 64), offsets: ColumnStorage(capacity: 8))
+        offsets.append(0)
+      }
+
+      @usableFromInline func copy() -> Storage {
+        Storage(
+          bytes: ColumnStorage(copying: bytes.values, capacity: bytes.capacity),
+          offsets: ColumnStorage(copying: offsets.values, capacity: offsets.capacity))
+      }
+    }
+    @usableFromInline var storage = Storage()
 
     public init() {}
 
-    public var count: Int { offsets.count - 1 }
+    public var count: Int { storage.offsets.count - 1 }
+
+    /// The bytes gathered so far, valid while the builder is unchanged.
+    public var bytes: UnsafeBufferPointer<UInt8> { storage.bytes.values }
+    /// Where each string starts (and the last ends), as `BytePool.offsets`.
+    public var offsets: UnsafeBufferPointer<Int> { storage.offsets.values }
+
+    /// The storage, this builder's alone.
+    @inlinable @inline(__always)
+    mutating func own() -> Storage {
+      if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+      return storage
+    }
 
     /// Room for `strings` more strings of `bytes` bytes in all.
     public mutating func reserveCapacity(strings: Int, bytes: Int) {
-      self.bytes.reserveCapacity(self.bytes.count + bytes)
-      offsets.reserveCapacity(offsets.count + strings)
+      let own = own()
+      own.bytes.reserve(own.bytes.count + bytes)
+      own.offsets.reserve(own.offsets.count + strings)
     }
 
     @inlinable
     public mutating func append(_ s: UnsafeRawBufferPointer) {
-      bytes.append(contentsOf: s)
-      offsets.append(bytes.count)
+      let own = own()
+      let end = own.bytes.count &+ s.count
+      own.bytes.reserve(end)
+      if let from = s.baseAddress {
+        copyBytes(from, to: UnsafeMutableRawPointer(own.bytes.base + own.bytes.count), s.count)
+      }
+      own.bytes.count = end
+      own.offsets.reserve(own.offsets.count &+ 1)
+      own.offsets.append(end)
+    }
+
+    /// Appends `s`, which needs no escape (no control character, quote or
+    /// backslash: a plain traffic line's string), as a JSON string literal.
+    @inlinable
+    public mutating func appendQuotedPlain(_ s: UnsafeRawBufferPointer) {
+      let own = own()
+      let start = own.bytes.count
+      let end = start &+ s.count &+ 2
+      own.bytes.reserve(end)
+      let out = UnsafeMutableRawPointer(own.bytes.base + start)
+      out.storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
+      if let from = s.baseAddress { copyBytes(from, to: out + 1, s.count) }
+      (out + 1 + s.count).storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
+      own.bytes.count = end
+      own.offsets.reserve(own.offsets.count &+ 1)
+      own.offsets.append(end)
     }
 
     /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
-    @inlinable
     public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
-      JSONText.appendQuoted(s, to: &bytes)
-      offsets.append(bytes.count)
+      var sink = BytesSink(storage: own())
+      JSONText.appendQuoted(s, to: &sink)
+      sink.storage.offsets.reserve(sink.storage.offsets.count &+ 1)
+      sink.storage.offsets.append(sink.storage.bytes.count)
+    }
+
+    /// Appends to a builder's bytes, the string's end not yet marked.
+    private struct BytesSink: JSONByteSink {
+      let storage: Storage
+
+      mutating func append(_ byte: UInt8) {
+        storage.bytes.reserve(storage.bytes.count &+ 1)
+        storage.bytes.append(byte)
+      }
+
+      mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+        storage.bytes.reserve(storage.bytes.count &+ bytes.count)
+        storage.bytes.append(bytes: bytes)
+      }
     }
 
     /// Removes the strings from the `count`th on.
     public mutating func removeLast(from count: Int) {
-      bytes.removeSubrange(offsets[count]...)
-      offsets.removeSubrange((count + 1)...)
+      let own = own()
+      own.bytes.count = own.offsets.values[count]
+      own.offsets.count = count + 1
     }
 
     /// String `i`'s bytes, valid inside `body` only.
     @inlinable
     public func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-      bytes.withUnsafeBytes {
-        body(UnsafeRawBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]]))
-      }
+      let offsets = storage.offsets.values
+      return body(
+        UnsafeRawBufferPointer(
+          rebasing: UnsafeRawBufferPointer(storage.bytes.values)[offsets[i]..<offsets[i + 1]]))
     }
 
     /// Removes every string, keeping the storage.
     public mutating func removeAll() {
-      bytes.removeAll(keepingCapacity: true)
-      offsets.removeAll(keepingCapacity: true)
-      offsets.append(0)
+      let own = own()
+      own.bytes.count = 0
+      own.offsets.count = 1
     }
 
     /// String `i`, for messages.
-    public func string(_ i: Int) -> String {
-      String(decoding: bytes[offsets[i]..<offsets[i + 1]], as: UTF8.self)
-    }
+    public func string(_ i: Int) -> String { withBytes(i) { String(decoding: $0, as: UTF8.self) } }
 
-    /// The strings appended since the last `take`, as a pool; the builder
-    /// starts over.
+    /// The strings appended since the last `take`, as a pool (their
+    /// storage handed over, not copied); the builder starts over.
     public mutating func take() -> BytePool {
-      let pool = BytePool(built: Column(bytes), offsets: Column(offsets))
-      bytes = []
-      offsets = [0]
-      return pool
+      let own = own()
+      storage = Storage()
+      return BytePool(built: Column(owning: own.bytes), offsets: Column(owning: own.offsets))
     }
+  }
+}
+
+/// Copies `count` bytes from `from` to `to` (not overlapping): up to 16
+/// as two words that may overlap, inline, where a call to `memcpy` would
+/// cost more than the copy (ids are a few bytes long).
+@inlinable @inline(__always)
+func copyBytes(_ from: UnsafeRawPointer, to: UnsafeMutableRawPointer, _ count: Int) {
+  switch count {
+  case 8...16:
+    let head = from.loadUnaligned(as: UInt64.self)
+    let tail = from.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+    to.storeBytes(of: head, as: UInt64.self)
+    to.storeBytes(of: tail, toByteOffset: count &- 8, as: UInt64.self)
+  case 4..<8:
+    let head = from.loadUnaligned(as: UInt32.self)
+    let tail = from.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)
+    to.storeBytes(of: head, as: UInt32.self)
+    to.storeBytes(of: tail, toByteOffset: count &- 4, as: UInt32.self)
+  case 0..<4:
+    for i in 0..<count {
+      let byte = from.load(fromByteOffset: i, as: UInt8.self)
+      to.storeBytes(of: byte, toByteOffset: i, as: UInt8.self)
+    }
+  default:
+    to.copyMemory(from: from, byteCount: count)
   }
 }
 
@@ -403,9 +502,7 @@ public struct StringTable: Sendable {
 
   /// `find(batch:into:)` for strings still being gathered (`KeyBatch`).
   public func find(batch: BytePool.Builder, into ids: inout [Int32]) {
-    batch.bytes.withUnsafeBytes { keys in
-      batch.offsets.withUnsafeBufferPointer { find(batch: keys, offsets: $0, into: &ids) }
-    }
+    find(batch: UnsafeRawBufferPointer(batch.bytes), offsets: batch.offsets, into: &ids)
   }
 
   /// Key `k` spans `keys[offsets[k]..<offsets[k + 1]]`.

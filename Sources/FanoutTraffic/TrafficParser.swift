@@ -91,7 +91,7 @@ public struct TrafficParser {
     var plain = PlainLine(bytes)
     if readsPlainLines && plain.read(into: &fields) {
       plainLinesRead += 1
-      keep(bytes, line: line)
+      keep(bytes, line: line, plain: true)
       return
     }
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
@@ -101,7 +101,7 @@ public struct TrafficParser {
       rejections.append(Rejection(line: line, reason: error.reason))
       return
     }
-    decoded.withUnsafeBytes { keep($0, line: line) }
+    decoded.withUnsafeBytes { keep($0, line: line, plain: false) }
   }
 
   /// Rejects line number `line` without reading it (a line over the length limit).
@@ -289,8 +289,8 @@ public struct TrafficParser {
   }
 
   /// Keeps the message `fields` describe, their strings in `text`; its
-  /// names wait for `finish`.
-  private mutating func keep(_ text: UnsafeRawBufferPointer, line: Int) {
+  /// names wait for `finish`. A `plain` line's strings need no escape.
+  private mutating func keep(_ text: UnsafeRawBufferPointer, line: Int, plain: Bool) {
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
       UnsafeRawBufferPointer(rebasing: text[range])
     }
@@ -308,7 +308,11 @@ public struct TrafficParser {
       }
     }
     channelNames.append(bytes(fields.channel))
-    idJSON.appendQuoted(bytes(fields.id))
+    if plain {
+      idJSON.appendQuotedPlain(bytes(fields.id))
+    } else {
+      idJSON.appendQuoted(bytes(fields.id))
+    }
     threads.append(fields.thread.map(bytes) ?? UnsafeRawBufferPointer(start: nil, count: 0))
     let sender = fields.sender.map { keepUser(bytes($0)) } ?? -1
     let replyTo = fields.replyTo.map { keepUser(bytes($0)) } ?? -1
