@@ -379,14 +379,31 @@ public struct WhatIfReport: Sendable {
   private static func top(
     _ delivered: [[Int]], names: StringTable, example: (Int) -> Example?
   ) -> [Change] {
-    var changed: [(row: Int, change: Int)] = []
-    for row in delivered[0].indices where delivered[0][row] != delivered[1][row] {
-      changed.append((row, delivered[1][row] - delivered[0][row]))
+    // The best `topCount` so far, best first: one pass over the rows, no
+    // sort of every changed row (786k users change in a quiet-hours
+    // what-if at 1M, and a sweep reports each variant).
+    var best: [(row: Int, change: Int)] = []
+    best.reserveCapacity(topCount + 1)
+    func ranksAbove(_ x: (row: Int, change: Int), _ y: (row: Int, change: Int)) -> Bool {
+      x.change.magnitude != y.change.magnitude
+        ? x.change.magnitude > y.change.magnitude : x.row < y.row
     }
-    changed.sort {
-      abs($0.change) != abs($1.change) ? abs($0.change) > abs($1.change) : $0.row < $1.row
+    delivered[0].withUnsafeBufferPointer { a in
+      delivered[1].withUnsafeBufferPointer { b in
+        for row in a.indices where a[row] != b[row] {
+          let candidate = (row: row, change: b[row] &- a[row])
+          if best.count == topCount {
+            // Rows come in id order: a tie with the last kept ranks below it.
+            guard candidate.change.magnitude > best[topCount - 1].change.magnitude else { continue }
+            best.removeLast()
+          }
+          var place = best.count
+          while place > 0 && ranksAbove(candidate, best[place - 1]) { place -= 1 }
+          best.insert(candidate, at: place)
+        }
+      }
     }
-    return changed.prefix(topCount).map {
+    return best.map {
       Change(
         id: names[$0.row], a: delivered[0][$0.row], b: delivered[1][$0.row],
         example: example($0.row))
