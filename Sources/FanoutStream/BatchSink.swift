@@ -34,13 +34,10 @@ final class StandardOutputSink: BatchSink {
     var bytes: [UInt8] = []
     for payload in batch.deliveries { bytes += payload }
     for (tag, lines) in [("rejected", batch.rejectedLines), ("update", batch.updates)] {
-      var start = 0
-      while start < lines.count {
-        let end = lines[start...].firstIndex(of: 0x0A)!
+      lines.forEachLine { line in
         bytes += #"{"\#(tag)":"#.utf8
-        bytes += lines[start..<end]
+        bytes += lines[line]
         bytes += "}\n".utf8
-        start = end + 1
       }
     }
     bytes += batch.record(closedAtMillis: WallClock.nowMillis())

@@ -26,14 +26,12 @@ enum DeliveryEncoding: Sendable {
       // `{"message":…}` becomes `{"gateway":"apns","message":…}`.
       var tagged: [UInt8] = []
       tagged.reserveCapacity(lines.count + lines.count / 8)
-      var start = 0
-      while start < lines.count {
-        let end = lines[start...].firstIndex(of: 0x0A)! + 1
+      lines.forEachLine { line in
         tagged += #"{"gateway":"#.utf8
         tagged += gatewayJSON
         tagged.append(UInt8(ascii: ","))
-        tagged += lines[(start + 1)..<end]
-        start = end
+        // The line after its `{`, with its newline.
+        tagged += lines[(line.lowerBound + 1)...line.upperBound]
       }
       return tagged
     }

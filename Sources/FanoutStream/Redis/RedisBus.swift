@@ -247,15 +247,12 @@ final class RedisBus: MessageBus {
     commands.argument("MULTI")
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
       let key = outputKey(batch.snapshot.index.gateways[g])
-      var start = 0
-      while start < lines.count {
-        let end = lines[start...].firstIndex(of: 0x0A)!
-        let (number, rest) = Self.splitLineNumber(lines[start..<end])
+      lines.forEachLine { line in
+        let (number, rest) = Self.splitLineNumber(lines[line])
         // The line without its number: `{` and the rest.
         xadd(
           key, "line", { $0.argument(UInt8(ascii: "{"), rest) }, "entry",
           entries[lineEntries[number - 1]].id)
-        start = end + 1
       }
     }
     let rejected = outputKey("rejected")
@@ -265,15 +262,12 @@ final class RedisBus: MessageBus {
         Array(rejection.reason.utf8))
     }
     // Contract v3: each update line with the entry of its read line.
-    var start = 0
-    while start < batch.updates.count {
-      let end = batch.updates[start...].firstIndex(of: 0x0A)!
-      let line = batch.updates[start..<end]
+    batch.updates.forEachLine { range in
+      let line = batch.updates[range]
       let (number, _) = Self.splitLineNumber(line)
       xadd(
         outputKey("updates"), "update", { $0.argument(line) }, "entry",
         entries[lineEntries[number - 1]].id)
-      start = end + 1
     }
     for entry in entries where entry.line == nil {
       xadd(rejected, "entry", { $0.argument(entry.id) }, "error", Array("no 'message' field".utf8))
