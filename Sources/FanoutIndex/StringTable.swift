@@ -166,17 +166,24 @@ extension BytePool {
       }
 
       @usableFromInline convenience init() {
-        self.init(bytes: ColumnStorage(capacity: 64), offsets: ColumnStorage(capacity: 8))
+        self.init(bytes: ColumnStorage(capacity: 1), offsets: ColumnStorage(capacity: 1))
         offsets.append(0)
       }
 
-      @usableFromInline func copy() -> Storage {
+      /// A copy with room for `bytes` more bytes and `strings` more strings.
+      @usableFromInline func copy(moreBytes: Int = 0, moreStrings: Int = 0) -> Storage {
         Storage(
-          bytes: ColumnStorage(copying: bytes.values, capacity: bytes.capacity),
-          offsets: ColumnStorage(copying: offsets.values, capacity: offsets.capacity))
+          bytes: ColumnStorage(copying: bytes.values, capacity: bytes.count + moreBytes),
+          offsets: ColumnStorage(copying: offsets.values, capacity: offsets.count + moreStrings))
       }
+
+      /// No strings, shared by every builder that has none yet: the first
+      /// change makes a builder its own (an empty builder allocates
+      /// nothing, and one that is reserved allocates once). Never changed:
+      /// a builder changes only storage it alone holds.
+      @usableFromInline nonisolated(unsafe) static let empty = Storage()
     }
-    @usableFromInline var storage = Storage()
+    @usableFromInline var storage = Storage.empty
 
     public init() {}
 
@@ -196,9 +203,12 @@ extension BytePool {
 
     /// Room for `strings` more strings of `bytes` bytes in all.
     public mutating func reserveCapacity(strings: Int, bytes: Int) {
-      let own = own()
-      own.bytes.reserve(own.bytes.count + bytes)
-      own.offsets.reserve(own.offsets.count + strings)
+      guard isKnownUniquelyReferenced(&storage) else {
+        storage = storage.copy(moreBytes: bytes, moreStrings: strings)
+        return
+      }
+      storage.bytes.reserve(storage.bytes.count + bytes)
+      storage.offsets.reserve(storage.offsets.count + strings)
     }
 
     @inlinable
@@ -284,7 +294,7 @@ extension BytePool {
     /// storage handed over, not copied); the builder starts over.
     public mutating func take() -> BytePool {
       let own = own()
-      storage = Storage()
+      storage = Storage.empty
       return BytePool(built: Column(owning: own.bytes), offsets: Column(owning: own.offsets))
     }
   }
