@@ -177,6 +177,13 @@ extension BytePool {
           offsets: ColumnStorage(copying: offsets.values, capacity: offsets.count + moreStrings))
       }
 
+      /// Marks the end of the string whose bytes were just appended.
+      @inlinable @inline(__always)
+      func endString() {
+        offsets.reserve(offsets.count &+ 1)
+        offsets.append(bytes.count)
+      }
+
       /// No strings, shared by every builder that has none yet: the first
       /// change makes a builder its own (an empty builder allocates
       /// nothing, and one that is reserved allocates once). Never changed:
@@ -220,8 +227,7 @@ extension BytePool {
         copyBytes(from, to: UnsafeMutableRawPointer(own.bytes.base + own.bytes.count), s.count)
       }
       own.bytes.count = end
-      own.offsets.reserve(own.offsets.count &+ 1)
-      own.offsets.append(end)
+      own.endString()
     }
 
     /// Appends `s`, which needs no escape (no control character, quote or
@@ -237,16 +243,14 @@ extension BytePool {
       if let from = s.baseAddress { copyBytes(from, to: out + 1, s.count) }
       (out + 1 + s.count).storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
       own.bytes.count = end
-      own.offsets.reserve(own.offsets.count &+ 1)
-      own.offsets.append(end)
+      own.endString()
     }
 
     /// Appends `s` as a JSON string literal (see `JSONText.quoted`).
     public mutating func appendQuoted(_ s: UnsafeRawBufferPointer) {
       var sink = BytesSink(storage: own())
       JSONText.appendQuoted(s, to: &sink)
-      sink.storage.offsets.reserve(sink.storage.offsets.count &+ 1)
-      sink.storage.offsets.append(sink.storage.bytes.count)
+      sink.storage.endString()
     }
 
     /// Appends to a builder's bytes, the string's end not yet marked.

@@ -5,21 +5,28 @@
 #endif
 
 extension Array where Element == UInt8 {
+  /// Where the first newline at or after `start` is, if any. Found with
+  /// `memchr`: a generic search looks at the bytes one by one.
+  @inlinable
+  public func newline(from start: Int) -> Int? {
+    withUnsafeBytes { raw in
+      guard let base = raw.baseAddress, start < raw.count,
+        let hit = memchr(base + start, 0x0A, raw.count - start)
+      else { return nil }
+      return base.distance(to: UnsafeRawPointer(hit))
+    }
+  }
+
   /// Calls `body` with where each line lies, its newline excluded, for
   /// bytes made of whole lines (each ends with a newline; bytes after the
-  /// last newline are not a line). Line ends are found with `memchr`: a
-  /// generic search looks at the bytes one by one (a stream batch's output
-  /// is scanned per line for each sink).
+  /// last newline are not a line): a stream batch's output, scanned per
+  /// line by each sink.
   @inlinable
   public func forEachLine(_ body: (Range<Int>) -> Void) {
-    withUnsafeBytes { raw in
-      guard let base = raw.baseAddress else { return }
-      var start = 0
-      while start < raw.count, let hit = memchr(base + start, 0x0A, raw.count - start) {
-        let end = base.distance(to: UnsafeRawPointer(hit))
-        body(start..<end)
-        start = end + 1
-      }
+    var start = 0
+    while let end = newline(from: start) {
+      body(start..<end)
+      start = end + 1
     }
   }
 }

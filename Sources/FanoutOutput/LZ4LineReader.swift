@@ -54,14 +54,7 @@ public final class LZ4LineReader {
   /// the end. A last line without a newline is returned as a line.
   public func nextLine() throws(OutputError) -> ArraySlice<UInt8>? {
     while true {
-      // memchr: a generic search looked at the bytes one by one.
-      let found = text.withUnsafeBytes { raw -> Int? in
-        guard let base = raw.baseAddress, start < raw.count,
-          let hit = memchr(base + start, 0x0A, raw.count - start)
-        else { return nil }
-        return base.distance(to: UnsafeRawPointer(hit))
-      }
-      if let newline = found {
+      if let newline = text.newline(from: start) {
         defer { start = newline + 1 }
         return text[start..<newline]
       }
