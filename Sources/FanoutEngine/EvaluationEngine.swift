@@ -62,9 +62,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   public var onNotificationWave: (([MessageBatch], NotificationWave) -> Void)?
   /// Read lines evaluated (contract v3), whatever the settings.
   public private(set) var reads = 0
-  /// Wall-clock seconds spent parsing and evaluating, for the run's timings.
-  public private(set) var parseSeconds = 0.0
-  public private(set) var evaluateSeconds = 0.0
+  /// Time spent parsing and evaluating, for the run's timings.
+  public private(set) var parseTime = PhaseTime()
+  public private(set) var evaluateTime = PhaseTime()
   /// The traffic lines read (blank and rejected ones too); with
   /// `digestsTraffic`, a digest of their bytes, by which `fanout merge`
   /// knows that shards ran on the same traffic.
@@ -118,9 +118,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Reads the next wave of lines and parses it in fixed chunks of lines,
   /// in parallel; nil at the end. Reading counts as parse time.
   private func readAndParse(_ reader: LineReader) throws(TrafficInputError) -> [MessageBatch]? {
-    let started = ContinuousClock.now
+    let started = PhaseTime.start()
+    defer { parseTime.add(since: started) }
     guard let block = try reader.next(maxLines: Engine.waveLines) else { return nil }
-    defer { parseSeconds += (ContinuousClock.now - started).seconds }
     if digestsTraffic { digest(block) }
     linesRead = block.firstLine + block.count - 1
     return Engine.parse(block, index: index, workers: threads)
@@ -139,8 +139,8 @@ public final class EvaluationEngine<Work: ChunkWork> {
 
   /// Parses several blocks (each from its own producer), in parallel.
   public func parse(blocks: [LineBlock]) -> [[MessageBatch]] {
-    let started = ContinuousClock.now
-    defer { parseSeconds += (ContinuousClock.now - started).seconds }
+    let started = PhaseTime.start()
+    defer { parseTime.add(since: started) }
     let index = index
     return runChunks(count: blocks.count, workers: threads, empty: [MessageBatch]()) {
       Engine.parse(blocks[$0], index: index, workers: 1)
@@ -159,7 +159,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
     let work = work
     let size = max(1, groupSize)
-    let judgingStarted = ContinuousClock.now
+    let judgingStarted = PhaseTime.start()
     // Per index, per batch.
     let judged = ledgers.enumerated().map { side, ledger in
       let found = ledger?.judge(batches, plan: plan)
@@ -177,9 +177,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
     }
     reads += batches.reduce(0) { $0 + $1.reads.count }
     let verdicts = batches.indices.map { b in judged.map { $0[b] } }
-    evaluateSeconds += (ContinuousClock.now - judgingStarted).seconds
+    evaluateTime.add(since: judgingStarted)
     for groupStart in stride(from: 0, to: plan.count, by: size) {
-      let started = ContinuousClock.now
+      let started = PhaseTime.start()
       let group = Array(plan[groupStart..<(groupStart + min(size, plan.count - groupStart))])
       let outputs = runChunks(count: group.count, workers: &workers, empty: work.empty) {
         worker, i in
@@ -187,7 +187,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
           batches[group[i].batch], messages: group[i].messages,
           verdicts: verdicts[group[i].batch], worker: &worker)
       }
-      evaluateSeconds += (ContinuousClock.now - started).seconds
+      evaluateTime.add(since: started)
       try deliver(outputs)
     }
   }

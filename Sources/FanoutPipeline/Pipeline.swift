@@ -80,17 +80,17 @@ public enum RejectionLimit: Sendable, Equatable, CustomStringConvertible {
   }
 }
 
-/// Wall-clock seconds per phase of a run.
+/// The time of each phase of a run, wall-clock and CPU.
 public struct Timings: Sendable {
   /// Opening, validating and indexing the snapshot.
-  public var load = 0.0
+  public var load = PhaseTime()
   /// Reading traffic and parsing it into batches.
-  public var parse = 0.0
+  public var parse = PhaseTime()
   /// Evaluating pairs, building output lines and compressing them.
-  public var evaluate = 0.0
+  public var evaluate = PhaseTime()
   /// Waiting for the output thread (which writes while the next messages are
   /// evaluated), then syncing and renaming the output files.
-  public var write = 0.0
+  public var write = PhaseTime()
   /// CPU seconds the process used over the run, every thread's, in user
   /// mode and in the kernel: against the run's seconds, how many cores
   /// were busy on average.
@@ -99,13 +99,21 @@ public struct Timings: Sendable {
 }
 
 /// `value` with exactly three decimals (`1.500`), as times are printed.
-package func threeDecimals(_ value: Double) -> String {
-  let thousandths = Int((value * 1000).rounded())
-  let sign = thousandths < 0 ? "-" : ""
-  let magnitude = abs(thousandths)
-  let fraction = String(magnitude % 1000)
-  return
-    "\(sign)\(magnitude / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+package func threeDecimals(_ value: Double) -> String { fixedPoint(value, decimals: 3) }
+
+/// `value` with exactly `decimals` (at most 6) decimals, never in exponent
+/// form (a value beyond ±10^12 is written as that bound, NaN as 0).
+package func fixedPoint(_ value: Double, decimals: Int) -> String {
+  var scale = 1
+  for _ in 0..<decimals { scale *= 10 }
+  let bound = 1e12
+  let finite = value.isNaN ? 0 : min(max(value, -bound), bound)
+  let scaled = Int((finite * Double(scale)).rounded())
+  let sign = scaled < 0 ? "-" : ""
+  let magnitude = abs(scaled)
+  let fraction = String(magnitude % scale)
+  return "\(sign)\(magnitude / scale)."
+    + "\(String(repeating: "0", count: decimals - fraction.count))\(fraction)"
 }
 
 /// The outcome of a completed run.
@@ -181,7 +189,7 @@ public enum Pipeline {
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .input(error) }
 
-    var phase = clock.now
+    var phase = PhaseTime.start()
     options.phase?("load")
     let index: Index
     do {
@@ -192,7 +200,7 @@ public enum Pipeline {
     } catch {
       throw .snapshot(error)
     }
-    timings.load = lap(phase)
+    timings.load.add(since: phase)
     options.phase?("evaluate")
     var shard: ShardLabel?
     if options.mergeable {
@@ -225,7 +233,7 @@ public enum Pipeline {
     engine.digestsTraffic = shard != nil
     engine.keepsUpdates = true
     var compressor = RunCompressor(gateways: index.gateways.count)
-    var compressSeconds = 0.0
+    var compressing = PhaseTime()
     let output = BackgroundWriter(writer, label: "fanout.output")
     try engine.run(
       reader,
@@ -234,13 +242,13 @@ public enum Pipeline {
       readFailed: PipelineError.input,
       deliver: { chunks throws(PipelineError) in
         for chunk in chunks { counters.add(chunk.counters) }
-        let compressing = clock.now
+        let compressingStarted = PhaseTime.start()
         let compressed = compressor.compress(chunks)
         buffers.recycle(chunks)
-        compressSeconds += lap(compressing)
-        let waiting = clock.now
+        compressing.add(since: compressingStarted)
+        let waiting = PhaseTime.start()
         output.submit { writer throws(OutputError) in try writer.write(compressed) }
-        timings.write += lap(waiting)  // time spent waiting for the previous write
+        timings.write.add(since: waiting)  // time spent waiting for the previous write
       },
       waveDone: { batches throws(PipelineError) in
         rejected += batches.reduce(0) { $0 + $1.rejections.count }
@@ -255,16 +263,17 @@ public enum Pipeline {
         }
         options.progress?(counters.messages, reader.fractionRead)
       })
-    timings.parse = engine.parseSeconds
-    timings.evaluate = engine.evaluateSeconds + compressSeconds
+    timings.parse = engine.parseTime
+    timings.evaluate = engine.evaluateTime
+    timings.evaluate += compressing
     options.progress?(counters.messages, 1)
     options.phase?("write")
 
-    phase = clock.now
+    phase = PhaseTime.start()
     let rest = compressor.rest()
     output.submit { writer throws(OutputError) in try writer.write(rest) }
     do { try output.finish().close() } catch { throw .output(error) }
-    timings.write += lap(phase)
+    timings.write.add(since: phase)
     let cpu = ProcessCPU.now()
     timings.cpuUser = cpu.user - cpuAtStart.user
     timings.cpuSystem = cpu.system - cpuAtStart.system

@@ -1,3 +1,4 @@
+import FanoutEngine
 import FanoutKernel
 import FanoutModel
 
@@ -14,17 +15,16 @@ package enum Summary {
         (report.gatewayNames[$0], c.deliveries[$0])
       },
       suppressed: Reason.allCases.map { ($0.name, c.suppressed[Int($0.rawValue)]) })
+    let phases = [
+      ("load", t.load), ("parse", t.parse), ("evaluate", t.evaluate), ("write", t.write),
+    ]
+    let times =
+      phases.map { ($0, $1.seconds) } + [("cpu_user", t.cpuUser), ("cpu_system", t.cpuSystem)]
+    let cores = phases.map { ($0, JSONValue.number(fixedPoint($1.cores, decimals: 2))) }
     fields += [
       ("seconds", .number(seconds(report.seconds))),
       ("pairs_per_second", .int(Int64(report.pairsPerSecond.rounded()))),
-      (
-        "timings",
-        .object(
-          [
-            ("load", t.load), ("parse", t.parse), ("evaluate", t.evaluate), ("write", t.write),
-            ("cpu_user", t.cpuUser), ("cpu_system", t.cpuSystem),
-          ].map { ($0, .number(seconds($1))) })
-      ),
+      ("timings", .object(times.map { ($0, .number(seconds($1))) } + [("cores", .object(cores))])),
     ]
     if let shard = report.shard { fields.append(("shard", shardJSON(shard, files: files))) }
     return document(fields)
@@ -86,11 +86,7 @@ package enum Summary {
   }
 
   /// Seconds to the microsecond, never in exponent form.
-  package static func seconds(_ s: Double) -> String {
-    let micros = Int((s * 1e6).rounded())
-    let fraction = String(micros % 1_000_000)
-    return "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
-  }
+  package static func seconds(_ s: Double) -> String { fixedPoint(s, decimals: 6) }
 }
 
 /// A `--mergeable` run of one shard, as summary.json records it.

@@ -51,22 +51,33 @@ struct EvalCommandTests {
     #expect(summaryCounts(out) == golden as! NSDictionary)
   }
 
-  @Test("summary.json times each phase and counts the CPU the run used, every thread's")
+  @Test("summary.json times each phase, counts the run's CPU and the cores each phase kept busy")
   func timings() throws {
     let out = makeTemporaryDirectory() + "/out"
     #expect(eval(["--threads", "2"], out: out).status == 0)
     let data = try #require(FileManager.default.contents(atPath: out + "/summary.json"))
     let summary = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     let seconds = try #require(summary["seconds"] as? Double)
-    let timings = try #require(summary["timings"] as? [String: Double])
-    #expect(
-      Set(timings.keys) == ["load", "parse", "evaluate", "write", "cpu_user", "cpu_system"])
-    #expect(timings.values.allSatisfy { $0 >= 0 })
-    let cpu = timings["cpu_user", default: 0] + timings["cpu_system", default: 0]
+    let timings = try #require(summary["timings"] as? [String: Any])
+    let phases = ["load", "parse", "evaluate", "write"]
+    #expect(Set(timings.keys) == Set(phases + ["cpu_user", "cpu_system", "cores"]))
+    let times = timings.compactMapValues { $0 as? Double }
+    #expect(times.count == 6 && times.values.allSatisfy { $0 >= 0 })
+    let cpu = times["cpu_user", default: 0] + times["cpu_system", default: 0]
+    let processors = Double(ProcessInfo.processInfo.activeProcessorCount)
     // The load alone takes CPU; no more than every core for the whole run
     // (with a clock tick of slack).
     #expect(cpu > 0)
-    #expect(cpu <= seconds * Double(ProcessInfo.processInfo.activeProcessorCount) + 0.02)
+    #expect(cpu <= seconds * processors + 0.02)
+    // Per phase, its CPU over its time: the phases' CPU is part of the
+    // run's (each figure rounded to hundredths of a core).
+    let cores = try #require(timings["cores"] as? [String: Double])
+    #expect(Set(cores.keys) == Set(phases))
+    #expect(cores.values.allSatisfy { $0 >= 0 && $0 <= processors + 0.01 })
+    #expect(cores["load", default: 0] > 0)
+    let phasesCPU = phases.reduce(0.0) { $0 + cores[$1, default: 0] * times[$1, default: 0] }
+    #expect(phasesCPU > 0)
+    #expect(phasesCPU <= cpu + 0.005 * seconds * 4 + 0.02)
   }
 
   @Test("the printed schema (v2 additions included) builds the sample, as make demo does")
