@@ -1,4 +1,5 @@
 import FanoutEngine
+import FanoutModel
 import FanoutOutput
 import FanoutPipeline
 import FanoutTraffic

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FanoutModel
 import FanoutPipeline
 import FanoutScaleOut
 
