@@ -12,12 +12,14 @@ import Synchronization
 /// `fanout stream --redis`: the stage's lines are a bus's entries. A batch
 /// is evaluated and its output committed together with the entries'
 /// acknowledgement, so after any crash a batch is either fully out and
-/// acknowledged or not out and still pending (docs/stream.md, "Redis"). A
-/// lost connection drops the batch in flight (it is still pending) and is
-/// retried with backoff; reading then starts again with this consumer's
-/// own pending entries. A stop finishes the batch in flight.
+/// acknowledged or not out and still pending (docs/stream.md, "Redis").
+/// The server applies a batch's transaction while the stage reads and
+/// evaluates the next one, so at most two batches are in flight. A lost
+/// connection drops them (their entries are still pending) and is retried
+/// with backoff; reading then starts again with this consumer's own
+/// pending entries. A stop finishes the batches in flight.
 final class BusSource: StageSource {
-  static let inFlight = "the batch in flight"
+  static let inFlight = "the batches in flight"
   static let endReason = "stopped"
   private let options: StreamOptions
   private let log: StreamLog
@@ -27,6 +29,12 @@ final class BusSource: StageSource {
   /// (with --claim-idle-ms shorter than the window, XAUTOCLAIM could hand
   /// back one read earlier in it).
   private var batchEntries: Set<[UInt8]> = []
+  /// The batch whose transaction the server is applying, and when its
+  /// first entry arrived.
+  private var committing: (batch: EvaluatedBatch, arrival: ContinuousClock.Instant)?
+  /// Its entries: still pending while it is applied, so `XAUTOCLAIM` with
+  /// a short --claim-idle-ms would hand them back; they are not taken again.
+  private var committingEntries: Set<[UInt8]> = []
 
   init(_ options: StreamOptions, bus: any MessageBus, log: StreamLog) {
     self.options = options
@@ -67,13 +75,13 @@ final class BusSource: StageSource {
     return false
   }
 
-  /// After a lost connection or a refused write: the batch in flight is
+  /// After a lost connection or a refused write: the batches in flight are
   /// dropped (still pending), and the stage reconnects (or stops).
   private func recover(from error: RedisError) throws(PipelineError) -> Bool {
     switch error {
     case .connection:
       log.event(
-        "bus_lost", "\(error): the batch in flight stays pending; reconnecting", level: .warning,
+        "bus_lost", "\(error): the batches in flight stay pending; reconnecting", level: .warning,
         ["error": .text("\(error)")])
       return try connect()
     case .reply(let message):
@@ -92,7 +100,7 @@ final class BusSource: StageSource {
     guard now < deadline else { return .timedOut }
     do throws(RedisError) {
       let entries = try bus.read(max: maxLines, wait: deadline - now)
-        .filter { batchEntries.insert($0.id).inserted }
+        .filter { !committingEntries.contains($0.id) && batchEntries.insert($0.id).inserted }
       return entries.isEmpty ? .timedOut : .taken(entries, lines: entries.count, arrival: .now)
     } catch {
       return try recover(from: error) ? .interrupted : .finished
@@ -100,13 +108,35 @@ final class BusSource: StageSource {
   }
 
   func deliver(
-    _ entries: [BusEntry], number: Int, snapshot: LoadedSnapshot,
-    engine: EvaluationEngine<StreamWork>
-  ) throws(PipelineError) -> EvaluatedBatch? {
+    _ entries: [BusEntry], number: Int, arrival: ContinuousClock.Instant,
+    snapshot: LoadedSnapshot, engine: EvaluationEngine<StreamWork>
+  ) throws(PipelineError) -> [WrittenBatch] {
     let (batch, lineEntries) = evaluate(entries, number: number, snapshot, engine)
+    // The previous batch's transaction was applied meanwhile; if its
+    // connection was lost, this batch is dropped with it (still pending).
+    guard let written = try settleCommit() else { return [] }
     do throws(RedisError) {
-      try bus.commit(batch, entries: entries, lineEntries: lineEntries)
-      return batch
+      try bus.send(batch, entries: entries, lineEntries: lineEntries)
+      committing = (batch, arrival)
+      committingEntries = Set(entries.map(\.id))
+    } catch {
+      _ = try recover(from: error)
+    }
+    return written
+  }
+
+  func settle() throws(PipelineError) -> [WrittenBatch] { try settleCommit() ?? [] }
+
+  /// Waits for the transaction in flight: the batch it wrote, none when
+  /// there was none, or nil when the connection was lost (the stage has
+  /// reconnected, or is stopping).
+  private func settleCommit() throws(PipelineError) -> [WrittenBatch]? {
+    guard let (batch, arrival) = committing else { return [] }
+    committing = nil
+    committingEntries = []
+    do throws(RedisError) {
+      try bus.awaitCommit()
+      return [WrittenBatch(batch: batch, latency: .now - arrival)]
     } catch {
       _ = try recover(from: error)
       return nil

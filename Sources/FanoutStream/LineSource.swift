@@ -56,13 +56,16 @@ final class LineSource: StageSource {
   }
 
   func deliver(
-    _ pieces: [ArrivedLines], number: Int, snapshot: LoadedSnapshot,
-    engine: EvaluationEngine<StreamWork>
-  ) throws(PipelineError) -> EvaluatedBatch? {
+    _ pieces: [ArrivedLines], number: Int, arrival: ContinuousClock.Instant,
+    snapshot: LoadedSnapshot, engine: EvaluationEngine<StreamWork>
+  ) throws(PipelineError) -> [WrittenBatch] {
     let batch = EvaluatedBatch.evaluate(pieces, number: number, snapshot: snapshot, engine: engine)
     do throws(OutputError) { try sink.write(batch) } catch { throw .output(error) }
-    return batch
+    return [WrittenBatch(batch: batch, latency: .now - arrival)]
   }
+
+  /// Each batch is written before `deliver` returns.
+  func settle() -> [WrittenBatch] { [] }
 
   func snapshotWillChange() throws(PipelineError) {
     do { try sink.snapshotChanged() } catch { throw .output(error) }

@@ -81,7 +81,10 @@ final class Stage<Source: StageSource>: StreamStage {
       switch try source.take(
         maxLines: options.batchLines, until: .now + idleWake, startsBatch: true)
       {
-      case .timedOut, .interrupted: continue
+      case .timedOut, .interrupted:
+        // Idle: a batch still being written is waited for.
+        for done in try source.settle() { run.record(done.batch, latency: done.latency) }
+        continue
       case .finished:
         finished = true
         continue
@@ -108,12 +111,12 @@ final class Stage<Source: StageSource>: StreamStage {
       }
       guard !interrupted else { continue }
       run.batchNumber += 1
-      guard
-        let batch = try source.deliver(
-          pieces, number: run.batchNumber, snapshot: run.snapshot, engine: run.evaluation)
-      else { continue }
-      run.record(batch, latency: ContinuousClock.now - arrival)
+      let written = try source.deliver(
+        pieces, number: run.batchNumber, arrival: arrival, snapshot: run.snapshot,
+        engine: run.evaluation)
+      for done in written { run.record(done.batch, latency: done.latency) }
     }
+    for done in try source.settle() { run.record(done.batch, latency: done.latency) }
     try source.close()
     run.reportStatus(source.status, force: true)
     return run.finish(reason: currentStopReason ?? Source.endReason)
@@ -142,12 +145,18 @@ protocol StageSource: AnyObject {
   /// when they are a batch's first.
   func take(maxLines: Int, until deadline: ContinuousClock.Instant, startsBatch: Bool)
     throws(PipelineError) -> SourceTake<Piece>
-  /// Evaluates a batch and writes or commits it; nil when it was dropped
-  /// (a bus's lost connection: its entries stay pending).
+  /// Evaluates a batch (whose first line arrived at `arrival`) and writes
+  /// or commits it; returns the batches written since the last call: this
+  /// one, or on a bus the one before it, whose transaction the server
+  /// applied while this one was evaluated — none when they were dropped
+  /// (a bus's lost connection: their entries stay pending).
   func deliver(
-    _ pieces: [Piece], number: Int, snapshot: LoadedSnapshot,
+    _ pieces: [Piece], number: Int, arrival: ContinuousClock.Instant, snapshot: LoadedSnapshot,
     engine: EvaluationEngine<StreamWork>
-  ) throws(PipelineError) -> EvaluatedBatch?
+  ) throws(PipelineError) -> [WrittenBatch]
+  /// Waits for the batch still being written, if any (when idle, and at
+  /// the end); returns it if it was written.
+  func settle() throws(PipelineError) -> [WrittenBatch]
   /// The next batch is evaluated against another snapshot.
   func snapshotWillChange() throws(PipelineError)
   /// Between batches and while idle (rotation by age).
@@ -158,6 +167,12 @@ protocol StageSource: AnyObject {
   func stop()
   /// After the last batch: waits for the reader and closes every file.
   func close() throws(PipelineError)
+}
+
+/// A batch written, and how long after its first line arrived.
+struct WrittenBatch {
+  var batch: EvaluatedBatch
+  var latency: Duration
 }
 
 /// What a source gives when asked for lines.

@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutModel
 import FanoutTime
 
@@ -20,10 +21,13 @@ protocol MessageBus: AnyObject {
   /// acknowledge (after a crash or a lost connection), then entries other
   /// consumers left pending too long, then new ones, waiting at most `wait`.
   func read(max: Int, wait: Duration) throws(RedisError) -> [BusEntry]
-  /// Writes the batch's deliveries, rejections and record and acknowledges
-  /// its entries, all or nothing.
-  func commit(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+  /// Starts writing the batch's deliveries, rejections and record and
+  /// acknowledging its entries, all or nothing; `awaitCommit` tells how it
+  /// ended. One batch at a time.
+  func send(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
     throws(RedisError)
+  /// Waits for the batch sent last to be written (nothing if none is in flight).
+  func awaitCommit() throws(RedisError)
   /// (entries read but not acknowledged, entries not yet read) for the status line.
   func lag() -> (pending: Int64, behind: Int64?)?
 }
@@ -59,9 +63,19 @@ public struct RedisOptions: Sendable {
 /// Redis Streams through a consumer group (docs/stream.md, "Redis"):
 /// `XREADGROUP` in, and per batch one `MULTI`/`EXEC` holding an `XADD` per
 /// delivery line, rejection and batch record, and the `XACK` of its entries.
+///
+/// Two connections: one reads (and checks keys), the other sends each
+/// batch's transaction and reads its replies on a thread of its own, so
+/// that the server applies a batch while the stage reads and evaluates the
+/// next. (On one connection the server answers the read only after the
+/// transaction sent before it.)
 final class RedisBus: MessageBus {
   let options: RedisOptions
   private var connection: RedisConnection?
+  private var writer: RedisConnection?
+  /// The transaction in flight on `writer`, if any.
+  private var transaction: Transaction?
+  private let writing = DispatchQueue(label: "fanout.redis.writer")
   /// Whether this consumer's own pending entries are still to be re-read
   /// (at the start and after every lost connection).
   private var pendingFirst = true
@@ -87,7 +101,14 @@ final class RedisBus: MessageBus {
   private var consumerKey: [UInt8] { Array(options.consumer.utf8) }
 
   func connect() throws(RedisError) {
+    // The writer's thread is done with its connection before it is
+    // replaced (the transaction's outcome is kept for `awaitCommit`).
+    if let transaction {
+      transaction.done.wait()
+      transaction.done.signal()
+    }
     connection = nil
+    writer = nil
     let made = try RedisConnection(
       options.address, password: options.password, timeoutMilliseconds: 5_000)
     let created = try made.command([
@@ -98,6 +119,10 @@ final class RedisBus: MessageBus {
       // The input key holds something else than a stream: nothing to read.
       throw message.hasPrefix("WRONGTYPE") ? .input(message) : .refusal(message)
     }
+    // (After the group: a server at its memory limit refuses the group's
+    // creation, not a connection, and its refusal is the batch's, exit 73.)
+    writer = try RedisConnection(
+      options.address, password: options.password, timeoutMilliseconds: 5_000)
     connection = made
     groupDeleted = false
     streamsChecked = []
@@ -211,10 +236,11 @@ final class RedisBus: MessageBus {
 
   static let messageField = Array("message".utf8)
 
-  func commit(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+  func send(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
     throws(RedisError)
   {
-    let redis = try live()
+    precondition(transaction == nil, "a batch is already being written")
+    guard let writer else { throw .connection("not connected to Redis") }
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
       try checkOutputStream(batch.snapshot.index.gateways[g])
     }
@@ -281,20 +307,54 @@ final class RedisBus: MessageBus {
     for entry in entries { commands.argument(entry.id) }
     commands.command(arguments: 1)
     commands.argument("EXEC")
-    try redis.append(commands)
-    // MULTI's OK, a QUEUED (or an error) per command, then EXEC's results.
-    var refused: String?
-    for _ in 0..<(commands.count - 1) {
-      let error = try redis.replyError()
-      refused = refused ?? error
+    let sent = Transaction(commands, batch: batch.number, on: writer)
+    transaction = sent
+    writing.async { sent.run() }
+  }
+
+  func awaitCommit() throws(RedisError) {
+    guard let transaction else { return }
+    self.transaction = nil
+    transaction.done.wait()
+    if let error = transaction.error { throw error }
+  }
+
+  /// One batch's transaction, sent and answered on the writer's thread.
+  private final class Transaction: @unchecked Sendable {
+    let done = DispatchSemaphore(value: 0)
+    /// Set before `done` is signalled.
+    private(set) var error: RedisError?
+    private let commands: RESPCommands
+    private let batch: Int
+    private let redis: RedisConnection
+
+    init(_ commands: RESPCommands, batch: Int, on redis: RedisConnection) {
+      self.commands = commands
+      self.batch = batch
+      self.redis = redis
     }
-    let failed = try redis.replyError()
-    if let refused = refused ?? failed {
-      // A transient refusal (EXEC aborted: nothing applied) is retried.
-      switch RedisError.refusal(refused) {
-      case .connection(let reason):
-        throw .connection("batch \(batch.number) not written: \(reason)")
-      default: throw .reply("batch \(batch.number) not written: \(refused)")
+
+    func run() {
+      defer { done.signal() }
+      do throws(RedisError) { try apply() } catch { self.error = error }
+    }
+
+    private func apply() throws(RedisError) {
+      try redis.append(commands)
+      // MULTI's OK, a QUEUED (or an error) per command, then EXEC's results.
+      var refused: String?
+      for _ in 0..<(commands.count - 1) {
+        let error = try redis.replyError()
+        refused = refused ?? error
+      }
+      let failed = try redis.replyError()
+      if let refused = refused ?? failed {
+        // A transient refusal (EXEC aborted: nothing applied) is retried.
+        switch RedisError.refusal(refused) {
+        case .connection(let reason):
+          throw .connection("batch \(batch) not written: \(reason)")
+        default: throw .reply("batch \(batch) not written: \(refused)")
+        }
       }
     }
   }
