@@ -112,11 +112,18 @@ final class BusSource: StageSource {
     snapshot: LoadedSnapshot, engine: EvaluationEngine<StreamWork>
   ) throws(PipelineError) -> [WrittenBatch] {
     let (batch, lineEntries) = evaluate(entries, number: number, snapshot, engine)
+    let commit: PreparedCommit
+    do throws(RedisError) {
+      commit = try bus.prepare(batch, entries: entries, lineEntries: lineEntries)
+    } catch {
+      _ = try recover(from: error)
+      return []
+    }
     // The previous batch's transaction was applied meanwhile; if its
     // connection was lost, this batch is dropped with it (still pending).
     guard let written = try settleCommit() else { return [] }
     do throws(RedisError) {
-      try bus.send(batch, entries: entries, lineEntries: lineEntries)
+      try bus.send(commit)
       committing = (batch, arrival)
       committingEntries = Set(entries.map(\.id))
     } catch {

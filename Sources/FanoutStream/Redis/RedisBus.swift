@@ -21,15 +21,24 @@ protocol MessageBus: AnyObject {
   /// acknowledge (after a crash or a lost connection), then entries other
   /// consumers left pending too long, then new ones, waiting at most `wait`.
   func read(max: Int, wait: Duration) throws(RedisError) -> [BusEntry]
-  /// Starts writing the batch's deliveries, rejections and record and
-  /// acknowledging its entries, all or nothing; `awaitCommit` tells how it
-  /// ended. One batch at a time.
-  func send(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
-    throws(RedisError)
+  /// The commands that write the batch's deliveries, rejections and
+  /// record and acknowledge its entries, all or nothing (made while the
+  /// batch before it is still being written).
+  func prepare(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+    throws(RedisError) -> PreparedCommit
+  /// Starts applying `commit`; `awaitCommit` tells how it ended. One at a time.
+  func send(_ commit: PreparedCommit) throws(RedisError)
   /// Waits for the batch sent last to be written (nothing if none is in flight).
   func awaitCommit() throws(RedisError)
   /// (entries read but not acknowledged, entries not yet read) for the status line.
   func lag() -> (pending: Int64, behind: Int64?)?
+}
+
+/// A batch's transaction, in the protocol, ready to send.
+struct PreparedCommit {
+  var commands: RESPCommands
+  /// The batch's number, for errors.
+  var batch: Int
 }
 
 /// What the Redis stage is asked to do (`fanout stream --redis`).
@@ -236,11 +245,9 @@ final class RedisBus: MessageBus {
 
   static let messageField = Array("message".utf8)
 
-  func send(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
-    throws(RedisError)
+  func prepare(_ batch: EvaluatedBatch, entries: [BusEntry], lineEntries: [Int])
+    throws(RedisError) -> PreparedCommit
   {
-    precondition(transaction == nil, "a batch is already being written")
-    guard let writer else { throw .connection("not connected to Redis") }
     for (g, lines) in batch.deliveries.enumerated() where !lines.isEmpty {
       try checkOutputStream(batch.snapshot.index.gateways[g])
     }
@@ -307,7 +314,13 @@ final class RedisBus: MessageBus {
     for entry in entries { commands.argument(entry.id) }
     commands.command(arguments: 1)
     commands.argument("EXEC")
-    let sent = Transaction(commands, batch: batch.number, on: writer)
+    return PreparedCommit(commands: commands, batch: batch.number)
+  }
+
+  func send(_ commit: PreparedCommit) throws(RedisError) {
+    precondition(transaction == nil, "a batch is already being written")
+    guard let writer else { throw .connection("not connected to Redis") }
+    let sent = Transaction(commit.commands, batch: commit.batch, on: writer)
     transaction = sent
     writing.async { sent.run() }
   }
