@@ -15,9 +15,12 @@ import Synchronization
 /// acknowledged or not out and still pending (docs/stream.md, "Redis").
 /// The server applies a batch's transaction while the stage reads and
 /// evaluates the next one, so at most two batches are in flight. A lost
-/// connection drops them (their entries are still pending) and is retried
-/// with backoff; reading then starts again with this consumer's own
-/// pending entries. A stop finishes the batches in flight.
+/// connection is retried with backoff; then the batches in flight whose
+/// entries are still this consumer's pending ones are sent again as they
+/// were evaluated — evaluating them again would count them twice in the
+/// throttle's and the notifications' ledgers — and reading starts again
+/// with this consumer's other pending entries. A stop finishes the batches
+/// in flight.
 final class BusSource: StageSource {
   static let inFlight = "the batches in flight"
   static let endReason = "stopped"
@@ -29,12 +32,25 @@ final class BusSource: StageSource {
   /// (with --claim-idle-ms shorter than the window, XAUTOCLAIM could hand
   /// back one read earlier in it).
   private var batchEntries: Set<[UInt8]> = []
-  /// The batch whose transaction the server is applying, and when its
-  /// first entry arrived.
-  private var committing: (batch: EvaluatedBatch, arrival: ContinuousClock.Instant)?
+  /// The batch whose transaction the server is applying.
+  private var committing: Evaluated?
   /// Its entries: still pending while it is applied, so `XAUTOCLAIM` with
   /// a short --claim-idle-ms would hand them back; they are not taken again.
   private var committingEntries: Set<[UInt8]> = []
+  /// Batches evaluated but not known to be written, to send again once
+  /// reconnected (after a lost connection), in order.
+  private var unsent: [Evaluated] = []
+  /// Batches written since `deliver` or `settle` last returned.
+  private var written: [WrittenBatch] = []
+
+  /// A batch evaluated: what its transaction is made of, and when its
+  /// first entry arrived.
+  private struct Evaluated {
+    var batch: EvaluatedBatch
+    var entries: [BusEntry]
+    var lineEntries: [Int]
+    var arrival: ContinuousClock.Instant
+  }
 
   init(_ options: StreamOptions, bus: any MessageBus, log: StreamLog) {
     self.options = options
@@ -75,19 +91,61 @@ final class BusSource: StageSource {
     return false
   }
 
-  /// After a lost connection or a refused write: the batches in flight are
-  /// dropped (still pending), and the stage reconnects (or stops).
-  private func recover(from error: RedisError) throws(PipelineError) -> Bool {
+  /// After a lost connection or a refused write (`current`: a batch
+  /// evaluated and not sent): the stage reconnects and sends the batches in
+  /// flight again (false: it is stopping; they stay pending).
+  private func recover(from error: RedisError, current: Evaluated? = nil) throws(PipelineError)
+    -> Bool
+  {
+    guard case .connection = error else { throw Self.failure(error, bus.source) }
+    // The transaction in flight ended one way or the other: written, or to
+    // be sent again before `current`.
+    do throws(RedisError) { try awaitCommitting() } catch {
+      guard case .connection = error else { throw Self.failure(error, bus.source) }
+    }
+    if let current { unsent.append(current) }
+    log.event(
+      "bus_lost", "\(error): the batches in flight stay pending; reconnecting", level: .warning,
+      ["error": .text("\(error)")])
+    while try connect() {
+      do throws(RedisError) {
+        try sendAgain()
+        return true
+      } catch {
+        guard case .connection = error else { throw Self.failure(error, bus.source) }
+        log.event(
+          "bus_lost", "\(error): reconnecting", level: .warning, ["error": .text("\(error)")])
+      }
+    }
+    return false
+  }
+
+  /// The exit a refusal or a bad input means.
+  private static func failure(_ error: RedisError, _ source: String) -> PipelineError {
     switch error {
-    case .connection:
-      log.event(
-        "bus_lost", "\(error): the batches in flight stay pending; reconnecting", level: .warning,
-        ["error": .text("\(error)")])
-      return try connect()
-    case .reply(let message):
-      throw .output(OutputError(path: bus.source, reason: message))
-    case .input(let message):
-      throw .input(TrafficInputError(path: bus.source, reason: message))
+    case .connection(let message), .reply(let message):
+      .output(OutputError(path: source, reason: message))
+    case .input(let message): .input(TrafficInputError(path: source, reason: message))
+    }
+  }
+
+  /// Sends the batches not known to be written, in order, each one whose
+  /// entries are all still this consumer's pending ones (none pending: it
+  /// was written before the connection was lost; some: others claimed the
+  /// rest meanwhile, and those still this consumer's are read again).
+  private func sendAgain() throws(RedisError) {
+    while let next = unsent.first {
+      switch try bus.pendingShare(of: next.entries) {
+      case .all:
+        try bus.send(bus.prepare(next.batch, entries: next.entries, lineEntries: next.lineEntries))
+        try bus.awaitCommit()
+        written.append(WrittenBatch(batch: next.batch, latency: .now - next.arrival))
+      case .none:
+        written.append(WrittenBatch(batch: next.batch, latency: .now - next.arrival))
+      case .some:
+        break
+      }
+      unsent.removeFirst()
     }
   }
 
@@ -112,42 +170,44 @@ final class BusSource: StageSource {
     snapshot: LoadedSnapshot, engine: EvaluationEngine<StreamWork>
   ) throws(PipelineError) -> [WrittenBatch] {
     let (batch, lineEntries) = evaluate(entries, number: number, snapshot, engine)
-    let commit: PreparedCommit
+    let current = Evaluated(
+      batch: batch, entries: entries, lineEntries: lineEntries, arrival: arrival)
     do throws(RedisError) {
-      commit = try bus.prepare(batch, entries: entries, lineEntries: lineEntries)
-    } catch {
-      _ = try recover(from: error)
-      return []
-    }
-    // The previous batch's transaction was applied meanwhile; if its
-    // connection was lost, this batch is dropped with it (still pending).
-    guard let written = try settleCommit() else { return [] }
-    do throws(RedisError) {
+      let commit = try bus.prepare(batch, entries: entries, lineEntries: lineEntries)
+      // The previous batch's transaction was applied meanwhile.
+      try awaitCommitting()
       try bus.send(commit)
-      committing = (batch, arrival)
+      committing = current
       committingEntries = Set(entries.map(\.id))
     } catch {
-      _ = try recover(from: error)
+      _ = try recover(from: error, current: current)
     }
-    return written
+    return takeWritten()
   }
 
-  func settle() throws(PipelineError) -> [WrittenBatch] { try settleCommit() ?? [] }
+  func settle() throws(PipelineError) -> [WrittenBatch] {
+    do throws(RedisError) { try awaitCommitting() } catch { _ = try recover(from: error) }
+    return takeWritten()
+  }
 
-  /// Waits for the transaction in flight: the batch it wrote, none when
-  /// there was none, or nil when the connection was lost (the stage has
-  /// reconnected, or is stopping).
-  private func settleCommit() throws(PipelineError) -> [WrittenBatch]? {
-    guard let (batch, arrival) = committing else { return [] }
+  /// Waits for the transaction in flight, if any: its batch is written, or
+  /// (the error thrown) to be sent again.
+  private func awaitCommitting() throws(RedisError) {
+    guard let batch = committing else { return }
     committing = nil
     committingEntries = []
-    do throws(RedisError) {
+    do {
       try bus.awaitCommit()
-      return [WrittenBatch(batch: batch, latency: .now - arrival)]
+      written.append(WrittenBatch(batch: batch.batch, latency: .now - batch.arrival))
     } catch {
-      _ = try recover(from: error)
-      return nil
+      unsent.append(batch)
+      throw error
     }
+  }
+
+  private func takeWritten() -> [WrittenBatch] {
+    defer { written = [] }
+    return written
   }
 
   func snapshotWillChange() {}

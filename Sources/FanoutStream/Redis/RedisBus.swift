@@ -30,8 +30,15 @@ protocol MessageBus: AnyObject {
   func send(_ commit: PreparedCommit) throws(RedisError)
   /// Waits for the batch sent last to be written (nothing if none is in flight).
   func awaitCommit() throws(RedisError)
+  /// How many of `entries` are still this consumer's pending ones.
+  func pendingShare(of entries: [BusEntry]) throws(RedisError) -> PendingShare
   /// (entries read but not acknowledged, entries not yet read) for the status line.
   func lag() -> (pending: Int64, behind: Int64?)?
+}
+
+/// How much of a batch a consumer still has pending.
+enum PendingShare {
+  case all, some, none
 }
 
 /// A batch's transaction, in the protocol, ready to send.
@@ -323,6 +330,44 @@ final class RedisBus: MessageBus {
     let sent = Transaction(commit.commands, batch: commit.batch, on: writer)
     transaction = sent
     writing.async { sent.run() }
+  }
+
+  func pendingShare(of entries: [BusEntry]) throws(RedisError) -> PendingShare {
+    let redis = try live()
+    let wanted = Set(entries.map(\.id))
+    guard let first = wanted.min(by: Self.precedes), let last = wanted.max(by: Self.precedes)
+    else { return .none }
+    // This consumer's pending entries between the batch's first id and its
+    // last, a page at a time (`(` excludes the page's last id).
+    var found = 0
+    var start = first
+    let page = 1_000
+    while true {
+      let reply = try check(
+        redis.command([
+          Array("XPENDING".utf8), streamKey, groupKey, start, last, Array("\(page)".utf8),
+          consumerKey,
+        ]))
+      let rows = reply.array ?? []
+      for row in rows {
+        if let id = row.array?.first?.bytes, wanted.contains(id) { found += 1 }
+      }
+      guard rows.count == page, let lastID = rows.last?.array?.first?.bytes else { break }
+      start = Array("(".utf8) + lastID
+    }
+    return found == wanted.count ? .all : found == 0 ? .none : .some
+  }
+
+  /// Whether stream id `a` comes before `b` (`ms-seq`, compared as numbers).
+  static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    func parts(_ id: [UInt8]) -> (UInt64, UInt64) {
+      let dash = id.firstIndex(of: UInt8(ascii: "-")) ?? id.endIndex
+      func number(_ digits: ArraySlice<UInt8>) -> UInt64 {
+        digits.reduce(0) { $0 &* 10 &+ UInt64($1 &- UInt8(ascii: "0")) }
+      }
+      return (number(id[..<dash]), dash < id.endIndex ? number(id[(dash + 1)...]) : 0)
+    }
+    return parts(a) < parts(b)
   }
 
   func awaitCommit() throws(RedisError) {
