@@ -138,8 +138,8 @@ final class BusSource: StageSource {
       switch try bus.pendingShare(of: next.entries) {
       case .all:
         try bus.send(bus.prepare(next.batch, entries: next.entries, lineEntries: next.lineEntries))
-        try bus.awaitCommit()
-        written.append(WrittenBatch(batch: next.batch, latency: .now - next.arrival))
+        let answered = try bus.awaitCommit()
+        written.append(WrittenBatch(batch: next.batch, latency: answered - next.arrival))
       case .none:
         written.append(WrittenBatch(batch: next.batch, latency: .now - next.arrival))
       case .some:
@@ -197,8 +197,9 @@ final class BusSource: StageSource {
     committing = nil
     committingEntries = []
     do {
-      try bus.awaitCommit()
-      written.append(WrittenBatch(batch: batch.batch, latency: .now - batch.arrival))
+      // Its latency ends when the server answered, not when it is asked.
+      let answered = try bus.awaitCommit()
+      written.append(WrittenBatch(batch: batch.batch, latency: answered - batch.arrival))
     } catch {
       unsent.append(batch)
       throw error

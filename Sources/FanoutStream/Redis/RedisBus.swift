@@ -28,8 +28,10 @@ protocol MessageBus: AnyObject {
     throws(RedisError) -> PreparedCommit
   /// Starts applying `commit`; `awaitCommit` tells how it ended. One at a time.
   func send(_ commit: PreparedCommit) throws(RedisError)
-  /// Waits for the batch sent last to be written (nothing if none is in flight).
-  func awaitCommit() throws(RedisError)
+  /// Waits for the batch sent last to be written (nothing if none is in
+  /// flight); returns when its transaction was answered.
+  @discardableResult
+  func awaitCommit() throws(RedisError) -> ContinuousClock.Instant
   /// How many of `entries` are still this consumer's pending ones.
   func pendingShare(of entries: [BusEntry]) throws(RedisError) -> PendingShare
   /// (entries read but not acknowledged, entries not yet read) for the status line.
@@ -370,11 +372,13 @@ final class RedisBus: MessageBus {
     return parts(a) < parts(b)
   }
 
-  func awaitCommit() throws(RedisError) {
-    guard let transaction else { return }
+  @discardableResult
+  func awaitCommit() throws(RedisError) -> ContinuousClock.Instant {
+    guard let transaction else { return .now }
     self.transaction = nil
     transaction.done.wait()
     if let error = transaction.error { throw error }
+    return transaction.answered
   }
 
   /// One batch's transaction, sent and answered on the writer's thread.
@@ -382,6 +386,7 @@ final class RedisBus: MessageBus {
     let done = DispatchSemaphore(value: 0)
     /// Set before `done` is signalled.
     private(set) var error: RedisError?
+    private(set) var answered = ContinuousClock.now
     private let commands: RESPCommands
     private let batch: Int
     private let redis: RedisConnection
@@ -393,7 +398,10 @@ final class RedisBus: MessageBus {
     }
 
     func run() {
-      defer { done.signal() }
+      defer {
+        answered = .now
+        done.signal()
+      }
       do throws(RedisError) { try apply() } catch { self.error = error }
     }
 
