@@ -83,7 +83,7 @@ final class Stage<Source: StageSource>: StreamStage {
       {
       case .timedOut, .interrupted:
         // Idle: a batch still being written is waited for.
-        for done in try source.settle() { run.record(done.batch, latency: done.latency) }
+        try run.record(source.settle())
         continue
       case .finished:
         finished = true
@@ -111,12 +111,12 @@ final class Stage<Source: StageSource>: StreamStage {
       }
       guard !interrupted else { continue }
       run.batchNumber += 1
-      let written = try source.deliver(
-        pieces, number: run.batchNumber, arrival: arrival, snapshot: run.snapshot,
-        engine: run.evaluation)
-      for done in written { run.record(done.batch, latency: done.latency) }
+      try run.record(
+        source.deliver(
+          pieces, number: run.batchNumber, arrival: arrival, snapshot: run.snapshot,
+          engine: run.evaluation))
     }
-    for done in try source.settle() { run.record(done.batch, latency: done.latency) }
+    try run.record(source.settle())
     try source.close()
     run.reportStatus(source.status, force: true)
     return run.finish(reason: currentStopReason ?? Source.endReason)
@@ -148,8 +148,8 @@ protocol StageSource: AnyObject {
   /// Evaluates a batch (whose first line arrived at `arrival`) and writes
   /// or commits it; returns the batches written since the last call: this
   /// one, or on a bus the one before it, whose transaction the server
-  /// applied while this one was evaluated — none when they were dropped
-  /// (a bus's lost connection: their entries stay pending).
+  /// applied while this one was evaluated (and after a lost connection,
+  /// those sent again).
   func deliver(
     _ pieces: [Piece], number: Int, arrival: ContinuousClock.Instant, snapshot: LoadedSnapshot,
     engine: EvaluationEngine<StreamWork>

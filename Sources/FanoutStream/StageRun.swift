@@ -104,8 +104,8 @@ struct StageRun {
       ["generation": .int(loaded.generation), "batch": .int(batchNumber + 1)])
   }
 
-  mutating func record(_ batch: EvaluatedBatch, latency: Duration) {
-    metrics.record(batch, latency: latency)
+  mutating func record(_ written: [WrittenBatch]) {
+    for done in written { metrics.record(done.batch, latency: done.latency) }
   }
 
   /// The status line and the metrics file, when they are due (`force`: now).

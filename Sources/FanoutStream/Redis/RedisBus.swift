@@ -337,18 +337,16 @@ final class RedisBus: MessageBus {
   func pendingShare(of entries: [BusEntry]) throws(RedisError) -> PendingShare {
     let redis = try live()
     let wanted = Set(entries.map(\.id))
-    guard let first = wanted.min(by: Self.precedes), let last = wanted.max(by: Self.precedes)
-    else { return .none }
-    // This consumer's pending entries between the batch's first id and its
-    // last, a page at a time (`(` excludes the page's last id).
+    // This consumer's pending entries, a page at a time (`(` excludes the
+    // page's last id); asked only after a lost connection.
     var found = 0
-    var start = first
+    var start = Array("-".utf8)
     let page = 1_000
     while true {
       let reply = try check(
         redis.command([
-          Array("XPENDING".utf8), streamKey, groupKey, start, last, Array("\(page)".utf8),
-          consumerKey,
+          Array("XPENDING".utf8), streamKey, groupKey, start, Array("+".utf8),
+          Array("\(page)".utf8), consumerKey,
         ]))
       let rows = reply.array ?? []
       for row in rows {
@@ -358,18 +356,6 @@ final class RedisBus: MessageBus {
       start = Array("(".utf8) + lastID
     }
     return found == wanted.count ? .all : found == 0 ? .none : .some
-  }
-
-  /// Whether stream id `a` comes before `b` (`ms-seq`, compared as numbers).
-  static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    func parts(_ id: [UInt8]) -> (UInt64, UInt64) {
-      let dash = id.firstIndex(of: UInt8(ascii: "-")) ?? id.endIndex
-      func number(_ digits: ArraySlice<UInt8>) -> UInt64 {
-        digits.reduce(0) { $0 &* 10 &+ UInt64($1 &- UInt8(ascii: "0")) }
-      }
-      return (number(id[..<dash]), dash < id.endIndex ? number(id[(dash + 1)...]) : 0)
-    }
-    return parts(a) < parts(b)
   }
 
   @discardableResult
