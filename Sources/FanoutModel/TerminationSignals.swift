@@ -125,7 +125,9 @@ public enum CleanupOnSignal {
   /// waits for the renames rather than landing between them.
   private static let publishing = Mutex(())
 
-  /// Runs `body` (renames that publish files) with no cleanup in between.
+  /// Runs `body` with no cleanup in between: renames that publish files,
+  /// or making a file together with registering (or removing it together
+  /// with withdrawing) the cleanup that undoes it.
   public static func commit<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
     // The lock is not held across the throw: a Mutex body may throw, but only its own type.
     let result: Result<T, E> = publishing.withLock { _ in

@@ -36,7 +36,7 @@ package final class OutputFolder {
   private let created: Bool
   /// Removes the lock file (and the folder if this claim created it) if a
   /// signal ends the run (`CleanupOnSignal`).
-  private var cleanup: Int?
+  private var cleanup: Int
 
   package init(claiming path: String, mode: Mode) throws(PipelineError) {
     guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
@@ -44,25 +44,29 @@ package final class OutputFolder {
     }
     self.path = path
     var st = stat()
-    if stat(path, &st) == 0 {
+    let exists = stat(path, &st) == 0
+    if exists {
       guard (st.st_mode & S_IFMT) == S_IFDIR else {
         throw .usage("output path '\(path)' is not a folder")
       }
-      created = false
     } else {
       let code = errno
       guard code == ENOENT else {
         throw .usage("output folder '\(path)': \(String(cString: strerror(code)))")
       }
-      try Self.create(path)
-      created = true
     }
-    lock = -1
-    lock = try Self.lock(path + "/" + Self.lockName, folder: path)
-    let created = created
-    cleanup = CleanupOnSignal.register {
-      unlink(path + "/" + Self.lockName)
-      if created { rmdir(path) }
+    created = !exists
+    // The folder and the lock file are made together with the cleanup that
+    // removes them: a signal waits for all of it, and never finds them made
+    // but not yet registered (it left the lock file behind).
+    (lock, cleanup) = try CleanupOnSignal.commit { () throws(PipelineError) -> (Int32, Int) in
+      if !exists { try Self.create(path) }
+      let lock = try Self.lock(path + "/" + Self.lockName, folder: path)
+      let cleanup = CleanupOnSignal.register {
+        unlink(path + "/" + Self.lockName)
+        if !exists { rmdir(path) }
+      }
+      return (lock, cleanup)
     }
     do {
       if case .fresh(let overwrite, let outputs) = mode {
@@ -81,11 +85,15 @@ package final class OutputFolder {
   /// it is empty.
   package func release() {
     guard lock >= 0 else { return }
-    if let cleanup { CleanupOnSignal.withdraw(cleanup) }
-    unlink(path + "/" + Self.lockName)
-    close(lock)
-    lock = -1
-    if created { rmdir(path) }  // fails, harmlessly, unless empty
+    // With the cleanup withdrawn, a signal must not land before the lock
+    // file is gone: it waits.
+    CleanupOnSignal.commit {
+      CleanupOnSignal.withdraw(cleanup)
+      unlink(path + "/" + Self.lockName)
+      close(lock)
+      lock = -1
+      if created { rmdir(path) }  // fails, harmlessly, unless empty
+    }
   }
 
   /// The folder's entries other than the lock file, sorted.

@@ -67,13 +67,21 @@ public final class ScenarioCopy: Sendable {
   public init(of source: String, applying sql: String) throws(WhatIfError.Scenario) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
     var template = Array((temporary + "/fanout-whatif-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else {
-      throw .copy("mkdtemp in '\(temporary)': \(String(cString: strerror(errno)))")
+    // The folder is made together with its cleanup (a signal waits for both).
+    let made = CleanupOnSignal.commit { () -> (folder: String, cleanup: Int)? in
+      guard let made = mkdtemp(&template) else { return nil }
+      let folder = String(cString: made)
+      let path = folder + "/scenario.sqlite"
+      return (folder, CleanupOnSignal.register { Self.removeFiles(path, folder) })
     }
-    folder = String(cString: made)
+    guard let made else {
+      let failure = SystemCallError(call: "mkdtemp", code: errno)
+      throw .copy("mkdtemp in '\(temporary)': \(failure.reason)")
+    }
+    folder = made.folder
     path = folder + "/scenario.sqlite"
+    cleanup = made.cleanup
     let (path, folder) = (path, folder)
-    cleanup = CleanupOnSignal.register { Self.removeFiles(path, folder) }
     do {
       let made = try Self.make(applying: sql, to: source, at: path)
       base = made.overlay ? source : nil
