@@ -20,6 +20,8 @@ protocol BatchSink: AnyObject {
   func tick() throws(OutputError)
   /// Flushes and closes everything: the end of the stream.
   func finish() throws(OutputError)
+  /// The stage failed: removes what is not published and lets the folder go.
+  func abandon()
 }
 
 /// `--out -`: one NDJSON stream on standard output. Per batch, its delivery
@@ -52,6 +54,7 @@ final class StandardOutputSink: BatchSink {
   func snapshotChanged() {}
   func tick() {}
   func finish() {}
+  func abandon() {}
 }
 
 /// `--out DIR`: numbered segments. Segment N holds `<gateway>-N.ndjson.lz4`
@@ -170,6 +173,16 @@ final class SegmentWriter: BatchSink {
     try closeSegment()
     closing.sync {}
     if let failure = closeFailure.error { throw failure }
+    folder.release()
+  }
+
+  /// The open segment's partial files are removed (a segment still closing
+  /// is published or, if that fails, removed too), then the lock.
+  func abandon() {
+    for (file, _) in files { file.discard() }
+    files = []
+    fileByName = [:]
+    closing.sync {}
     folder.release()
   }
 

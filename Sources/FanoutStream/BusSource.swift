@@ -220,6 +220,10 @@ final class BusSource: StageSource {
 
   func close() {}
 
+  /// Nothing to remove: a transaction not applied left no trace, and its
+  /// entries stay pending for a restart or another consumer.
+  func abandon() {}
+
   /// Evaluates the entries' lines as one block numbered from 1; returns,
   /// per line number - 1, the entry it came from.
   private func evaluate(

@@ -79,6 +79,11 @@ final class LineSource: StageSource {
 
   func stop() { input.stop() }
 
+  func abandon() {
+    input.stop()
+    sink.abandon()
+  }
+
   func close() throws(PipelineError) {
     input.waitUntilFinished()
     do { try sink.finish() } catch { throw .output(error) }

@@ -53,6 +53,15 @@ final class Stage<Source: StageSource>: StreamStage {
   func requestReload() { reloader.reload(because: "SIGHUP") }
 
   func run() throws(PipelineError) -> StreamReport {
+    do { return try runBatches() } catch {
+      // The stage lives on in the signal handler's hands: nothing would
+      // remove what it half wrote.
+      source.abandon()
+      throw error
+    }
+  }
+
+  private func runBatches() throws(PipelineError) -> StreamReport {
     var run = StageRun(
       options: options, log: log, first: first, reloader: reloader, encoding: source.encoding)
     log.event(
@@ -167,6 +176,9 @@ protocol StageSource: AnyObject {
   func stop()
   /// After the last batch: waits for the reader and closes every file.
   func close() throws(PipelineError)
+  /// The run failed: removes what was written but not published (the
+  /// open segment's partial files) and releases the output folder.
+  func abandon()
 }
 
 /// A batch written, and how long after its first line arrived.

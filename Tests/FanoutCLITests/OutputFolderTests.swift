@@ -124,6 +124,44 @@ struct OutputFolderTests {
     }
     #expect(failures > 4)  // the sweep did reach failures at several files
   }
+
+  @Test("stream on a full disk: exit 73, whole segments kept, no partial file or lock left")
+  func streamFullDisk() throws {
+    guard let disk = SmallDisk(bytes: 1 << 20) else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return
+    }
+    defer { disk.unmount() }
+    let input = Array(readText(Self.traffic).utf8)
+    var failures = 0
+    for freePages in 0..<16 {
+      disk.fill(leavingPages: freePages)
+      let out = disk.path + "/out-stream"
+      // A segment per batch or two, so that the disk fills at every file in turn.
+      let result = runProcess(
+        fanoutExecutable,
+        [
+          "stream", "--snapshot", Self.snapshot, "--out", out, "--batch-messages", "4",
+          "--rotate-mb", "0.002",
+        ], input: input)
+      let left = listDirectory(out)
+      if result.status != 0 {
+        failures += 1
+        #expect(result.status == 73, "\(freePages): \(result.stderr)")
+      }
+      #expect(!left.contains { $0.hasPrefix(".") }, "\(freePages) free pages left \(left)")
+      // What is left is whole segments: each has its batch records, each frame checks.
+      for name in left {
+        if name.hasSuffix(".lz4") {
+          #expect(runProcess("/usr/bin/lz4", ["-t", out + "/" + name]).status == 0, "\(name)")
+        }
+        let number = name.split(separator: "-").last!.prefix(6)
+        #expect(left.contains("batches-\(number).ndjson"), "\(name)")
+      }
+      try? FileManager.default.removeItem(atPath: out)
+    }
+    #expect(failures > 2)
+  }
 }
 
 /// A small tmpfs mounted for one test, so that writes run out of space.
