@@ -62,14 +62,11 @@ public final class Explainer {
     do {
       let reading = user.map { SnapshotRecords.reading(path, user: $0) }
       // A refused snapshot is refused first, as eval would refuse it.
-      let loaded = Result { () throws(SnapshotError) in
-        try SnapshotLoader.load(path: path, cache: cache).index
-      }
-      let read = Result { () throws(SnapshotError) in try reading?.wait() }
-      index = try loaded.get()
-      if let (store, found) = try read.get() {
+      index = try SnapshotLoader.load(path: path, cache: cache).index
+      if let reading, let user {
+        let (store, found) = try reading.wait(index: index)
         records = store
-        users[user!] = .some(found)
+        users[user] = .some(found)
       } else {
         records = try SnapshotRecords(path: path)
       }
@@ -376,7 +373,9 @@ public final class Explainer {
   }
 
   private func userRecords(_ id: String) throws(ExplainError) -> UserRecords? {
-    try Self.cached(id, in: &users) { (id) throws(SnapshotError) in try records.user(id) }
+    try Self.cached(id, in: &users) { (id) throws(SnapshotError) in
+      try records.user(id, in: index)
+    }
   }
 
   private func categoryRecord(_ name: String) throws(ExplainError) -> CategoryRecord? {

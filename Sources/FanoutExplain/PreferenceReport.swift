@@ -40,12 +40,8 @@ public struct PreferenceReport: Sendable {
       // The user's rows are read while the index loads; a refused snapshot
       // is refused first, as eval would refuse it.
       let reading = SnapshotRecords.reading(path, user: user)
-      let loaded = Result { () throws(SnapshotError) in
-        try SnapshotLoader.load(path: path, cache: cache).index
-      }
-      let read = Result { () throws(SnapshotError) in try reading.wait() }
-      index = try loaded.get()
-      (store, found) = try read.get()
+      index = try SnapshotLoader.load(path: path, cache: cache).index
+      (store, found) = try reading.wait(index: index)
     } catch {
       throw .snapshot(error)
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import FanoutIndex
 import FanoutModel
 import FanoutSQLite
 import FanoutSnapshot
@@ -86,9 +87,8 @@ public final class SnapshotRecords {
   }
 
   /// Opens `path` and reads `user`'s rows on another thread, while the
-  /// caller loads the index (the rows' one unindexed read, devices by user,
-  /// is a scan: at 1M users as long as a cached index load). `wait()`
-  /// hands both over.
+  /// caller loads the index; `wait(index:)` adds their devices, read by the
+  /// ids the index lists, and hands both over.
   static func reading(_ path: String, user: String) -> PendingUserRecords {
     PendingUserRecords(path: path, user: user)
   }
@@ -121,8 +121,37 @@ public final class SnapshotRecords {
     return record
   }
 
-  /// The user's rows, or nil when there is no such user.
-  public func user(_ id: String) throws(SnapshotError) -> UserRecords? {
+  /// The user's rows, devices read by the ids `index` lists for them, or
+  /// nil when there is no such user.
+  public func user(_ id: String, in index: Index) throws(SnapshotError) -> UserRecords? {
+    guard var records = try user(id) else { return nil }
+    records.devices = try devices(of: id, in: index)
+    return records
+  }
+
+  /// The user's device rows, each read by its key: `devices` has no index
+  /// by user, and scanning it took as long as loading the whole index (at
+  /// 1M users, the longer half of `prefs get`). A row the index lists but
+  /// the file no longer holds for this user is left out: the explanation
+  /// then says the two disagree.
+  func devices(of id: String, in index: Index) throws(SnapshotError) -> [DeviceRecord] {
+    guard let u = index.users.find(id).map(Int.init) else { return [] }
+    var devices: [DeviceRecord] = []
+    for k in Int(index.userDevices[u])..<Int(index.userDevices[u + 1]) {
+      try forEachRow(
+        "devices", key: [0], where: "device_id = CAST(? AS INTEGER) AND user_id = ?",
+        [String(index.deviceIDs[k]), id]
+      ) { (row) throws(SnapshotError) in
+        devices.append(
+          DeviceRecord(id: try row.int(0), gateway: try row.text(2), token: try row.text(3)))
+      }
+    }
+    return devices
+  }
+
+  /// The user's rows but their devices (`user(_:in:)` reads those), or nil
+  /// when there is no such user.
+  func user(_ id: String) throws(SnapshotError) -> UserRecords? {
     var found: UserRecords? = nil
     try forEachRow("users", key: [0], where: "user_id = ?", [id]) { (row) throws(SnapshotError) in
       let daily: DailyWindow?
@@ -157,11 +186,6 @@ public final class SnapshotRecords {
     ) { (row) throws(SnapshotError) in
       records.channels.append(
         (try row.text(1), try LevelSettings(row, first: 2, acceptDefault: true)))
-    }
-    try forEachRow("devices", key: [0], where: byUser, [id], orderBy: "device_id") {
-      (row) throws(SnapshotError) in
-      records.devices.append(
-        DeviceRecord(id: try row.int(0), gateway: try row.text(2), token: try row.text(3)))
     }
     try forEachRow(
       "category_prefs", key: [0, 1, 2], where: byUser, [id],
@@ -222,7 +246,10 @@ final class PendingUserRecords: @unchecked Sendable {
   private var outcome: Result<(SnapshotRecords, UserRecords?), SnapshotError>?
   private let group = DispatchGroup()
 
+  private let user: String
+
   init(path: String, user: String) {
+    self.user = user
     group.enter()
     DispatchQueue.global().async {
       self.outcome = Result { () throws(SnapshotError) in
@@ -233,8 +260,11 @@ final class PendingUserRecords: @unchecked Sendable {
     }
   }
 
-  func wait() throws(SnapshotError) -> (store: SnapshotRecords, user: UserRecords?) {
+  func wait(index: Index) throws(SnapshotError) -> (store: SnapshotRecords, user: UserRecords?) {
     group.wait()
-    return try outcome!.get()
+    let (store, found) = try outcome!.get()
+    guard var records = found else { return (store, nil) }
+    records.devices = try store.devices(of: user, in: index)
+    return (store, records)
   }
 }

@@ -105,5 +105,13 @@ struct ExplainCommandTests {
     #expect(fanout(base + ["--channel", "no:such"]).status == 64)
     let text = fanout(["prefs", "get", "--snapshot", sampleSnapshot, "--user", "carol"]).out
     #expect(text.contains("DND: daily 00:30–03:20"))
+
+    // Devices are read by the ids the index lists for the user, in order.
+    let alice = fanout(["prefs", "get", "--snapshot", sampleSnapshot, "--user", "alice", "--json"])
+    let devices = try #require(try json(alice.out)["devices"] as? [[String: Any]])
+    #expect(
+      devices.map { "\($0["device"]!) \($0["gateway"]!) \($0["token"]!)" } == [
+        "10 apns apns-alice-phone", "11 fcm fcm-alice-tablet",
+      ])
   }
 }
