@@ -170,10 +170,10 @@ if getenv("FANOUT_BENCHMARKS") != nil {
       url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]
     ))
   for (suite, modules) in [
-    ("LoadBenchmarks", ["FanoutPipeline"]),
+    ("LoadBenchmarks", ["FanoutPipeline", "FanoutExplain"]),
     ("KernelBenchmarks", ["FanoutEngine", "FanoutPipeline"]),
     ("StreamBenchmarks", ["FanoutEngine", "FanoutPipeline", "FanoutStream"]),
-    ("WhatIfBenchmarks", ["FanoutWhatIf"]),
+    ("WhatIfBenchmarks", ["FanoutWhatIf", "FanoutPipeline"]),
   ] {
     package.targets.append(
       .executableTarget(

@@ -1,8 +1,11 @@
 // A sweep of five variants against one `whatif` of its costliest variant:
 // the sweep evaluates the traffic once against A and all five (issue 37's
 // target: at most 2× the one). Both read A from an index cache filled
-// before the runs, as `fanout whatif` does.
+// before the runs, as `fanout whatif` does. Beside them, `fanout eval` of
+// the same traffic with the same cache (issue 39's target: one `whatif`
+// at most 1.5× that).
 import Benchmark
+import FanoutPipeline
 import FanoutSnapshot
 import FanoutWhatIf
 import Foundation
@@ -29,6 +32,14 @@ let benchmarks: @Sendable () -> Void = {
     return options
   }
   let fillCache = { _ = try SnapshotLoader.load(path: BenchmarkData.snapshot, cache: cache) }
+
+  Benchmark("EvalFromCache", configuration: .init(setup: fillCache)) { _ in
+    var options = EvalOptions(
+      snapshot: BenchmarkData.snapshot, messages: BenchmarkData.traffic,
+      out: NSTemporaryDirectory() + "/fanout-bench-eval-cached", threads: 2, overwrite: true)
+    options.indexCache = cache
+    blackHole(try Pipeline.eval(options).counters.delivered)
+  }
 
   Benchmark("WhatIf-quiet-hours-22-08", configuration: .init(setup: fillCache)) { _ in
     blackHole(try WhatIf.run(options(.sql(sql("quiet-hours-22-08")))).changedPairs)
