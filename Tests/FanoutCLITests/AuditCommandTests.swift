@@ -353,10 +353,7 @@ struct AuditCommandTests {
       listDirectory(out) == [
         "audit.json", "findings.ndjson.lz4", "rejected.ndjson", "report.html", "unreadable.ndjson",
       ])
-    guard let disk = SmallDisk(bytes: 64 << 10) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 64 << 10) else { return }  // (it printed why)
     defer { disk.unmount() }
     let full = runProcess(
       fanoutExecutable,

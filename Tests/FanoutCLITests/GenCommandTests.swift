@@ -69,10 +69,7 @@ struct GenCommandTests {
 
   @Test("gen on a full disk: exit 73, and neither file nor the folder it made is left")
   func fullDisk() throws {
-    guard let disk = SmallDisk(bytes: 2 << 20) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 2 << 20) else { return }  // (it printed why)
     defer { disk.unmount() }
     let run = runProcess(
       fanoutExecutable,

@@ -234,10 +234,7 @@ struct IndexCacheFullDiskTests {
     "compile --out on a full disk: exit 73, nothing under the name or aside; a cache there is skipped"
   )
   func fullDisk() throws {
-    guard let disk = SmallDisk(bytes: 1 << 20) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 1 << 20) else { return }  // (it printed why)
     defer { disk.unmount() }
     let snapshot = v2Snapshot()
     waitUntilSettled()

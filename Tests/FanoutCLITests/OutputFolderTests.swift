@@ -93,10 +93,7 @@ struct OutputFolderTests {
 
   @Test("a full disk at any point: exit 73 and no file under a final name, or a whole run")
   func fullDisk() throws {
-    guard let disk = SmallDisk(bytes: 1 << 20) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 1 << 20) else { return }  // (it printed why)
     defer { disk.unmount() }
     var failures = 0
     // whatif's private copy of A goes on the full disk too.
@@ -127,10 +124,7 @@ struct OutputFolderTests {
 
   @Test("stream on a full disk: exit 73, whole segments kept, no partial file or lock left")
   func streamFullDisk() throws {
-    guard let disk = SmallDisk(bytes: 1 << 20) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 1 << 20) else { return }  // (it printed why)
     defer { disk.unmount() }
     let input = Array(readText(Self.traffic).utf8)
     var failures = 0
@@ -168,11 +162,16 @@ struct OutputFolderTests {
 struct SmallDisk {
   let path: String
 
+  /// Nil, after printing that the test is skipped, where mounting is not
+  /// permitted.
   init?(bytes: Int) {
     path = makeTemporaryDirectory("fanout-disk")
     guard
       runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", path]).status == 0
-    else { return nil }
+    else {
+      print("skipped: mounting a tmpfs is not permitted here")
+      return nil
+    }
   }
 
   /// Replaces the filler file so that `pages` pages of 4 KiB stay free.

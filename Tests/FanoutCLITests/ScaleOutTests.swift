@@ -367,10 +367,7 @@ struct ScaleOutFolderTests {
 
   @Test("a full disk at any point: split and merge exit 73 and leave no file, or finish whole")
   func fullDisk() throws {
-    guard let disk = SmallDisk(bytes: 1 << 20) else {
-      print("skipped: mounting a tmpfs is not permitted here")
-      return
-    }
+    guard let disk = SmallDisk(bytes: 1 << 20) else { return }  // (it printed why)
     defer { disk.unmount() }
     // Shard outputs to merge, made off the small disk.
     let work = makeTemporaryDirectory()
