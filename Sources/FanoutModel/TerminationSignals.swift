@@ -136,6 +136,18 @@ public enum CleanupOnSignal {
     return try result.get()
   }
 
+  /// Makes something (a file, a folder) together with registering `undo`
+  /// for it: a signal never finds it made and its cleanup not registered.
+  /// Returns it and the key that withdraws the cleanup.
+  public static func make<T: Sendable, E: Error>(
+    _ create: () throws(E) -> T, undoneBy undo: @escaping @Sendable (T) -> Void
+  ) throws(E) -> (made: T, cleanup: Int) {
+    try commit { () throws(E) in
+      let made = try create()
+      return (made, register { undo(made) })
+    }
+  }
+
   /// Undoes everything registered, newest first, says so on standard
   /// error, and exits with 128 + `signal`.
   public static func runAndExit(signal number: Int32) -> Never {

@@ -89,27 +89,23 @@ public final class PendingFile {
     partialPath = directory + "/." + name + ".partial"
     unlink(partialPath)  // left over from a crashed run
     let partialPath = partialPath
-    // Made together with its cleanup: a signal never finds the file made
-    // and its cleanup not registered, nor runs the cleanup just before the
-    // file is made.
-    let made = try CleanupOnSignal.commit { () throws(OutputError) -> (Int, Int32, Bool) in
-      let key = CleanupOnSignal.register { unlink(partialPath) }
-      let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-      if pastPageCache && directFlag != 0 {
-        let fd = open(partialPath, flags | directFlag, 0o644)
-        if fd >= 0 { return (key, fd, true) }
-        unlink(partialPath)
-      }
-      do throws(SystemCallError) {
-        return (key, try systemCall("open") { open(partialPath, flags, 0o644) }, false)
-      } catch {
-        CleanupOnSignal.withdraw(key)
-        throw OutputError(path: partialPath, error)
-      }
-    }
-    cleanup = made.0
-    state = .open(made.1)
-    if made.2 { direct = DirectWrites() }
+    let (opened, key) = try CleanupOnSignal.make(
+      { () throws(OutputError) -> (fd: Int32, direct: Bool) in
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+        if pastPageCache && directFlag != 0 {
+          let fd = open(partialPath, flags | directFlag, 0o644)
+          if fd >= 0 { return (fd, true) }
+          unlink(partialPath)
+        }
+        do throws(SystemCallError) {
+          return (try systemCall("open") { open(partialPath, flags, 0o644) }, false)
+        } catch {
+          throw OutputError(path: partialPath, error)
+        }
+      }, undoneBy: { _ in unlink(partialPath) })
+    cleanup = key
+    state = .open(opened.fd)
+    if opened.direct { direct = DirectWrites() }
   }
 
   /// A file that is not published by the time it goes leaves nothing behind.

@@ -57,17 +57,16 @@ package final class OutputFolder {
     }
     created = !exists
     // The folder and the lock file are made together with the cleanup that
-    // removes them: a signal waits for all of it, and never finds them made
-    // but not yet registered (it left the lock file behind).
-    (lock, cleanup) = try CleanupOnSignal.commit { () throws(PipelineError) -> (Int32, Int) in
-      if !exists { try Self.create(path) }
-      let lock = try Self.lock(path + "/" + Self.lockName, folder: path)
-      let cleanup = CleanupOnSignal.register {
+    // removes them (it once left the lock file behind).
+    (lock, cleanup) = try CleanupOnSignal.make(
+      { () throws(PipelineError) in
+        if !exists { try Self.create(path) }
+        return try Self.lock(path + "/" + Self.lockName, folder: path)
+      },
+      undoneBy: { _ in
         unlink(path + "/" + Self.lockName)
         if !exists { rmdir(path) }
-      }
-      return (lock, cleanup)
-    }
+      })
     do {
       if case .fresh(let overwrite, let outputs) = mode {
         try prepare(overwrite: overwrite, outputs: outputs)

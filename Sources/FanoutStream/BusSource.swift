@@ -138,10 +138,9 @@ final class BusSource: StageSource {
       switch try bus.pendingShare(of: next.entries) {
       case .all:
         try bus.send(bus.prepare(next.batch, entries: next.entries, lineEntries: next.lineEntries))
-        let answered = try bus.awaitCommit()
-        written.append(WrittenBatch(batch: next.batch, latency: answered - next.arrival))
+        record(next, answeredAt: try bus.awaitCommit())
       case .none:
-        written.append(WrittenBatch(batch: next.batch, latency: .now - next.arrival))
+        record(next, answeredAt: .now)
       case .some:
         break
       }
@@ -197,13 +196,17 @@ final class BusSource: StageSource {
     committing = nil
     committingEntries = []
     do {
-      // Its latency ends when the server answered, not when it is asked.
-      let answered = try bus.awaitCommit()
-      written.append(WrittenBatch(batch: batch.batch, latency: answered - batch.arrival))
+      record(batch, answeredAt: try bus.awaitCommit())
     } catch {
       unsent.append(batch)
       throw error
     }
+  }
+
+  /// `batch` is written; its latency ends when the server answered, not
+  /// when the stage asked.
+  private func record(_ batch: Evaluated, answeredAt answered: ContinuousClock.Instant) {
+    written.append(WrittenBatch(batch: batch.batch, latency: answered - batch.arrival))
   }
 
   private func takeWritten() -> [WrittenBatch] {

@@ -67,18 +67,19 @@ public final class ScenarioCopy: Sendable {
   public init(of source: String, applying sql: String) throws(WhatIfError.Scenario) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
     var template = Array((temporary + "/fanout-whatif-XXXXXX").utf8CString)
-    // The folder is made together with its cleanup (a signal waits for both).
-    let made = CleanupOnSignal.commit { () -> (folder: String, cleanup: Int)? in
-      guard let made = mkdtemp(&template) else { return nil }
-      let folder = String(cString: made)
-      let path = folder + "/scenario.sqlite"
-      return (folder, CleanupOnSignal.register { Self.removeFiles(path, folder) })
+    let made: (made: String, cleanup: Int)
+    do {
+      made = try CleanupOnSignal.make(
+        { () throws(SystemCallError) in
+          guard let made = mkdtemp(&template) else {
+            throw SystemCallError(call: "mkdtemp", code: errno)
+          }
+          return String(cString: made)
+        }, undoneBy: { folder in Self.removeFiles(folder + "/scenario.sqlite", folder) })
+    } catch {
+      throw .copy("mkdtemp in '\(temporary)': \(error.reason)")
     }
-    guard let made else {
-      let failure = SystemCallError(call: "mkdtemp", code: errno)
-      throw .copy("mkdtemp in '\(temporary)': \(failure.reason)")
-    }
-    folder = made.folder
+    folder = made.made
     path = folder + "/scenario.sqlite"
     cleanup = made.cleanup
     let (path, folder) = (path, folder)

@@ -24,13 +24,12 @@ enum CompiledSnapshot {
     let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
     // Unique, so that processes compiling the same snapshot never share one.
     let partial = "\(directory)/.\(name).\(getpid()).\(WallClock.nowMillis()).partial"
-    // Made together with its cleanup (a signal waits for both).
-    let (fd, cleanup) = try CleanupOnSignal.commit { () throws(SystemCallError) in
-      let fd = try systemCall("open") {
-        open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-      }
-      return (fd, CleanupOnSignal.register { unlink(partial) })
-    }
+    let (fd, cleanup) = try CleanupOnSignal.make(
+      { () throws(SystemCallError) in
+        try systemCall("open") {
+          open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        }
+      }, undoneBy: { _ in unlink(partial) })
     var done = false
     defer {
       close(fd)
