@@ -82,7 +82,7 @@ public final class Index: Sendable {
   public let channels: StringTable
   package let channelScope: [Scope]
   /// CSR: channel → membership slots, ordered by user row.
-  package let channelMembers: Column<Int>
+  @usableFromInline package let channelMembers: Column<Int>
   package let memberUser: Column<Int32>
   package let memberSettings: Column<MemberSettings>
   /// Index into the snooze groups of each slot, or -1 when no window applies.
@@ -327,9 +327,11 @@ public final class Index: Sendable {
     return low < channelMembers[channel + 1] && memberUser[low] == user ? low : nil
   }
 
-  /// The number of members of `channel`.
-  public func memberCount(of channel: Int) -> Int {
-    channelMembers[channel + 1] - channelMembers[channel]
+  /// The number of members of `channel`. (Inlined: the what-if loops ask
+  /// it once per message and side.)
+  @inlinable public func memberCount(of channel: Int) -> Int {
+    let starts = channelMembers.buffer
+    return starts[channel + 1] - starts[channel]
   }
 
   /// The number of members of `channel` for the size rules:

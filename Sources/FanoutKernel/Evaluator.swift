@@ -222,6 +222,7 @@ public final class Evaluator {
     var pairs = 0
     var delivered = 0
     if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
+    if recordOutcomes { scratch.reserveMessagePairs(members.count) }
 
     for slot in members {
       prefetchUser(slot &+ Self.membersAhead, before: members.upperBound)
@@ -242,18 +243,19 @@ public final class Evaluator {
       }
       if writeDecisions { appendDecision(user: Int(u), verdict, ts: terms.ts, &result) }
       if recordOutcomes {
-        result.pairUsers.append(u)
-        result.pairOutcomes.append(
-          verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger))
-        result.pairDeliveryHours.append(
+        let n = pairs &- 1  // the pair's place in the message
+        scratch.messageUsers[n] = u
+        scratch.messageOutcomes[n] =
+          verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger)
+        scratch.messageDeliveryHours[n] =
           verdict.reason == nil && verdict.deliverAt > terms.ts
-            ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
-            : UInt8(LocalTime.utcHour(millis: terms.ts)))
+          ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
+          : UInt8(LocalTime.utcHour(millis: terms.ts))
         if recordsLocalHours {
           // (The user's record is in cache: the pair's rules just read it.)
           let zone = Int(c.userState[Int(u)].zone)
-          result.pairLocalHours.append(
-            UInt8(truncatingIfNeeded: localMinute(zone: zone, terms.ts) % 1440 / 60))
+          scratch.messageLocalHours[n] =
+            UInt8(truncatingIfNeeded: localMinute(zone: zone, terms.ts) % 1440 / 60)
         }
       }
       if recordDevices {
@@ -261,7 +263,9 @@ public final class Evaluator {
         result.pairDeviceEnds.append(Int32(result.pairDevices.count))
       }
     }
-    if recordOutcomes { result.messagePairEnds.append(Int32(result.pairUsers.count)) }
+    if recordOutcomes {
+      scratch.appendMessagePairs(pairs, localHours: recordsLocalHours, to: &result)
+    }
     if recordCandidates || recordDelivered { result.delivered.endMessage() }
     result.counters.messages += 1
     result.counters.pairs += pairs
@@ -378,8 +382,12 @@ public final class Evaluator {
   @inline(never)
   func cacheLocalMinute(zone: Int, ts: Int64) {
     scratch.zoneStamp[zone] = stamp
-    scratch.zoneMinute[zone] = LocalTime.minuteOfWeek(
-      utcMillis: ts, offsetSeconds: index.zones[zone].offsetSeconds(atMillis: ts))
+    var span = scratch.zoneSpan[zone]
+    if ts < span.from || ts >= span.until {
+      span = index.zones[zone].offsetSpan(atMillis: ts)
+      scratch.zoneSpan[zone] = span
+    }
+    scratch.zoneMinute[zone] = LocalTime.minuteOfWeek(utcMillis: ts, offsetSeconds: span.offset)
   }
 
   /// Whether one device passes the gateway gate (`gateVerdict`).

@@ -85,6 +85,10 @@ final class EvaluatorScratch {
   /// Per zone: the message number whose local minute-of-week is cached.
   let zoneStamp: UnsafeMutableBufferPointer<Int>
   let zoneMinute: UnsafeMutableBufferPointer<Int>
+  /// Per zone: the span of instants sharing one UTC offset that the last
+  /// lookup found, and that offset: messages come mostly in time order, so
+  /// most lookups fall in it and skip the zone table's binary search.
+  let zoneSpan: UnsafeMutableBufferPointer<(from: Int64, until: Int64, offset: Int32)>
   /// Per zone: the UTC minute (its first millisecond) whose steadiness is
   /// cached, and whether the zone's local minute holds all through it.
   let zoneSteadyMinute: UnsafeMutableBufferPointer<Int64>
@@ -94,6 +98,14 @@ final class EvaluatorScratch {
   let deliveries: UnsafeMutableBufferPointer<Int>
   let blocked: UnsafeMutableBufferPointer<Int>
   let suppressed: UnsafeMutableBufferPointer<Int>
+  /// With `.outcomes`: the current message's pairs, appended to the result
+  /// at the message's end — one append per column and message, not four
+  /// per pair (each checks its array's uniqueness and capacity).
+  private(set) var messagePairCapacity = 0
+  private(set) var messageUsers = UnsafeMutablePointer<Int32>.allocate(capacity: 0)
+  private(set) var messageOutcomes = UnsafeMutablePointer<Outcome>.allocate(capacity: 0)
+  private(set) var messageDeliveryHours = UnsafeMutablePointer<UInt8>.allocate(capacity: 0)
+  private(set) var messageLocalHours = UnsafeMutablePointer<UInt8>.allocate(capacity: 0)
 
   init(zones: Int, gateways: Int) {
     func make(_ n: Int, _ value: Int) -> UnsafeMutableBufferPointer<Int> {
@@ -103,6 +115,8 @@ final class EvaluatorScratch {
     }
     zoneStamp = make(zones, -1)
     zoneMinute = make(zones, 0)
+    zoneSpan = .allocate(capacity: max(1, zones))
+    zoneSpan.initialize(repeating: (.max, .min, 0))  // empty: the first lookup fills it
     zoneSteadyMinute = .allocate(capacity: max(1, zones))
     zoneSteadyMinute.initialize(repeating: .min)
     zoneSteady = .allocate(capacity: max(1, zones))
@@ -117,7 +131,49 @@ final class EvaluatorScratch {
     for b in [zoneStamp, zoneMinute, gatewayStamp, deliveries, blocked, suppressed] {
       b.deallocate()
     }
+    zoneSpan.deallocate()
+    deallocateMessagePairs()
     zoneSteadyMinute.deallocate()
     zoneSteady.deallocate()
+  }
+}
+
+extension EvaluatorScratch {
+  /// Room for a message of `pairs` pairs in the message's pair buffers.
+  @inline(__always)
+  func reserveMessagePairs(_ pairs: Int) {
+    if pairs > messagePairCapacity { growMessagePairs(pairs) }
+  }
+
+  @inline(never)
+  private func growMessagePairs(_ pairs: Int) {
+    deallocateMessagePairs()
+    messagePairCapacity = max(pairs, 2 * messagePairCapacity)
+    messageUsers = .allocate(capacity: messagePairCapacity)
+    messageOutcomes = .allocate(capacity: messagePairCapacity)
+    messageDeliveryHours = .allocate(capacity: messagePairCapacity)
+    messageLocalHours = .allocate(capacity: messagePairCapacity)
+  }
+
+  private func deallocateMessagePairs() {
+    messageUsers.deallocate()
+    messageOutcomes.deallocate()
+    messageDeliveryHours.deallocate()
+    messageLocalHours.deallocate()
+  }
+
+  /// Appends the message's first `pairs` pairs to `result` (their local
+  /// hours when `localHours`), then the message's end.
+  func appendMessagePairs(_ pairs: Int, localHours: Bool, to result: inout ChunkResult) {
+    result.pairUsers.append(contentsOf: UnsafeBufferPointer(start: messageUsers, count: pairs))
+    result.pairOutcomes.append(
+      contentsOf: UnsafeBufferPointer(start: messageOutcomes, count: pairs))
+    result.pairDeliveryHours.append(
+      contentsOf: UnsafeBufferPointer(start: messageDeliveryHours, count: pairs))
+    if localHours {
+      result.pairLocalHours.append(
+        contentsOf: UnsafeBufferPointer(start: messageLocalHours, count: pairs))
+    }
+    result.messagePairEnds.append(Int32(result.pairUsers.count))
   }
 }

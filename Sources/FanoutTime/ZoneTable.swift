@@ -66,14 +66,15 @@ public enum LocalTime {
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
   }
 
-  /// The local minute of the ISO week (0 = Monday 00:00 .. 10079 = Sunday 23:59)
-  /// of `utcMillis` under `offsetSeconds`; seconds are dropped.
-  @inlinable @inline(__always)
   /// The hour of the UTC day (0–23) of Unix milliseconds `millis`.
+  @inlinable @inline(__always)
   public static func utcHour(millis: Int64) -> Int {
     Int(floorDiv(millis, 3_600_000) % 24 + 24) % 24
   }
 
+  /// The local minute of the ISO week (0 = Monday 00:00 .. 10079 = Sunday 23:59)
+  /// of `utcMillis` under `offsetSeconds`; seconds are dropped.
+  @inlinable @inline(__always)
   public static func minuteOfWeek(utcMillis: Int64, offsetSeconds: Int32) -> Int {
     let localMinute = floorDiv(utcMillis &+ Int64(offsetSeconds) &* 1000, 60_000)
     let day = floorDiv(localMinute, 1440)

@@ -111,6 +111,9 @@ struct ChunkComparer: ChunkWork {
     worker: inout Worker
   ) -> ComparedChunk {
     for side in indexes.indices { worker.results[side].removeAll() }
+    // The slices of A's messages, for every side tallied in them (first:
+    // the messages' channel rows are then in cache for the loop below).
+    let keysOfA = MessageSlices(batch, messages, indexes[0])
     // Every side evaluates a few messages before the next side does: the
     // members, settings and users the sides share are still in cache.
     var start = messages.lowerBound
@@ -134,17 +137,17 @@ struct ChunkComparer: ChunkWork {
       chunk.firstTs = min(chunk.firstTs, batch.ts[m])
       chunk.lastTs = max(chunk.lastTs, batch.ts[m])
     }
-    chunk.sides.append(tally(batch, messages, results[0], indexes[0]))
+    chunk.sides.append(tally(messages, results[0], keysOfA))
     for b in 1..<indexes.count {
       let relative = relative[b - 1]
       var side =
         relative
         ? SideChunk(counters: results[b].counters)
-        : tally(batch, messages, results[b], indexes[b])
+        : tally(messages, results[b], MessageSlices(batch, messages, indexes[b]))
       chunk.changes.append(
         compare(
-          batch, messages, a: results[0], b: results[b], relative: relative, into: &side,
-          lines: &worker.changeLines))
+          batch, messages, a: results[0], b: results[b], relative: relative ? keysOfA : nil,
+          into: &side, lines: &worker.changeLines))
       chunk.sides.append(side)
     }
     return chunk
@@ -152,13 +155,13 @@ struct ChunkComparer: ChunkWork {
 
   /// One side's own tally of its pairs.
   private func tally(
-    _ batch: MessageBatch, _ messages: Range<Int>, _ result: ChunkResult, _ index: Index
+    _ messages: Range<Int>, _ result: ChunkResult, _ slices: MessageSlices
   ) -> SideChunk {
     var side = SideChunk(counters: result.counters)
-    var tally = SideTally(index)
+    var tally = SideTally(slices)
     var start = 0
-    for (k, m) in messages.enumerated() {
-      tally.begin(channel: Int(batch.channel[m]), ts: batch.ts[m])
+    for k in 0..<messages.count {
+      tally.begin(message: k)
       let end = Int(result.messagePairEnds[k])
       for i in start..<end {
         tally.count(
@@ -172,24 +175,26 @@ struct ChunkComparer: ChunkWork {
   }
 
   /// One B's pairs against A's: the transitions and changed pairs and,
-  /// when B is tallied `relative` to A, B's tally minus A's into `side`.
-  /// `lines` is scratch space for the changed pairs' lines.
+  /// when B is tallied relative to A (in A's message `slices`), B's tally
+  /// minus A's into `side`. `lines` is scratch space for the changed
+  /// pairs' lines.
   private func compare(
     _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, b: ChunkResult,
-    relative: Bool, into side: inout SideChunk, lines: inout [UInt8]
+    relative slices: MessageSlices?, into side: inout SideChunk, lines: inout [UInt8]
   ) -> PairChanges {
+    let relative = slices != nil
     let width = Outcome.allCases.count
     var transitions = [Int](repeating: 0, count: width * width)
     var changes = PairChanges()
     // Per changed pair, its transition and message, for its line.
     var changedTransitions: [UInt16] = []
     var changedMessages: [Int32] = []
-    var tally = SideTally(indexes[0])
+    var tally = slices.map(SideTally.init)
     var i = 0
     var j = 0
     for (k, m) in messages.enumerated() {
       let channel = Int(batch.channel[m])
-      if relative { tally.begin(channel: channel, ts: batch.ts[m]) }
+      tally?.begin(message: k)
       // Walk both pair lists (each in user row order) together; a user in
       // one list only is a membership that the other snapshot lacks.
       let endA = Int(a.messagePairEnds[k])
@@ -215,7 +220,7 @@ struct ChunkComparer: ChunkWork {
         if userA == user {
           outcomeA = a.pairOutcomes[i]
           if relative {
-            tally.count(
+            tally?.count(
               user, outcomeA, localHour: localHour, deliveryHour: a.pairDeliveryHours[i],
               by: -1, into: &side)
           }
@@ -224,7 +229,7 @@ struct ChunkComparer: ChunkWork {
         if userB == user {
           outcomeB = b.pairOutcomes[j]
           if relative {
-            tally.count(
+            tally?.count(
               user, outcomeB, localHour: localHour, deliveryHour: b.pairDeliveryHours[j],
               by: 1, into: &side)
           }
@@ -239,7 +244,7 @@ struct ChunkComparer: ChunkWork {
         changedTransitions.append(UInt16(transition))
         changedMessages.append(Int32(m))
       }
-      if relative { tally.end(into: &side) }
+      tally?.end(into: &side)
     }
     changes.transitions = transitions
     changes.changedPairs = changes.changedUsers.count
@@ -289,23 +294,42 @@ struct ChunkComparer: ChunkWork {
     })
 }
 
+/// Per message of a chunk, the slices all its pairs share: its channel's
+/// kind and size in one index, its UTC hour. Found once per chunk and
+/// index: the channel's rows are a cache miss a message.
+struct MessageSlices {
+  var kind: [Int32] = []
+  var size: [Int32] = []
+  var utcHour: [Int32] = []
+
+  init(_ batch: MessageBatch, _ messages: Range<Int>, _ index: Index) {
+    let scopes = index.channelScope
+    let starts = index.channelMembers.buffer  // valid while `index` is held
+    for m in messages {
+      let channel = Int(batch.channel[m])
+      kind.append(Int32(Slice.kinds + Int(scopes[channel].rawValue)))
+      size.append(
+        Int32(Slice.sizes + Slice.sizeBucket(members: starts[channel + 1] - starts[channel])))
+      utcHour.append(Int32(Slice.utcHours + LocalTime.utcHour(millis: batch.ts[m])))
+    }
+    withExtendedLifetime(index) {}
+  }
+}
+
 /// Counts one side's pairs of the current message into its slices.
 private struct SideTally {
-  let index: Index
-  var kindSlice = 0
-  var sizeSlice = 0
-  var utcHour = 0
+  let slices: MessageSlices
+  var message = 0
   /// The current message's pairs counted so far, delivered and not (with
   /// their sign): its kind, size and UTC hour slices take them at `end`.
   var delivered: Int32 = 0
   var suppressed = 0
 
-  init(_ index: Index) { self.index = index }
+  init(_ slices: MessageSlices) { self.slices = slices }
 
-  mutating func begin(channel: Int, ts: Int64) {
-    kindSlice = Slice.kinds + Int(index.channelScope[channel].rawValue)
-    sizeSlice = Slice.sizes + Slice.sizeBucket(members: index.memberCount(of: channel))
-    utcHour = Slice.utcHours + LocalTime.utcHour(millis: ts)
+  /// Starts the chunk's `k`th message.
+  mutating func begin(message k: Int) {
+    message = k
     delivered = 0
     suppressed = 0
   }
@@ -335,9 +359,10 @@ private struct SideTally {
   /// shares (its channel's kind and size, its UTC hour).
   mutating func end(into side: inout SideChunk) {
     // Three calls, not a loop over an array literal: no array a message.
-    side.slices.count(kindSlice, delivered: Int(delivered), suppressed: suppressed)
-    side.slices.count(sizeSlice, delivered: Int(delivered), suppressed: suppressed)
-    side.slices.count(utcHour, delivered: Int(delivered), suppressed: suppressed)
+    let (pairs, suppressed) = (Int(delivered), suppressed)
+    side.slices.count(Int(slices.kind[message]), delivered: pairs, suppressed: suppressed)
+    side.slices.count(Int(slices.size[message]), delivered: pairs, suppressed: suppressed)
+    side.slices.count(Int(slices.utcHour[message]), delivered: pairs, suppressed: suppressed)
     side.messageDelivered.append(delivered)
   }
 }
