@@ -25,6 +25,10 @@ public enum Engine {
   /// most) keeps a 1M `eval`'s peak at 1.02–1.04 GB, against 1.14–1.18 with
   /// 16, in the same time (docs/performance.md).
   public static let chunksInFlight = 8
+  /// With ledgers, batches are judged and evaluated in runs of about this
+  /// many chunks (about 4M pairs: `EvaluationEngine.evaluate`). A wave of
+  /// chat traffic at 1M users is 12 chunks or so: one run.
+  public static let ledgerChunks = 64
 
   /// Parses a block in fixed chunks of lines, in parallel.
   package static func parse(_ block: LineBlock, index: Index, workers: Int) -> [MessageBatch] {

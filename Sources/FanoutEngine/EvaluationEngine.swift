@@ -45,6 +45,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Rule 8 and contract v3, per index of the work that sets a throttle or
   /// turns notification groups on; the ledgers live as long as the engine.
   public private(set) var ledgers: [Ledgers?]
+  /// With ledgers, batches are judged and evaluated in runs of about this
+  /// many chunks (`evaluate`).
+  public var ledgerChunks = Engine.ledgerChunks
   /// Whether the update lines (contract v3) of the first index are kept
   /// for `takeUpdates` (else dropped).
   public var keepsUpdates = false
@@ -151,12 +154,48 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// chunks at a time, and hands each group's outputs, in order, to
   /// `deliver` (which may overlap with the next group's evaluation by
   /// handing the work on to another thread).
+  ///
+  /// With ledgers, the batches are judged and evaluated a run of whole
+  /// batches at a time, of about `ledgerChunks` chunks: what the ledgers
+  /// keep between their pass and the evaluation (every delivered pair,
+  /// with its notification's fields) then grows with those chunks' pairs,
+  /// not with a wave's lines — a wave of broadcast traffic holds billions
+  /// of pairs. The ledgers walk lines in input order, so judging a wave in
+  /// runs finds what judging it whole would.
   public func evaluate<E: Error>(
     _ batches: [MessageBatch], chunkPairs: Int = Engine.chunkPairs, groupSize: Int,
     _ deliver: ([Work.Output]) throws(E) -> Void
   ) throws(E) {
     let plan = Engine.planChunks(
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
+    guard ledgers.contains(where: { $0 != nil }) else {
+      return try judgeAndEvaluate(batches, plan: plan, groupSize: groupSize, deliver)
+    }
+    var first = 0  // the run's first batch and chunk
+    var firstChunk = 0
+    for k in plan.indices {
+      let runEnds =
+        k == plan.count - 1
+        || (plan[k + 1].batch != plan[k].batch && k + 1 - firstChunk >= ledgerChunks)
+      guard runEnds else { continue }
+      let end = k == plan.count - 1 ? batches.count : plan[k + 1].batch
+      try judgeAndEvaluate(
+        Array(batches[first..<end]),
+        plan: plan[firstChunk...k].map { ($0.batch - first, $0.messages) }, groupSize: groupSize,
+        deliver)
+      (first, firstChunk) = (end, k + 1)
+    }
+    // Batches with no chunk (only read lines or rejected ones): all of them.
+    if plan.isEmpty {
+      try judgeAndEvaluate(batches, plan: [], groupSize: groupSize, deliver)
+    }
+  }
+
+  /// Judges `batches` with the ledgers, then evaluates `plan`'s chunks of them.
+  private func judgeAndEvaluate<E: Error>(
+    _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)], groupSize: Int,
+    _ deliver: ([Work.Output]) throws(E) -> Void
+  ) throws(E) {
     let work = work
     let size = max(1, groupSize)
     let judgingStarted = PhaseTime.start()

@@ -32,6 +32,8 @@ public struct EvalOptions: Sendable {
   /// Refuse the run (exit 65, nothing written) when more lines than this
   /// are rejected; nil: any number (the contract's default).
   public var maxRejected: RejectionLimit?
+  /// See `EvaluationEngine.ledgerChunks` (the tests' runs of one batch).
+  var ledgerChunks = Engine.ledgerChunks
 
   public init(
     snapshot: String, messages: String, out: String, decisions: Bool = false,
@@ -214,6 +216,7 @@ public enum Pipeline {
       sharedCounting: options.summaryOnly)
     engine.digestsTraffic = shard != nil
     engine.keepsUpdates = true
+    engine.ledgerChunks = options.ledgerChunks
     var compressor = RunCompressor(gateways: index.gateways.count)
     var compressing = PhaseTime()
     let output = BackgroundWriter(writer, label: "fanout.output")

@@ -1,7 +1,8 @@
-import FanoutPipeline
 import FanoutTestSupport
 import Foundation
 import Testing
+
+@testable import FanoutPipeline
 
 /// Contract v3 (section 6) end to end through `fanout eval`'s pipeline,
 /// against the reference evaluator's own plain section 6.
@@ -17,7 +18,9 @@ struct V3DifferentialTests {
     var bytes: [String: [UInt8]]
   }
 
-  static func run(_ world: RandomWorld, threads: Int, summaryOnly: Bool = false) throws -> Run {
+  static func run(
+    _ world: RandomWorld, threads: Int, summaryOnly: Bool = false, ledgerChunks: Int? = nil
+  ) throws -> Run {
     let folder = makeTemporaryDirectory("fanout-v3")
     let traffic = folder + "/traffic.ndjson"
     try (world.messages.joined(separator: "\n") + "\n").write(
@@ -26,6 +29,7 @@ struct V3DifferentialTests {
       snapshot: world.makeSnapshot(), messages: traffic, out: folder + "/out",
       decisions: !summaryOnly, summaryOnly: summaryOnly, threads: threads)
     options.indexCache = nil
+    if let ledgerChunks { options.ledgerChunks = ledgerChunks }
     _ = try Pipeline.eval(options)
     func lines(_ name: String) -> [[String: Any]] {
       guard let data = FileManager.default.contents(atPath: folder + "/out/" + name) else {
@@ -141,5 +145,21 @@ struct V3DifferentialTests {
       counts.summary["notifications"] as? NSDictionary
         == one.summary["notifications"] as? NSDictionary)
     #expect((one.summary["notifications"] as? [String: Int])?["hidden"] ?? 0 > 0)
+  }
+
+  @Test("the same bytes when the ledgers judge the traffic a batch at a time")
+  func ledgerRuns() throws {
+    // Three parse batches (1,024 lines each) in one wave: with runs of
+    // one chunk, each batch is judged and evaluated on its own.
+    let world = RandomWorld(seed: 334, users: 60, messages: 3_000, v3: true)
+    #expect(world.groups != nil)
+    let whole = try Self.run(world, threads: 2)
+    let runs = try Self.run(world, threads: 2, ledgerChunks: 1)
+    #expect(runs.bytes == whole.bytes)
+    #expect(runs.summary["notifications"] as? NSDictionary != nil)
+    #expect(
+      runs.summary["notifications"] as? NSDictionary
+        == whole.summary["notifications"] as? NSDictionary)
+    #expect(whole.updates.count > 10, "\(whole.updates.count)")
   }
 }
