@@ -618,7 +618,9 @@ struct NotificationState {
 /// Lists of fixed-width entries (`width` words each) in one flat array: a
 /// list's entries lie side by side in a block of 2^(size − 1) entries,
 /// moved to a block twice the size when full; released blocks are kept by
-/// size for reuse (linked through their first word).
+/// size for reuse (linked through their first word). A block is named by
+/// its first entry's number (kept in 32 bits by `User` and `Group`: 2^31
+/// entries, 48 GB of notifications).
 struct BlockPool {
   let width: Int
   private let words = MappedArray<Int64>()
@@ -634,8 +636,8 @@ struct BlockPool {
   /// Word `field` of entry `i` of the block at `block`.
   @inline(__always)
   subscript(block: Int, i: Int, field: Int) -> Int64 {
-    get { words[block &+ i &* width &+ field] }
-    set { words[block &+ i &* width &+ field] = newValue }
+    get { words[(block &+ i) &* width &+ field] }
+    set { words[(block &+ i) &* width &+ field] = newValue }
   }
 
   /// Copies entry `i` of `block` over entry `j`.
@@ -648,12 +650,11 @@ struct BlockPool {
     let s = Int(size)
     if s < released.count && released[s] >= 0 {
       let block = released[s]
-      released[s] = Int(words[block])
+      released[s] = Int(words[block &* width])
       return block
     }
-    let block = words.count
-    // Blocks are kept as 32-bit word numbers (`User`, `Group`): 16 GB of them.
-    guard block <= Int32.max else { fatalError("the notification ledger outgrew 16 GB") }
+    let block = words.count / width
+    guard block <= Int32.max else { fatalError("the notification ledger outgrew 2^31 entries") }
     words.append(repeating: 0, count: Self.capacity(size) &* width)
     return block
   }
@@ -661,7 +662,7 @@ struct BlockPool {
   mutating func release(_ block: Int, size: UInt8) {
     let s = Int(size)
     if s >= released.count { released += [Int](repeating: -1, count: s &+ 1 &- released.count) }
-    words[block] = Int64(released[s])
+    words[block &* width] = Int64(released[s])
     released[s] = block
   }
 
@@ -669,7 +670,7 @@ struct BlockPool {
   /// is released.
   mutating func grow(_ block: Int, size: UInt8, count: Int) -> Int {
     let bigger = allocate(size: size &+ 1)
-    for k in 0..<(count &* width) { words[bigger &+ k] = words[block &+ k] }
+    for k in 0..<(count &* width) { words[bigger &* width &+ k] = words[block &* width &+ k] }
     release(block, size: size)
     return bigger
   }
@@ -678,6 +679,6 @@ struct BlockPool {
   @inline(__always)
   func prefetch(_ block: Int, _ i: Int) {
     guard block >= 0 else { return }
-    words.prefetch(block &+ i &* width)
+    words.prefetch((block &+ i) &* width)
   }
 }
