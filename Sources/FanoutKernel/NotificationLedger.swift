@@ -1,6 +1,7 @@
 import CPrefetch
 import FanoutIndex
 import FanoutModel
+import Glibc
 
 /// The notification group a delivered pair's notification joins (contract
 /// v3, section 6.3): by trigger, pinned messages with mentions.
@@ -323,7 +324,7 @@ struct NotificationState {
       }
       if kept == 0 {
         notes.release(block, size: groups[g].blockSize)
-        groups[g].block = -1
+        groups[g].block = BlockPool.none
       }
     }
     // Ascending across the channel's groups.
@@ -469,7 +470,7 @@ struct NotificationState {
   @inline(__always)
   private mutating func appendNote(group g: Int, id: Int64, ts: Int64, due: Int64) {
     let count = Int(groups[g].count)
-    if groups[g].block < 0 {
+    if groups[g].block == BlockPool.none {
       groups[g].blockSize = 1
       groups[g].block = notes.allocate(size: 1)
     } else if count == BlockPool.capacity(groups[g].blockSize) {
@@ -494,7 +495,7 @@ struct NotificationState {
     }
     let r = Int(groups[g].record)
     let count = Int(users[r].visibleCount)
-    if users[r].visibleBlock < 0 {
+    if users[r].visibleBlock == BlockPool.none {
       users[r].visibleSize = 1
       users[r].visibleBlock = visibleGroups.allocate(size: 1)
     } else if count == BlockPool.capacity(users[r].visibleSize) {
@@ -615,17 +616,29 @@ struct NotificationState {
   }
 }
 
-/// Lists of fixed-width entries (`width` words each) in one flat array: a
-/// list's entries lie side by side in a block of 2^(size − 1) entries,
-/// moved to a block twice the size when full; released blocks are kept by
-/// size for reuse (linked through their first word). A block is named by
-/// its first entry's number (kept in 32 bits by `User` and `Group`: 2^31
-/// entries, 48 GB of notifications).
+/// Lists of fixed-width entries (`width` words each): a list's entries lie
+/// side by side in a block of 2^(size − 1) entries, moved to a block twice
+/// the size when full. Blocks of fewer than `largeSize` entries lie in one
+/// flat array; released ones are kept by size for reuse (linked through
+/// their first word), and are named by their first entry's number (kept in
+/// 32 bits by `User` and `Group`: 2^31 entries, 48 GB of notifications).
+/// Larger blocks are allocations of their own, grown in place where the
+/// allocator can (`realloc`), named by −2 − their number in `large`: a
+/// group of a broadcast channel grows to thousands of notifications, and
+/// each block it outgrew would stay in the array for a group of that size,
+/// which few groups ever are (blocks took 8.6 words per unread notification
+/// where 3 are needed, at 10,000 lines of 300k-user broadcast traffic).
 struct BlockPool {
   let width: Int
   private let words = MappedArray<Int64>()
   /// Per size, the first released block (−1: none).
   private var released: [Int] = []
+  private let large = LargeBlocks()
+
+  /// No block.
+  static let none = -1
+  /// Blocks of this size and more (2^(size − 1) entries) are `large`.
+  static let largeSize: UInt8 = 8
 
   init(width: Int) { self.width = width }
 
@@ -633,20 +646,31 @@ struct BlockPool {
   @inline(__always)
   static func capacity(_ size: UInt8) -> Int { 1 &<< (Int(size) &- 1) }
 
+  /// Where word `field` of entry `i` of `block` is.
+  @inline(__always)
+  private func address(_ block: Int, _ i: Int, _ field: Int) -> UnsafeMutablePointer<Int64> {
+    block >= 0
+      ? words.base + ((block &+ i) &* width &+ field)
+      : large.table[-2 &- block].unsafelyUnwrapped + (i &* width &+ field)
+  }
+
   /// Word `field` of entry `i` of the block at `block`.
   @inline(__always)
   subscript(block: Int, i: Int, field: Int) -> Int64 {
-    get { words[(block &+ i) &* width &+ field] }
-    set { words[(block &+ i) &* width &+ field] = newValue }
+    get { address(block, i, field).pointee }
+    nonmutating set { address(block, i, field).pointee = newValue }
   }
 
   /// Copies entry `i` of `block` over entry `j`.
   @inline(__always)
-  mutating func copy(_ block: Int, _ i: Int, to j: Int) {
+  func copy(_ block: Int, _ i: Int, to j: Int) {
     for field in 0..<width { self[block, j, field] = self[block, i, field] }
   }
 
   mutating func allocate(size: UInt8) -> Int {
+    if size >= Self.largeSize {
+      return -2 &- large.allocate(words: Self.capacity(size) &* width)
+    }
     let s = Int(size)
     if s < released.count && released[s] >= 0 {
       let block = released[s]
@@ -660,25 +684,90 @@ struct BlockPool {
   }
 
   mutating func release(_ block: Int, size: UInt8) {
+    if block < 0 {
+      large.release(-2 &- block)
+      return
+    }
     let s = Int(size)
     if s >= released.count { released += [Int](repeating: -1, count: s &+ 1 &- released.count) }
     words[block &* width] = Int64(released[s])
     released[s] = block
   }
 
-  /// The block's `count` entries in a block twice the size; the old one
-  /// is released.
+  /// The block's `count` entries in a block twice the size (the same
+  /// block, when large); the old one is released.
   mutating func grow(_ block: Int, size: UInt8, count: Int) -> Int {
+    if block < 0 {
+      large.resize(-2 &- block, words: Self.capacity(size &+ 1) &* width)
+      return block
+    }
     let bigger = allocate(size: size &+ 1)
-    for k in 0..<(count &* width) { words[bigger &* width &+ k] = words[block &* width &+ k] }
+    for k in 0..<(count &* width) {
+      self[bigger, k / width, k % width] = words[block &* width &+ k]
+    }
     release(block, size: size)
     return bigger
   }
 
-  /// Asks for the cache line of entry `i` of `block` (none when `block` < 0).
+  /// Asks for the cache line of entry `i` of `block` (none for `none`).
   @inline(__always)
   func prefetch(_ block: Int, _ i: Int) {
-    guard block >= 0 else { return }
-    words.prefetch((block &+ i) &* width)
+    guard block != Self.none else { return }
+    cprefetch_read(address(block, i, 0))
+  }
+}
+
+/// `BlockPool`'s large blocks: a table of allocations, numbered; a number
+/// released is given again.
+private final class LargeBlocks: @unchecked Sendable {
+  /// Read on every access to a large block: no exclusivity check (one
+  /// thread at a time uses a pool).
+  @exclusivity(unchecked) private(set) var table = UnsafeMutablePointer<
+    UnsafeMutablePointer<Int64>?
+  >.allocate(capacity: 0)
+  private var count = 0
+  private var capacity = 0
+  private var released: [Int] = []
+
+  deinit {
+    for k in 0..<count { free(table[k]) }
+    table.deallocate()
+  }
+
+  /// A new block of `words` words; its number.
+  func allocate(words: Int) -> Int {
+    guard let block = malloc(words &* MemoryLayout<Int64>.stride) else {
+      fatalError("out of memory for the notification ledger (\(words * 8) bytes)")
+    }
+    let pointer = block.bindMemory(to: Int64.self, capacity: words)
+    if let k = released.popLast() {
+      table[k] = pointer
+      return k
+    }
+    if count == capacity {
+      let bigger = UnsafeMutablePointer<UnsafeMutablePointer<Int64>?>.allocate(
+        capacity: max(64, 2 &* capacity))
+      bigger.initialize(from: table, count: count)
+      table.deallocate()
+      table = bigger
+      capacity = max(64, 2 &* capacity)
+    }
+    table[count] = pointer
+    count &+= 1
+    return count &- 1
+  }
+
+  /// Block `k` made `words` words long, its entries kept.
+  func resize(_ k: Int, words: Int) {
+    guard let moved = realloc(table[k], words &* MemoryLayout<Int64>.stride) else {
+      fatalError("out of memory for the notification ledger (\(words * 8) bytes)")
+    }
+    table[k] = moved.bindMemory(to: Int64.self, capacity: words)
+  }
+
+  func release(_ k: Int) {
+    free(table[k])
+    table[k] = nil
+    released.append(k)
   }
 }

@@ -65,3 +65,49 @@ struct MappedArrayTests {
     #expect(MemoryLayout<NotificationState.Group>.stride == 32)
   }
 }
+
+@Suite("BlockPool: the notification ledger's lists")
+struct BlockPoolTests {
+  @Test("lists growing past the large size keep every entry, and released blocks are reused")
+  func largeBlocks() {
+    var pool = BlockPool(width: 3)
+    // Three lists grown side by side to 3,000 entries (blocks of 1 to
+    // 4,096 entries: the pool's array below `largeSize`, allocations of
+    // their own from it), each checked against a plain array.
+    var blocks = [BlockPool.none, BlockPool.none, BlockPool.none]
+    var sizes: [UInt8] = [0, 0, 0]
+    var model: [[Int64]] = [[], [], []]
+    for n in 0..<3_000 {
+      for l in 0..<3 {
+        let count = model[l].count
+        if blocks[l] == BlockPool.none {
+          sizes[l] = 1
+          blocks[l] = pool.allocate(size: 1)
+        } else if count == BlockPool.capacity(sizes[l]) {
+          blocks[l] = pool.grow(blocks[l], size: sizes[l], count: count)
+          sizes[l] += 1
+        }
+        let value = Int64(n * 10 + l)
+        for field in 0..<3 { pool[blocks[l], count, field] = value &* 3 &+ Int64(field) }
+        model[l].append(value)
+      }
+    }
+    #expect(sizes.allSatisfy { $0 > BlockPool.largeSize })
+    for l in 0..<3 {
+      let wrong = model[l].indices.filter { i in
+        (0..<3).contains { pool[blocks[l], i, $0] != model[l][i] &* 3 &+ Int64($0) }
+      }
+      #expect(wrong.isEmpty, "list \(l): \(wrong.prefix(3))")
+    }
+    // Compacting in place, as a read does: every other entry kept.
+    for i in stride(from: 0, to: 3_000, by: 2) { pool.copy(blocks[0], i, to: i / 2) }
+    #expect(pool[blocks[0], 1_499, 0] == model[0][2_998] &* 3)
+    // A released large block's number is given again; a small one's too.
+    let released = blocks[1]
+    pool.release(released, size: sizes[1])
+    #expect(pool.allocate(size: BlockPool.largeSize) == released)
+    let small = pool.allocate(size: 2)
+    pool.release(small, size: 2)
+    #expect(pool.allocate(size: 2) == small)
+  }
+}
