@@ -168,7 +168,9 @@ public final class EvaluationEngine<Work: ChunkWork> {
   ) throws(E) {
     let plan = Engine.planChunks(
       batches, index: index, chunkPairs: chunkPairs, sharedCounting: sharedCounting)
-    guard ledgers.contains(where: { $0 != nil }) else {
+    // (Batches with no chunk — only read lines or rejected ones — are
+    // judged whole, as without ledgers.)
+    guard ledgers.contains(where: { $0 != nil }), !plan.isEmpty else {
       return try judgeAndEvaluate(batches, plan: plan, groupSize: groupSize, deliver)
     }
     var first = 0  // the run's first batch and chunk
@@ -184,10 +186,6 @@ public final class EvaluationEngine<Work: ChunkWork> {
         plan: plan[firstChunk...k].map { ($0.batch - first, $0.messages) }, groupSize: groupSize,
         deliver)
       (first, firstChunk) = (end, k + 1)
-    }
-    // Batches with no chunk (only read lines or rejected ones): all of them.
-    if plan.isEmpty {
-      try judgeAndEvaluate(batches, plan: [], groupSize: groupSize, deliver)
     }
   }
 

@@ -618,8 +618,8 @@ struct NotificationState {
 
 /// Lists of fixed-width entries (`width` words each): a list's entries lie
 /// side by side in a block of 2^(size − 1) entries, moved to a block twice
-/// the size when full. Blocks of fewer than `largeSize` entries lie in one
-/// flat array; released ones are kept by size for reuse (linked through
+/// the size when full. Blocks of a size below `largeSize` (up to 64
+/// entries) lie in one flat array; released ones are kept by size for reuse (linked through
 /// their first word), and are named by their first entry's number (kept in
 /// 32 bits by `User` and `Group`: 2^31 entries, 48 GB of notifications).
 /// Larger blocks are allocations of their own, grown in place where the
@@ -702,8 +702,8 @@ struct BlockPool {
       return block
     }
     let bigger = allocate(size: size &+ 1)
-    for k in 0..<(count &* width) {
-      self[bigger, k / width, k % width] = words[block &* width &+ k]
+    for i in 0..<count {
+      for field in 0..<width { self[bigger, i, field] = self[block, i, field] }
     }
     release(block, size: size)
     return bigger

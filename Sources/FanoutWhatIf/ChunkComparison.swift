@@ -182,7 +182,6 @@ struct ChunkComparer: ChunkWork {
     _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, b: ChunkResult,
     relative slices: MessageSlices?, into side: inout SideChunk, lines: inout [UInt8]
   ) -> PairChanges {
-    let relative = slices != nil
     let width = Outcome.allCases.count
     var transitions = [Int](repeating: 0, count: width * width)
     var changes = PairChanges()
@@ -216,23 +215,19 @@ struct ChunkComparer: ChunkWork {
         var outcomeB = Outcome.notMember
         // Relative, both sides have the same members and zones: the pair's
         // local hour is A's (B's evaluator does not record it).
-        let localHour = relative && i < endA ? a.pairLocalHours[i] : 0
+        let localHour = tally != nil && i < endA ? a.pairLocalHours[i] : 0
         if userA == user {
           outcomeA = a.pairOutcomes[i]
-          if relative {
-            tally?.count(
-              user, outcomeA, localHour: localHour, deliveryHour: a.pairDeliveryHours[i],
-              by: -1, into: &side)
-          }
+          tally?.count(
+            user, outcomeA, localHour: localHour, deliveryHour: a.pairDeliveryHours[i],
+            by: -1, into: &side)
           i &+= 1
         }
         if userB == user {
           outcomeB = b.pairOutcomes[j]
-          if relative {
-            tally?.count(
-              user, outcomeB, localHour: localHour, deliveryHour: b.pairDeliveryHours[j],
-              by: 1, into: &side)
-          }
+          tally?.count(
+            user, outcomeB, localHour: localHour, deliveryHour: b.pairDeliveryHours[j],
+            by: 1, into: &side)
           j &+= 1
         }
         let transition = Int(outcomeA.rawValue) &* width &+ Int(outcomeB.rawValue)
