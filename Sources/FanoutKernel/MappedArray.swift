@@ -1,5 +1,6 @@
 import CPrefetch
 import Dispatch
+import FanoutModel
 import Glibc
 
 /// A growable array of plain values in an address range of its own, for
@@ -63,7 +64,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
         )
       }
       guard bytes / 2 >= needed else {
-        fatalError("out of address space for the notification ledger (\(needed) bytes)")
+        ledgerOutOfMemory("could not reserve \(needed) bytes of address space")
       }
       bytes /= 2
     }
@@ -134,7 +135,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     if target > reservedBytes { move(toHold: target) }
     let start = UnsafeMutableRawPointer(base) + committedBytes
     guard mprotect(start, target &- committedBytes, PROT_READ | PROT_WRITE) == 0 else {
-      fatalError("out of memory for the notification ledger (\(target) bytes): errno \(errno)")
+      ledgerOutOfMemory("could not have \(target) bytes (errno \(errno))")
     }
     committedBytes = target
   }
@@ -145,7 +146,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
       atLeast: bytes, hoping: max(bytes, min(2 &* reservedBytes, Self.addressSpaceLimit / 8)))
     if committedBytes > 0 {
       guard mprotect(moved, committedBytes, PROT_READ | PROT_WRITE) == 0 else {
-        fatalError("out of memory for the notification ledger: errno \(errno)")
+        ledgerOutOfMemory("could not move to a larger range (errno \(errno))")
       }
       UnsafeMutableRawPointer(moved).copyMemory(from: base, byteCount: committedBytes)
     }
@@ -153,4 +154,15 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     base = moved
     reservedBytes = reserved
   }
+}
+
+/// Ends the run when the notification ledger cannot grow (the system
+/// refused it memory or address space, or a pool reached its limit): the
+/// run's partial files and lock are removed, as a signal would remove them,
+/// and the process exits with `ExitStatus.outOfMemory` — not a crash.
+func ledgerOutOfMemory(_ detail: String) -> Never {
+  CleanupOnSignal.runAndExit(
+    status: ExitStatus.outOfMemory.rawValue,
+    saying: "fanout: out of memory: the notification ledger (contract v3) \(detail); "
+      + "the run's partial files and lock were removed")
 }

@@ -678,7 +678,7 @@ struct BlockPool {
       return block
     }
     let block = words.count / width
-    guard block <= Int32.max else { fatalError("the notification ledger outgrew 2^31 entries") }
+    guard block <= Int32.max else { ledgerOutOfMemory("reached its limit of 2^31 entries") }
     words.append(repeating: 0, count: Self.capacity(size) &* width)
     return block
   }
@@ -737,7 +737,7 @@ private final class LargeBlocks: @unchecked Sendable {
   /// A new block of `words` words; its number.
   func allocate(words: Int) -> Int {
     guard let block = malloc(words &* MemoryLayout<Int64>.stride) else {
-      fatalError("out of memory for the notification ledger (\(words * 8) bytes)")
+      ledgerOutOfMemory("could not allocate \(words * 8) bytes")
     }
     let pointer = block.bindMemory(to: Int64.self, capacity: words)
     if let k = released.popLast() {
@@ -760,7 +760,7 @@ private final class LargeBlocks: @unchecked Sendable {
   /// Block `k` made `words` words long, its entries kept.
   func resize(_ k: Int, words: Int) {
     guard let moved = realloc(table[k], words &* MemoryLayout<Int64>.stride) else {
-      fatalError("out of memory for the notification ledger (\(words * 8) bytes)")
+      ledgerOutOfMemory("could not allocate \(words * 8) bytes")
     }
     table[k] = moved.bindMemory(to: Int64.self, capacity: words)
   }

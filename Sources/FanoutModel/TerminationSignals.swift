@@ -151,15 +151,24 @@ public enum CleanupOnSignal {
   /// Undoes everything registered, newest first, says so on standard
   /// error, and exits with 128 + `signal`.
   public static func runAndExit(signal number: Int32) -> Never {
+    runAndExit(
+      status: 128 + number, saying: "fanout: stopped by \(TerminationSignals.name(number))")
+  }
+
+  /// Undoes everything registered, newest first, writes `message` on
+  /// standard error, and exits with `status`: a run that cannot go on
+  /// (the system refused it memory) ends as a signal would end it, its
+  /// partial files and lock removed.
+  public static func runAndExit(status: Int32, saying message: String) -> Never {
     publishing.withLock { _ in
       let actions = state.withLock { state in
         defer { state.actions = [] }
         return state.actions
       }
       for entry in actions.reversed() { entry.action() }
-      var line = Array("fanout: stopped by \(TerminationSignals.name(number))\n".utf8)
+      var line = Array((message + "\n").utf8)
       _ = line.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-      _exit(128 + number)
+      _exit(status)
     }
   }
 }

@@ -1,3 +1,5 @@
+import FanoutModel
+import Glibc
 import Testing
 
 @testable import FanoutKernel
@@ -56,6 +58,31 @@ struct MappedArrayTests {
     #expect(nonzero == 2)
     array.append(1)
     #expect(array[3_000_000] == 1)
+  }
+
+  @Test("a pool the system refuses memory ends the run with exit 71, its cleanups run, no crash")
+  func outOfMemory() async {
+    let result = await #expect(
+      processExitsWith: .exitCode(71), observing: [\.standardErrorContent]
+    ) {
+      // The address space limited to what the process has now and 256 MB:
+      // a pool growing to 1 GB must move to a range the system refuses.
+      let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+      let pages = Int(statm.split(separator: " ").first ?? "") ?? 0
+      var limit = rlimit()
+      limit.rlim_cur = rlim_t(pages * 4096 + (256 << 20))
+      limit.rlim_max = rlim_t.max
+      setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
+      _ = CleanupOnSignal.register {
+        let line = Array("a cleanup ran\n".utf8)
+        _ = write(STDERR_FILENO, line, line.count)
+      }
+      let array = MappedArray<Int64>(reservation: 4 << 20)
+      for i in 0..<(128 << 20) { array.append(Int64(i)) }
+    }
+    let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(said.contains("a cleanup ran"))
+    #expect(said.contains("fanout: out of memory: the notification ledger"))
   }
 
   @Test("a notification ledger's user record and group take half a cache line each")
