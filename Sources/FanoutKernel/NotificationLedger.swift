@@ -619,9 +619,10 @@ struct NotificationState {
 /// Lists of fixed-width entries (`width` words each): a list's entries lie
 /// side by side in a block of 2^(size − 1) entries, moved to a block twice
 /// the size when full. Blocks of a size below `largeSize` (up to 64
-/// entries) lie in one flat array; released ones are kept by size for reuse (linked through
-/// their first word), and are named by their first entry's number (kept in
-/// 32 bits by `User` and `Group`: 2^31 entries, 48 GB of notifications).
+/// entries) lie in one flat array; released ones are kept by size for
+/// reuse (linked through their first word), and are named by their first
+/// entry's number (kept in 32 bits by `User` and `Group`: 2^31 entries,
+/// 48 GB of notifications).
 /// Larger blocks are allocations of their own, grown in place where the
 /// allocator can (`realloc`), named by −2 − their number in `large`: a
 /// group of a broadcast channel grows to thousands of notifications, and
@@ -736,10 +737,7 @@ private final class LargeBlocks: @unchecked Sendable {
 
   /// A new block of `words` words; its number.
   func allocate(words: Int) -> Int {
-    guard let block = malloc(words &* MemoryLayout<Int64>.stride) else {
-      ledgerOutOfMemory("could not allocate \(words * 8) bytes")
-    }
-    let pointer = block.bindMemory(to: Int64.self, capacity: words)
+    let pointer = Self.reallocate(nil, words: words)
     if let k = released.popLast() {
       table[k] = pointer
       return k
@@ -758,11 +756,16 @@ private final class LargeBlocks: @unchecked Sendable {
   }
 
   /// Block `k` made `words` words long, its entries kept.
-  func resize(_ k: Int, words: Int) {
-    guard let moved = realloc(table[k], words &* MemoryLayout<Int64>.stride) else {
+  func resize(_ k: Int, words: Int) { table[k] = Self.reallocate(table[k], words: words) }
+
+  /// `block` (nil: a new one) made `words` words long.
+  private static func reallocate(_ block: UnsafeMutablePointer<Int64>?, words: Int)
+    -> UnsafeMutablePointer<Int64>
+  {
+    guard let moved = realloc(block, words &* MemoryLayout<Int64>.stride) else {
       ledgerOutOfMemory("could not allocate \(words * 8) bytes")
     }
-    table[k] = moved.bindMemory(to: Int64.self, capacity: words)
+    return moved.bindMemory(to: Int64.self, capacity: words)
   }
 
   func release(_ k: Int) {

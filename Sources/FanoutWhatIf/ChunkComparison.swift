@@ -299,15 +299,12 @@ struct MessageSlices {
 
   init(_ batch: MessageBatch, _ messages: Range<Int>, _ index: Index) {
     let scopes = index.channelScope
-    let starts = index.channelMembers.buffer  // valid while `index` is held
     for m in messages {
       let channel = Int(batch.channel[m])
       kind.append(Int32(Slice.kinds + Int(scopes[channel].rawValue)))
-      size.append(
-        Int32(Slice.sizes + Slice.sizeBucket(members: starts[channel + 1] - starts[channel])))
+      size.append(Int32(Slice.sizes + Slice.sizeBucket(members: index.memberCount(of: channel))))
       utcHour.append(Int32(Slice.utcHours + LocalTime.utcHour(millis: batch.ts[m])))
     }
-    withExtendedLifetime(index) {}
   }
 }
 
