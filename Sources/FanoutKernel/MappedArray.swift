@@ -4,8 +4,9 @@ import FanoutModel
 import Glibc
 
 /// A growable array of plain values in an address range of its own, for
-/// the ledgers' pools, which grow through a run to hundreds of megabytes
-/// and are read at random. The range is reserved ahead (address space, no
+/// the ledgers' pools (rule 8's throttle, contract v3's notifications),
+/// which grow through a run to hundreds of megabytes and are read at
+/// random. The range is reserved ahead (address space, no
 /// memory) and committed as the array grows, so growing copies nothing and
 /// never holds two copies. Where the address space is limited (`ulimit
 /// -v`), a smaller range is reserved, and an array that outgrows its range
@@ -24,6 +25,8 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   private(set) var count = 0
   private var committedBytes = 0
   private var reservedBytes: Int
+  /// The ledger the array belongs to, named when the system refuses it memory.
+  let ledger: LedgerName
 
   /// The address space a pool asks for first.
   static var reservation: Int { 1 << 34 }
@@ -32,9 +35,10 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
 
   /// - Parameter reservation: the address space asked for first; under a
   ///   limit on the process's address space, at most 1/64 of it.
-  init(reservation: Int = MappedArray.reservation) {
+  init(_ ledger: LedgerName, reservation: Int = MappedArray.reservation) {
+    self.ledger = ledger
     (base, reservedBytes) = Self.reserve(
-      atLeast: Self.step, hoping: min(reservation, Self.addressSpaceLimit / 64))
+      atLeast: Self.step, hoping: min(reservation, Self.addressSpaceLimit / 64), for: ledger)
   }
 
   /// The process's address space limit (`ulimit -v`), or `Int.max`.
@@ -50,7 +54,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
 
   /// A range of `hoped` bytes of address space, or as much as the system
   /// grants down to `needed`.
-  private static func reserve(atLeast needed: Int, hoping hoped: Int) -> (
+  private static func reserve(atLeast needed: Int, hoping hoped: Int, for ledger: LedgerName) -> (
     UnsafeMutablePointer<Element>, Int
   ) {
     var bytes = max(hoped, needed)
@@ -64,7 +68,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
         )
       }
       guard bytes / 2 >= needed else {
-        ledgerOutOfMemory("could not reserve \(needed) bytes of address space")
+        ledgerOutOfMemory(ledger, "could not reserve \(needed) bytes of address space")
       }
       bytes /= 2
     }
@@ -94,6 +98,9 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     (base + count).initialize(repeating: value, count: n)
     count &+= n
   }
+
+  /// Empties the array, keeping its memory for what is appended next.
+  func removeAll() { count = 0 }
 
   /// Appends `n` elements whose bytes are all zero, without writing them:
   /// memory committed for the first time reads as zero, and is given pages
@@ -135,7 +142,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     if target > reservedBytes { move(toHold: target) }
     let start = UnsafeMutableRawPointer(base) + committedBytes
     guard mprotect(start, target &- committedBytes, PROT_READ | PROT_WRITE) == 0 else {
-      ledgerOutOfMemory("could not have \(target) bytes (errno \(errno))")
+      ledgerOutOfMemory(ledger, "could not have \(target) bytes (errno \(errno))")
     }
     committedBytes = target
   }
@@ -143,10 +150,11 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   /// Moves the values to a range that can hold `bytes`.
   private func move(toHold bytes: Int) {
     let (moved, reserved) = Self.reserve(
-      atLeast: bytes, hoping: max(bytes, min(2 &* reservedBytes, Self.addressSpaceLimit / 8)))
+      atLeast: bytes, hoping: max(bytes, min(2 &* reservedBytes, Self.addressSpaceLimit / 8)),
+      for: ledger)
     if committedBytes > 0 {
       guard mprotect(moved, committedBytes, PROT_READ | PROT_WRITE) == 0 else {
-        ledgerOutOfMemory("could not move to a larger range (errno \(errno))")
+        ledgerOutOfMemory(ledger, "could not move to a larger range (errno \(errno))")
       }
       UnsafeMutableRawPointer(moved).copyMemory(from: base, byteCount: committedBytes)
     }
@@ -156,13 +164,19 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   }
 }
 
-/// Ends the run when the notification ledger cannot grow (the system
-/// refused it memory or address space, or a pool reached its limit): the
-/// run's partial files and lock are removed, as a signal would remove them,
-/// and the process exits with `ExitStatus.outOfMemory` — not a crash.
-func ledgerOutOfMemory(_ detail: String) -> Never {
+/// The ledgers whose pools are `MappedArray`s, as an out-of-memory exit names them.
+enum LedgerName: String, Sendable {
+  case throttle = "rule 8's throttle ledger"
+  case notifications = "the notification ledger (contract v3)"
+}
+
+/// Ends the run when a ledger cannot grow (the system refused it memory or
+/// address space, or a pool reached its limit): the run's partial files and
+/// lock are removed, as a signal would remove them, and the process exits
+/// with `ExitStatus.outOfMemory` — not a crash.
+func ledgerOutOfMemory(_ ledger: LedgerName, _ detail: String) -> Never {
   CleanupOnSignal.runAndExit(
     status: ExitStatus.outOfMemory.rawValue,
-    saying: "fanout: out of memory: the notification ledger (contract v3) \(detail); "
+    saying: "fanout: out of memory: \(ledger.rawValue) \(detail); "
       + "the run's partial files and lock were removed")
 }

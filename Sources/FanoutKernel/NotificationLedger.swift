@@ -40,7 +40,7 @@ public final class NotificationLedger: @unchecked Sendable {
   /// the group's place + 1 in its user's partition, 0 until its first
   /// notification. One array for all partitions (each writes only its
   /// users' entries), given pages only where it is written.
-  private let slotGroups = MappedArray<Int32>()
+  private let slotGroups = MappedArray<Int32>(.notifications)
 
   /// A fresh ledger for `index`'s users and memberships.
   public init(caps: AppSettings.NotificationGroups, partitions: Int, index: Index) {
@@ -218,8 +218,8 @@ struct NotificationState {
 
   /// By user row >> shift: one record per user of the partition. A user's
   /// record is found without a lookup.
-  private let users = MappedArray<User>()
-  private let groups = MappedArray<Group>()
+  private let users = MappedArray<User>(.notifications)
+  private let groups = MappedArray<Group>(.notifications)
   /// Per unread notification: id, message ts, delivery time.
   private var notes = BlockPool(width: 3)
   /// Per visible group (with a count cap): newest visible id, group.
@@ -631,7 +631,7 @@ struct NotificationState {
 /// where 3 are needed, at 10,000 lines of 300k-user broadcast traffic).
 struct BlockPool {
   let width: Int
-  private let words = MappedArray<Int64>()
+  private let words = MappedArray<Int64>(.notifications)
   /// Per size, the first released block (−1: none).
   private var released: [Int] = []
   private let large = LargeBlocks()
@@ -679,7 +679,9 @@ struct BlockPool {
       return block
     }
     let block = words.count / width
-    guard block <= Int32.max else { ledgerOutOfMemory("reached its limit of 2^31 entries") }
+    guard block <= Int32.max else {
+      ledgerOutOfMemory(.notifications, "reached its limit of 2^31 entries")
+    }
     words.append(repeating: 0, count: Self.capacity(size) &* width)
     return block
   }
@@ -763,7 +765,7 @@ private final class LargeBlocks: @unchecked Sendable {
     -> UnsafeMutablePointer<Int64>
   {
     guard let moved = realloc(block, words &* MemoryLayout<Int64>.stride) else {
-      ledgerOutOfMemory("could not allocate \(words * 8) bytes")
+      ledgerOutOfMemory(.notifications, "could not allocate \(words * 8) bytes")
     }
     return moved.bindMemory(to: Int64.self, capacity: words)
   }

@@ -56,12 +56,27 @@ public final class ThrottleLedger: @unchecked Sendable {
 /// no allocation per entry, and with lines in time order a new time goes
 /// to the head of its list and a query reads at most `throttle_messages`
 /// nodes before it stops.
+///
+/// Each lookup and each node visited is one cache miss, not two: a table
+/// entry holds its key beside its list's head, and a node its time beside
+/// its next. The pool grows in place (`MappedArray`): grown as an `Array`,
+/// each doubling copied the nodes into fresh pages.
 final class ThrottlePartition: @unchecked Sendable {
-  private var keys = [Int32](repeating: -1, count: 1024)
-  private var heads = [Int32](repeating: -1, count: 1024)
+  /// A table entry: a member slot (−1: free) and its list's first node.
+  struct Entry {
+    var key: Int32 = -1
+    var head: Int32 = -1
+  }
+
+  /// A counted time and the next (older) node of its list, or −1.
+  struct Node {
+    var time: Int64
+    var next: Int32
+  }
+
+  private var table = [Entry](repeating: Entry(), count: 1024)
   private var keyCount = 0
-  private var nodeTime: [Int64] = []
-  private var nodeNext: [Int32] = []
+  private let nodes = MappedArray<Node>(.throttle)
   /// Pool size after the last sweep; the next sweep waits until it doubles.
   private var sweptAt = 0
 
@@ -71,9 +86,9 @@ final class ThrottlePartition: @unchecked Sendable {
     let k = find(slot)
     var count: Int64 = 0
     var before: Int32 = -1  // the last node newer than ts
-    var node = heads[k]
+    var node = table[k].head
     while node >= 0 {
-      let t = nodeTime[Int(node)]
+      let t = nodes[Int(node)].time
       if t > ts {
         before = node
       } else {
@@ -82,15 +97,15 @@ final class ThrottlePartition: @unchecked Sendable {
         count += 1
         if Evaluator.reachesLimit(count, throttle) { return false }
       }
-      node = nodeNext[Int(node)]
+      node = nodes[Int(node)].next
     }
-    let fresh = allocate(ts)
+    // (Allocated first: the pool may move as it grows.)
     if before < 0 {
-      nodeNext[Int(fresh)] = heads[k]
-      heads[k] = fresh
+      let fresh = allocate(ts, next: table[k].head)
+      table[k].head = fresh
     } else {
-      nodeNext[Int(fresh)] = nodeNext[Int(before)]
-      nodeNext[Int(before)] = fresh
+      let fresh = allocate(ts, next: nodes[Int(before)].next)
+      nodes[Int(before)].next = fresh
     }
     return true
   }
@@ -98,7 +113,7 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Drops the times at or before `horizon`, and the keys left empty, once
   /// the pool has doubled since the last sweep (amortized O(1) per entry).
   func sweep(olderThan horizon: Int64) {
-    guard nodeTime.count >= 2 * sweptAt + 4096 else { return }
+    guard nodes.count >= 2 * sweptAt + 4096 else { return }
     var kept: [(Int32, [Int64])] = []
     forEachKey { slot, times in
       let live = times.prefix { $0 > horizon }
@@ -106,20 +121,20 @@ final class ThrottlePartition: @unchecked Sendable {
     }
     reset(capacity: kept.count)
     for (slot, times) in kept { adopt(slot: slot, times: times) }
-    sweptAt = nodeTime.count
+    sweptAt = nodes.count
   }
 
   /// Calls `body` with each key and its times, newest first.
   func forEachKey(_ body: (Int32, [Int64]) -> Void) {
     var times: [Int64] = []
-    for k in keys.indices where keys[k] >= 0 {
+    for entry in table where entry.key >= 0 {
       times.removeAll(keepingCapacity: true)
-      var node = heads[k]
+      var node = entry.head
       while node >= 0 {
-        times.append(nodeTime[Int(node)])
-        node = nodeNext[Int(node)]
+        times.append(nodes[Int(node)].time)
+        node = nodes[Int(node)].next
       }
-      body(keys[k], times)
+      body(entry.key, times)
     }
   }
 
@@ -128,8 +143,8 @@ final class ThrottlePartition: @unchecked Sendable {
     let k = find(slot)
     var last: Int32 = -1
     for t in times {
-      let fresh = allocate(t)
-      if last < 0 { heads[k] = fresh } else { nodeNext[Int(last)] = fresh }
+      let fresh = allocate(t, next: -1)
+      if last < 0 { table[k].head = fresh } else { nodes[Int(last)].next = fresh }
       last = fresh
     }
   }
@@ -137,30 +152,31 @@ final class ThrottlePartition: @unchecked Sendable {
   private func reset(capacity: Int) {
     var size = 1024
     while size < 2 * capacity { size *= 2 }
-    keys = [Int32](repeating: -1, count: size)
-    heads = [Int32](repeating: -1, count: size)
+    table = [Entry](repeating: Entry(), count: size)
     keyCount = 0
-    nodeTime.removeAll(keepingCapacity: true)
-    nodeNext.removeAll(keepingCapacity: true)
+    nodes.removeAll()
   }
 
-  private func allocate(_ t: Int64) -> Int32 {
-    nodeTime.append(t)
-    nodeNext.append(-1)
-    return Int32(nodeTime.count - 1)
+  /// A new node for time `t`, followed by `next`.
+  private func allocate(_ t: Int64, next: Int32) -> Int32 {
+    guard nodes.count < Int32.max else {
+      ledgerOutOfMemory(.throttle, "reached its limit of 2^31 entries")
+    }
+    nodes.append(Node(time: t, next: next))
+    return Int32(truncatingIfNeeded: nodes.count &- 1)
   }
 
   /// The table position of `slot`, inserted if absent.
   @inline(__always)
   private func find(_ slot: Int32) -> Int {
-    if 2 * (keyCount + 1) > keys.count { grow() }
-    let mask = keys.count - 1
+    if 2 * (keyCount + 1) > table.count { grow() }
+    let mask = table.count - 1
     var k = Int(UInt32(bitPattern: slot) &* 0x9E37_79B1 >> 7) & mask
     while true {
-      let key = keys[k]
+      let key = table[k].key
       if key == slot { return k }
       if key < 0 {
-        keys[k] = slot
+        table[k].key = slot
         keyCount += 1
         return k
       }
@@ -169,13 +185,11 @@ final class ThrottlePartition: @unchecked Sendable {
   }
 
   private func grow() {
-    let oldKeys = keys
-    let oldHeads = heads
-    keys = [Int32](repeating: -1, count: oldKeys.count * 2)
-    heads = [Int32](repeating: -1, count: oldKeys.count * 2)
+    let old = table
+    table = [Entry](repeating: Entry(), count: old.count * 2)
     keyCount = 0
-    for k in oldKeys.indices where oldKeys[k] >= 0 {
-      heads[find(oldKeys[k])] = oldHeads[k]
+    for entry in old where entry.key >= 0 {
+      table[find(entry.key)].head = entry.head
     }
   }
 }

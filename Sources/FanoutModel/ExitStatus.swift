@@ -13,9 +13,9 @@ public enum ExitStatus: Int32, Sendable {
   case cannotCreate = 73
   /// A bug in Fanout caught by its own checks (EX_SOFTWARE).
   case internalError = 70
-  /// The system refused memory a run needed (EX_OSERR): contract v3's
-  /// notification ledger outgrew what it gave; nothing is left under a
-  /// final name.
+  /// The system refused memory a run needed (EX_OSERR): a ledger (rule
+  /// 8's throttle, contract v3's notifications) outgrew what it gave;
+  /// nothing is left under a final name.
   case outOfMemory = 71
   /// Temporary: the snapshot was busy (locked by a writer); try again.
   case tryAgain = 75

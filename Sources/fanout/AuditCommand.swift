@@ -18,8 +18,8 @@ extension Fanout {
 
         Exit codes: 0 the audit ran (findings are data), 1 a finding of a --fail-on kind, \
         64 bad command line or output folder, 65 snapshot refused, 66 messages, snapshot or \
-        log unreadable, 71 out of memory for contract v3's notification ledger, 73 output could \
-        not be written, 75 snapshot busy.
+        log unreadable, 71 out of memory for a ledger (rule 8's throttle, contract v3's \
+        notifications), 73 output could not be written, 75 snapshot busy.
         """)
 
     @Option(help: "The preferences snapshot (SQLite).")

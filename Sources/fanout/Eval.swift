@@ -9,11 +9,11 @@ extension Fanout {
       discussion: """
         Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
         output folder (in use by another run, not empty without --overwrite), 65 snapshot \
-        refused, 66 messages or snapshot file unreadable, 71 out of memory for contract v3's \
-        notification ledger (partial files and lock removed), 73 output could not be written \
-        (nothing is left under a final name), 75 snapshot busy (locked by a writer past \
-        --busy-timeout: try again), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (partial files \
-        and lock removed).
+        refused, 66 messages or snapshot file unreadable, 71 out of memory for a ledger (rule \
+        8's throttle, contract v3's notifications; partial files and lock removed), 73 output \
+        could not be written (nothing is left under a final name), 75 snapshot busy (locked by \
+        a writer past --busy-timeout: try again), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP \
+        (partial files and lock removed).
         """)
 
     @Option(help: "The preferences snapshot (SQLite).")

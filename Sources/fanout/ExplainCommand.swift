@@ -18,8 +18,8 @@ extension Fanout {
         deliveries per gateway, badges — the counts of fanout eval on that one line; --users \
         lists the pairs. Exit codes: 0 explained (whatever the decision), 64 bad command line \
         or unknown user, 65 snapshot refused or message rejected, 66 messages unreadable or no \
-        such id, 70 internal error (please report it), 71 out of memory for contract v3's \
-        notification ledger, 75 snapshot busy. The verdict is the \
+        such id, 70 internal error (please report it), 71 out of memory for a ledger (rule \
+        8's throttle, contract v3's notifications), 75 snapshot busy. The verdict is the \
         kernel's own: it inspects the pair with the rule chain fanout eval runs.
         """)
 

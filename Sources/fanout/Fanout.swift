@@ -15,8 +15,8 @@ struct Fanout: ParsableCommand {
     discussion: """
       Exit codes: 0 success (rejected traffic lines do not change it), 64 bad command line or \
       output folder, 65 snapshot refused, 66 messages or snapshot file unreadable, 70 internal \
-      error, 71 out of memory for contract v3's notification ledger, 73 output could not be \
-      written, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP, \
+      error, 71 out of memory for a ledger (rule 8's throttle, contract v3's \
+      notifications), 73 output could not be written, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP, \
       75 snapshot busy (locked by a writer for longer than --busy-timeout: try again).
       """,
     version: fanoutVersion,

@@ -29,8 +29,8 @@ extension Fanout {
 
         Exit codes: 0 stopped cleanly, 64 bad command line, output folder (in use by another \
         stage) or --metrics / --ready-file path, 65 first snapshot refused, 66 socket cannot be \
-        set up, 71 out of memory for contract v3's notification ledger, 73 output could not be \
-        written, 75 first snapshot busy. With --redis: 64 the \
+        set up, 71 out of memory for a ledger (rule 8's throttle, contract v3's \
+        notifications), 73 output could not be written, 75 first snapshot busy. With --redis: 64 the \
         server refused the setup, 66 the input key is not a stream, 73 a batch could not be \
         applied (docs/stream.md).
         """)

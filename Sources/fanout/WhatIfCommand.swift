@@ -25,8 +25,8 @@ extension Fanout {
 
         Exit codes: 0 success, 64 bad command line, refused SQL or output folder, \
         65 a snapshot refused or B not comparable with A, 66 messages or snapshot file unreadable, \
-        71 out of memory for contract v3's notification ledger, 73 output could not be written, \
-        75 a snapshot busy.
+        71 out of memory for a ledger (rule 8's throttle, contract v3's notifications), 73 output \
+        could not be written, 75 a snapshot busy.
         """)
 
     @Option(help: "Snapshot A, the baseline (SQLite).")

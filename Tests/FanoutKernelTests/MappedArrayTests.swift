@@ -8,7 +8,7 @@ import Testing
 struct MappedArrayTests {
   @Test("growing past many commit steps keeps every value in place, at the same address")
   func growth() {
-    let array = MappedArray<Int64>()
+    let array = MappedArray<Int64>(.notifications)
     let base = array.base
     // 3M values: 24 MB, a dozen 2 MB commit steps.
     for i in 0..<3_000_000 { array.append(Int64(i) &* 7) }
@@ -24,7 +24,7 @@ struct MappedArrayTests {
   @Test("an array that outgrows a small address range moves, every value with it")
   func moves() {
     // A range of 4 MB: 24 MB of values move three times.
-    let array = MappedArray<Int64>(reservation: 4 << 20)
+    let array = MappedArray<Int64>(.notifications, reservation: 4 << 20)
     for i in 0..<3_000_000 { array.append(Int64(i) &* 3) }
     #expect(array.count == 3_000_000)
     var wrong = 0
@@ -34,7 +34,7 @@ struct MappedArrayTests {
 
   @Test("zeroed elements read as zero, repeated ones as their value, after what came before")
   func zeroedAndRepeated() {
-    let array = MappedArray<Int32>()
+    let array = MappedArray<Int32>(.notifications)
     array.append(repeating: -1, count: 1000)
     array.appendZeroed(count: 5_000_000)
     array.append(9)
@@ -46,7 +46,7 @@ struct MappedArrayTests {
 
   @Test("populated memory keeps the values written before, reads zero elsewhere, and takes more")
   func populated() {
-    let array = MappedArray<Int32>()
+    let array = MappedArray<Int32>(.notifications)
     array.appendZeroed(count: 3_000_000)
     array[7] = 42
     array[2_999_999] = -5
@@ -77,7 +77,7 @@ struct MappedArrayTests {
         let line = Array("a cleanup ran\n".utf8)
         _ = write(STDERR_FILENO, line, line.count)
       }
-      let array = MappedArray<Int64>(reservation: 4 << 20)
+      let array = MappedArray<Int64>(.notifications, reservation: 4 << 20)
       for i in 0..<(128 << 20) { array.append(Int64(i)) }
     }
     let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
