@@ -53,25 +53,35 @@ public final class ThrottleLedger: @unchecked Sendable {
 
 /// One partition of a `ThrottleLedger`: an open-addressing table from
 /// member slot to a list of counted times, newest first, in a node pool —
-/// no allocation per entry, and with lines in time order a new time goes
-/// to the head of its list and a query reads at most `throttle_messages`
-/// nodes before it stops.
+/// no allocation per entry.
 ///
-/// Each lookup and each node visited is one cache miss, not two: a table
-/// entry holds its key beside its list's head, and a node its time beside
-/// its next. The pool grows in place (`MappedArray`): grown as an `Array`,
-/// each doubling copied the nodes into fresh pages.
+/// Lines in time order (the usual case) reach a list at its head: the
+/// times in the window are its first nodes, and a query reads at most
+/// `throttle_messages` of them — none while the partition holds fewer
+/// times than that (a limit no run reaches costs nothing). Lines in reverse
+/// order (a log exported newest first) reach it at its tail: no time in it
+/// counts against them. Only a line whose time falls between the list's
+/// newest and oldest walks past the newer ones.
+///
+/// A lookup and a node visited are one cache miss each: a table entry holds
+/// its key beside its list's head, a node its time beside its next, and the
+/// head node where the list's tail is. The pool grows in place
+/// (`MappedArray`): grown as an `Array`, each doubling copied the nodes
+/// into fresh pages.
 final class ThrottlePartition: @unchecked Sendable {
-  /// A table entry: a member slot (−1: free) and its list's first node.
+  /// A table entry: a member slot (−1: free) and its list's newest node.
   struct Entry {
     var key: Int32 = -1
     var head: Int32 = -1
   }
 
-  /// A counted time and the next (older) node of its list, or −1.
+  /// A counted time and the next (older) node of its list, or −1; in a
+  /// list's head node, the list's tail (its oldest node; unused in the
+  /// others).
   struct Node {
     var time: Int64
     var next: Int32
+    var tail: Int32
   }
 
   private var table = [Entry](repeating: Entry(), count: 1024)
@@ -84,30 +94,69 @@ final class ThrottlePartition: @unchecked Sendable {
   /// false if throttled.
   func admit(slot: Int32, ts: Int64, _ throttle: AppSettings.Throttle) -> Bool {
     let k = find(slot)
-    var count: Int64 = 0
-    var before: Int32 = -1  // the last node newer than ts
-    var node = table[k].head
-    while node >= 0 {
-      let t = nodes[Int(node)].time
-      if t > ts {
-        before = node
-      } else {
-        // Newest first: the first time outside the window ends the walk.
-        guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else { break }
-        count += 1
-        if Evaluator.reachesLimit(count, throttle) { return false }
-      }
-      node = nodes[Int(node)].next
+    let head = table[k].head
+    guard head >= 0 else {
+      insert(ts, after: -1, at: k)
+      return true
     }
-    // (Allocated first: the pool may move as it grows.)
-    if before < 0 {
-      let fresh = allocate(ts, next: table[k].head)
-      table[k].head = fresh
+    let newest = nodes[Int(head)]
+    if newest.time <= ts {
+      // Newest so far: the times in the window are the list's first ones.
+      if Int64(nodes.count) >= throttle.messages {
+        var count: Int64 = 0
+        var node = head
+        while node >= 0 {
+          let t = nodes[Int(node)].time
+          guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
+            break
+          }
+          count += 1
+          if Evaluator.reachesLimit(count, throttle) { return false }
+          node = nodes[Int(node)].next
+        }
+      }
+      insert(ts, after: -1, at: k)
+    } else if nodes[Int(newest.tail)].time > ts {
+      // Older than every time in the list: none counts against it.
+      insert(ts, after: newest.tail, at: k)
     } else {
-      let fresh = allocate(ts, next: nodes[Int(before)].next)
-      nodes[Int(before)].next = fresh
+      var count: Int64 = 0
+      var before = head  // the last node newer than ts
+      var node = newest.next
+      while node >= 0 {
+        let t = nodes[Int(node)].time
+        if t > ts {
+          before = node
+        } else {
+          // Newest first: the first time outside the window ends the walk.
+          guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
+            break
+          }
+          count += 1
+          if Evaluator.reachesLimit(count, throttle) { return false }
+        }
+        node = nodes[Int(node)].next
+      }
+      insert(ts, after: before, at: k)
     }
     return true
+  }
+
+  /// Adds time `t` to table entry `k`'s list after node `before` (−1: as
+  /// its head).
+  @inline(__always)
+  private func insert(_ t: Int64, after before: Int32, at k: Int) {
+    let head = table[k].head
+    // (Allocated first: the pool may move as it grows.)
+    let next = before < 0 ? head : nodes[Int(before)].next
+    let fresh = allocate(t, next: next)
+    if before < 0 {
+      table[k].head = fresh
+      nodes[Int(fresh)].tail = head < 0 ? fresh : nodes[Int(head)].tail
+    } else {
+      nodes[Int(before)].next = fresh
+      if next < 0 { nodes[Int(head)].tail = fresh }
+    }
   }
 
   /// Drops the times at or before `horizon`, and the keys left empty, once
@@ -141,11 +190,9 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Adds `times` (newest first) to `slot`'s list, which must be empty.
   func adopt(slot: Int32, times: [Int64]) {
     let k = find(slot)
-    var last: Int32 = -1
     for t in times {
-      let fresh = allocate(t, next: -1)
-      if last < 0 { table[k].head = fresh } else { nodes[Int(last)].next = fresh }
-      last = fresh
+      let head = table[k].head
+      insert(t, after: head < 0 ? -1 : nodes[Int(head)].tail, at: k)
     }
   }
 
@@ -162,7 +209,7 @@ final class ThrottlePartition: @unchecked Sendable {
     guard nodes.count < Int32.max else {
       ledgerOutOfMemory(.throttle, "reached its limit of 2^31 entries")
     }
-    nodes.append(Node(time: t, next: next))
+    nodes.append(Node(time: t, next: next, tail: -1))
     return Int32(truncatingIfNeeded: nodes.count &- 1)
   }
 
@@ -189,7 +236,7 @@ final class ThrottlePartition: @unchecked Sendable {
     table = [Entry](repeating: Entry(), count: old.count * 2)
     keyCount = 0
     for entry in old where entry.key >= 0 {
-      table[find(entry.key)].head = entry.head
+      table[find(entry.key)] = entry
     }
   }
 }

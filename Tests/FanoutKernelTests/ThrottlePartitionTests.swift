@@ -1,0 +1,65 @@
+import FanoutModel
+import Testing
+
+@testable import FanoutKernel
+
+/// Rule 8's ledger against the rule read literally: a line at ts is
+/// throttled when `throttle_messages` earlier counted lines of its (user,
+/// channel) lie in (ts − window, ts]; a throttled line does not count.
+@Suite("ThrottlePartition: rule 8's ledger, lines in any order")
+struct ThrottlePartitionTests {
+  /// The verdicts by the rule's text: every earlier counted time compared.
+  static func literal(_ lines: [(slot: Int32, ts: Int64)], _ throttle: AppSettings.Throttle)
+    -> [Bool]
+  {
+    var counted: [Int32: [Int64]] = [:]
+    return lines.map { line in
+      let inWindow = counted[line.slot, default: []].count {
+        Evaluator.countsAgainst($0, at: line.ts, window: throttle.windowMilliseconds)
+      }
+      guard !Evaluator.reachesLimit(Int64(inWindow), throttle) else { return false }
+      counted[line.slot, default: []].append(line.ts)
+      return true
+    }
+  }
+
+  static func ledger(_ lines: [(slot: Int32, ts: Int64)], _ throttle: AppSettings.Throttle)
+    -> [Bool]
+  {
+    let partition = ThrottlePartition()
+    return lines.map { partition.admit(slot: $0.slot, ts: $0.ts, throttle) }
+  }
+
+  @Test(
+    "in time order, in reverse (also with equal times), shuffled, jittered; limits 1, 3, 10^9",
+    arguments: ["forward", "reverse", "reverse, equal times", "shuffled", "jittered"],
+    [1, 3, 1_000_000_000])
+  func agreesWithTheRule(order: String, limit: Int64) {
+    var random = SystemRandomNumberGenerator()
+    // Three slots, times a few seconds apart, so that windows hold several.
+    var lines = (0..<3_000).map { i in (slot: Int32(i % 3), ts: Int64(i / 3) * 2_000) }
+    switch order {
+    case "reverse": lines.reverse()
+    case "reverse, equal times":
+      // Each slot's times twice over, newest first: a time equal to the
+      // oldest counts against the line.
+      lines = lines.map { ($0.slot, $0.ts / 4_000 * 4_000) }.reversed()
+    case "shuffled": lines.shuffle(using: &random)
+    case "jittered":
+      lines = lines.map { ($0.slot, $0.ts + Int64.random(in: -5_000...5_000, using: &random)) }
+    default: break
+    }
+    let throttle = AppSettings.Throttle(messages: limit, windowMilliseconds: 9_000)
+    let verdicts = Self.ledger(lines, throttle)
+    #expect(verdicts == Self.literal(lines, throttle))
+    // Forward with a limit of 3: some lines are throttled (the check bites).
+    if order == "forward" && limit == 3 { #expect(verdicts.contains(false)) }
+  }
+
+  @Test("a table that grows keeps every list whole")
+  func growth() {
+    let lines = (0..<20_000).map { i in (slot: Int32(i % 5_000), ts: Int64(i) * 10) }
+    let throttle = AppSettings.Throttle(messages: 2, windowMilliseconds: 200_000)
+    #expect(Self.ledger(lines, throttle) == Self.literal(lines, throttle))
+  }
+}
