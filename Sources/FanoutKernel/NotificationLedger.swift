@@ -188,8 +188,10 @@ struct NotificationState {
 
   /// A group used: its id (`ordinal`), key and user, its unread
   /// notifications' block (`count` of them, visible from `visibleStart`),
-  /// and with a count cap, its place in its user's visible groups (−1:
-  /// none visible). 32 bytes, as `User`.
+  /// whether they are in the order of their messages' ts (as with traffic
+  /// in time order: a read older than the first then removes none), and
+  /// with a count cap, its place in its user's visible groups (−1: none
+  /// visible). 32 bytes, as `User`.
   struct Group {
     private var blockWord: Int32 = -1
     var count: Int32 = 0
@@ -200,6 +202,7 @@ struct NotificationState {
     var visiblePlace: Int32 = -1
     var blockSize: UInt8 = 0
     var type: UInt8
+    var inTsOrder = true
 
     init(ordinal: Int32, channel: Int32, record: Int32, type: UInt8) {
       self.ordinal = ordinal
@@ -299,11 +302,17 @@ struct NotificationState {
       let count = Int(groups[g].count)
       let visibleStart = Int(groups[g].visibleStart)
       let block = groups[g].block
+      // In ts order, a read older than the first removes none: a stale
+      // read costs nothing, however many notifications wait unread.
+      if count > 0 && groups[g].inTsOrder && notes[block, 0, 1] > ts { continue }
       var kept = 0
       var keptHidden = 0
+      var inTsOrder = true
+      var lastKeptTs = Int64.min
       for i in 0..<count {
         let id = notes[block, i, 0]
-        if notes[block, i, 1] <= ts {
+        let noteTs = notes[block, i, 1]
+        if noteTs <= ts {
           removed.append(id)
           if notes[block, i, 2] > ts { cancelled.append(id) }
           continue
@@ -311,7 +320,10 @@ struct NotificationState {
         if kept != i { notes.copy(block, i, to: kept) }
         if i < visibleStart { keptHidden &+= 1 }
         kept &+= 1
+        if noteTs < lastKeptTs { inTsOrder = false }
+        lastKeptTs = noteTs
       }
+      groups[g].inTsOrder = inTsOrder
       guard kept < count else { continue }
       groups[g].count = Int32(kept)
       groups[g].visibleStart = Int32(keptHidden)
@@ -478,6 +490,11 @@ struct NotificationState {
       groups[g].blockSize &+= 1
     }
     let block = groups[g].block
+    if count == 0 {
+      groups[g].inTsOrder = true
+    } else if ts < notes[block, count &- 1, 1] {
+      groups[g].inTsOrder = false
+    }
     notes[block, count, 0] = id
     notes[block, count, 1] = ts
     notes[block, count, 2] = due
