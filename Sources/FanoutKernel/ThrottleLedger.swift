@@ -55,13 +55,15 @@ public final class ThrottleLedger: @unchecked Sendable {
 /// member slot to a list of counted times, newest first, in a node pool —
 /// no allocation per entry.
 ///
-/// Lines in time order (the usual case) reach a list at its head: the
-/// times in the window are its first nodes, and a query reads at most
-/// `throttle_messages` of them — none while the partition holds fewer
-/// times than that (a limit no run reaches costs nothing). Lines in reverse
-/// order (a log exported newest first) reach it at its tail: no time in it
-/// counts against them. Only a line whose time falls between the list's
-/// newest and oldest walks past the newer ones.
+/// While the partition holds fewer times than `throttle_messages`, no line
+/// can be throttled: each time goes to its list's head, in order or not (a
+/// limit no run reaches costs nothing, whatever the order of the lines).
+/// Once it holds that many, the lists are put in order, once. Then lines in
+/// time order (the usual case) reach a list at its head: the times in the
+/// window are its first nodes, and a query reads at most `throttle_messages`
+/// of them. Lines in reverse order (a log exported newest first) reach it
+/// at its tail: no time in it counts against them. Only a line whose time
+/// falls between the list's newest and oldest walks past the newer ones.
 ///
 /// A lookup and a node visited are one cache miss each: a table entry holds
 /// its key beside its list's head, a node its time beside its next, and the
@@ -87,6 +89,9 @@ final class ThrottlePartition: @unchecked Sendable {
   private var table = [Entry](repeating: Entry(), count: 1024)
   private var keyCount = 0
   private let nodes = MappedArray<Node>(.throttle)
+  /// Whether every list is newest first (see above: not always while the
+  /// partition holds fewer times than the limit).
+  private var listsInOrder = true
   /// Pool size after the last sweep; the next sweep waits until it doubles.
   private var sweptAt = 0
 
@@ -99,21 +104,26 @@ final class ThrottlePartition: @unchecked Sendable {
       insert(ts, after: -1, at: k)
       return true
     }
+    // Fewer times than the limit in the whole partition: none can reach it.
+    guard Int64(nodes.count) >= throttle.messages else {
+      if ts < nodes[Int(head)].time { listsInOrder = false }
+      insert(ts, after: -1, at: k)
+      return true
+    }
+    if !listsInOrder { putListsInOrder() }
     let newest = nodes[Int(head)]
     if newest.time <= ts {
       // Newest so far: the times in the window are the list's first ones.
-      if Int64(nodes.count) >= throttle.messages {
-        var count: Int64 = 0
-        var node = head
-        while node >= 0 {
-          let t = nodes[Int(node)].time
-          guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
-            break
-          }
-          count += 1
-          if Evaluator.reachesLimit(count, throttle) { return false }
-          node = nodes[Int(node)].next
+      var count: Int64 = 0
+      var node = head
+      while node >= 0 {
+        let t = nodes[Int(node)].time
+        guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
+          break
         }
+        count += 1
+        if Evaluator.reachesLimit(count, throttle) { return false }
+        node = nodes[Int(node)].next
       }
       insert(ts, after: -1, at: k)
     } else if nodes[Int(newest.tail)].time > ts {
@@ -175,6 +185,7 @@ final class ThrottlePartition: @unchecked Sendable {
 
   /// Calls `body` with each key and its times, newest first.
   func forEachKey(_ body: (Int32, [Int64]) -> Void) {
+    if !listsInOrder { putListsInOrder() }
     var times: [Int64] = []
     for entry in table where entry.key >= 0 {
       times.removeAll(keepingCapacity: true)
@@ -196,12 +207,35 @@ final class ThrottlePartition: @unchecked Sendable {
     }
   }
 
+  /// Sorts every list's times, newest first, along its nodes as they are
+  /// linked (each list keeps its nodes, so its head and tail stay).
+  @inline(never)
+  private func putListsInOrder() {
+    var times: [Int64] = []
+    for entry in table where entry.key >= 0 {
+      times.removeAll(keepingCapacity: true)
+      var node = entry.head
+      while node >= 0 {
+        times.append(nodes[Int(node)].time)
+        node = nodes[Int(node)].next
+      }
+      times.sort(by: >)
+      node = entry.head
+      for t in times {
+        nodes[Int(node)].time = t
+        node = nodes[Int(node)].next
+      }
+    }
+    listsInOrder = true
+  }
+
   private func reset(capacity: Int) {
     var size = 1024
     while size < 2 * capacity { size *= 2 }
     table = [Entry](repeating: Entry(), count: size)
     keyCount = 0
     nodes.removeAll()
+    listsInOrder = true
   }
 
   /// A new node for time `t`, followed by `next`.

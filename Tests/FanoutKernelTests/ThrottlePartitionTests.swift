@@ -56,6 +56,17 @@ struct ThrottlePartitionTests {
     if order == "forward" && limit == 3 { #expect(verdicts.contains(false)) }
   }
 
+  @Test("a limit reached only after many lines in disorder: the lists are put in order then")
+  func limitReachedLate() {
+    var random = SystemRandomNumberGenerator()
+    let lines = (0..<3_000).map { i in (slot: Int32(i % 3), ts: Int64(i / 3) * 2_000) }
+      .shuffled(using: &random)
+    let throttle = AppSettings.Throttle(messages: 500, windowMilliseconds: 1 << 40)
+    let verdicts = Self.ledger(lines, throttle)
+    #expect(verdicts == Self.literal(lines, throttle))
+    #expect(verdicts.contains(false))
+  }
+
   @Test("a table that grows keeps every list whole")
   func growth() {
     let lines = (0..<20_000).map { i in (slot: Int32(i % 5_000), ts: Int64(i) * 10) }
