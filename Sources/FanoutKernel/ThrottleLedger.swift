@@ -63,7 +63,7 @@ public final class ThrottleLedger: @unchecked Sendable {
 /// window are its first nodes, and a query reads at most `throttle_messages`
 /// of them. Lines in reverse order (a log exported newest first) reach it
 /// at its tail: no time in it counts against them. Only a line whose time
-/// falls between the list's newest and oldest walks past the newer ones.
+/// falls between the list's newest and oldest walks past the later ones.
 ///
 /// A lookup and a node visited are one cache miss each: a table entry holds
 /// its key beside its list's head, a node its time beside its next, and the
@@ -112,43 +112,31 @@ final class ThrottlePartition: @unchecked Sendable {
     }
     if !listsInOrder { putListsInOrder() }
     let newest = nodes[Int(head)]
-    if newest.time <= ts {
-      // Newest so far: the times in the window are the list's first ones.
-      var count: Int64 = 0
-      var node = head
-      while node >= 0 {
-        let t = nodes[Int(node)].time
+    if newest.time > ts && nodes[Int(newest.tail)].time > ts {
+      // Older than every time in the list: none counts against it.
+      insert(ts, after: newest.tail, at: k)
+      return true
+    }
+    // Newest first: past the times later than ts (none for lines in time
+    // order), the ones in the window are counted; the first time outside
+    // it ends the walk.
+    var count: Int64 = 0
+    var before: Int32 = -1  // the last node later than ts
+    var node = head
+    while node >= 0 {
+      let t = nodes[Int(node)].time
+      if t > ts {
+        before = node
+      } else {
         guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
           break
         }
         count += 1
         if Evaluator.reachesLimit(count, throttle) { return false }
-        node = nodes[Int(node)].next
       }
-      insert(ts, after: -1, at: k)
-    } else if nodes[Int(newest.tail)].time > ts {
-      // Older than every time in the list: none counts against it.
-      insert(ts, after: newest.tail, at: k)
-    } else {
-      var count: Int64 = 0
-      var before = head  // the last node newer than ts
-      var node = newest.next
-      while node >= 0 {
-        let t = nodes[Int(node)].time
-        if t > ts {
-          before = node
-        } else {
-          // Newest first: the first time outside the window ends the walk.
-          guard Evaluator.countsAgainst(t, at: ts, window: throttle.windowMilliseconds) else {
-            break
-          }
-          count += 1
-          if Evaluator.reachesLimit(count, throttle) { return false }
-        }
-        node = nodes[Int(node)].next
-      }
-      insert(ts, after: before, at: k)
+      node = nodes[Int(node)].next
     }
+    insert(ts, after: before, at: k)
     return true
   }
 
