@@ -174,6 +174,11 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Calls `body` with each key and its times, newest first.
   func forEachKey(_ body: (Int32, [Int64]) -> Void) {
     if !listsInOrder { putListsInOrder() }
+    forEachList { entry, times in body(entry.key, times) }
+  }
+
+  /// Calls `body` with each list's entry and its times as they are linked.
+  private func forEachList(_ body: (Entry, inout [Int64]) -> Void) {
     var times: [Int64] = []
     for entry in table where entry.key >= 0 {
       times.removeAll(keepingCapacity: true)
@@ -182,7 +187,7 @@ final class ThrottlePartition: @unchecked Sendable {
         times.append(nodes[Int(node)].time)
         node = nodes[Int(node)].next
       }
-      body(entry.key, times)
+      body(entry, &times)
     }
   }
 
@@ -199,16 +204,9 @@ final class ThrottlePartition: @unchecked Sendable {
   /// linked (each list keeps its nodes, so its head and tail stay).
   @inline(never)
   private func putListsInOrder() {
-    var times: [Int64] = []
-    for entry in table where entry.key >= 0 {
-      times.removeAll(keepingCapacity: true)
-      var node = entry.head
-      while node >= 0 {
-        times.append(nodes[Int(node)].time)
-        node = nodes[Int(node)].next
-      }
+    forEachList { entry, times in
       times.sort(by: >)
-      node = entry.head
+      var node = entry.head
       for t in times {
         nodes[Int(node)].time = t
         node = nodes[Int(node)].next
