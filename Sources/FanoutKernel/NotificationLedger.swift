@@ -144,8 +144,10 @@ final class NotificationPartition: @unchecked Sendable {
 /// have grown.
 ///
 /// A group's unread notifications lie side by side in id order in a block
-/// of `notes` (moved to a block twice the size when full): a read scans
-/// its channel's blocks, hiding reads none. The visible ones are always
+/// of `notes` (moved to a block twice the size when full): a read removes
+/// from its channel's blocks those of its ts or older — in ts order a
+/// prefix, found by halving and left in place (`removedPrefix`), else by a
+/// scan — hiding reads none. The visible ones are always
 /// the block's last ones — a notification is added with the newest id,
 /// the size cap hides the oldest visible, the count cap all of a group's,
 /// a read removes any — so a group keeps only where they start
@@ -300,41 +302,67 @@ struct NotificationState {
     for type in NotificationGroupType.allCases {
       guard let g = existingGroup(slot: slot, type: type.rawValue) else { continue }
       let count = Int(groups[g].count)
+      guard count > 0 else { continue }
       let visibleStart = Int(groups[g].visibleStart)
       let block = groups[g].block
-      // In ts order, a read older than the first removes none: a stale
-      // read costs nothing, however many notifications wait unread.
-      if count > 0 && groups[g].inTsOrder && notes[block, 0, 1] > ts { continue }
-      var kept = 0
-      var keptHidden = 0
-      var inTsOrder = true
-      var lastKeptTs = Int64.min
-      for i in 0..<count {
-        let id = notes[block, i, 0]
-        let noteTs = notes[block, i, 1]
-        if noteTs <= ts {
+      let start = removedPrefix(group: g)
+      var live: Range<Int>
+      var newVisibleStart: Int
+      if groups[g].inTsOrder {
+        // In ts order (traffic in time order), a read removes a prefix of
+        // the unread ones: found by halving and left in place, so that a
+        // read costs what it removes, not the notifications still unread.
+        var low = start
+        var high = count
+        while low < high {
+          let mid = (low &+ high) &>> 1
+          if notes[block, mid, 1] <= ts { low = mid &+ 1 } else { high = mid }
+        }
+        guard low > start else { continue }
+        for i in start..<low {
+          let id = notes[block, i, 0]
           removed.append(id)
           if notes[block, i, 2] > ts { cancelled.append(id) }
-          continue
         }
-        if kept != i { notes.copy(block, i, to: kept) }
-        if i < visibleStart { keptHidden &+= 1 }
-        kept &+= 1
-        if noteTs < lastKeptTs { inTsOrder = false }
-        lastKeptTs = noteTs
+        if low < count { notes[block, 0, 0] = Int64(-low) }
+        live = low..<count
+        newVisibleStart = max(visibleStart, low)
+      } else {
+        var kept = 0
+        var keptHidden = 0
+        var inTsOrder = true
+        var lastKeptTs = Int64.min
+        for i in start..<count {
+          let id = notes[block, i, 0]
+          let noteTs = notes[block, i, 1]
+          if noteTs <= ts {
+            removed.append(id)
+            if notes[block, i, 2] > ts { cancelled.append(id) }
+            continue
+          }
+          if kept != i { notes.copy(block, i, to: kept) }
+          if i < visibleStart { keptHidden &+= 1 }
+          kept &+= 1
+          if noteTs < lastKeptTs { inTsOrder = false }
+          lastKeptTs = noteTs
+        }
+        groups[g].inTsOrder = inTsOrder
+        // (With a removed prefix, the kept ones moved even if none went.)
+        guard kept < count else { continue }
+        live = 0..<kept
+        newVisibleStart = keptHidden
       }
-      groups[g].inTsOrder = inTsOrder
-      guard kept < count else { continue }
-      groups[g].count = Int32(kept)
-      groups[g].visibleStart = Int32(keptHidden)
+      if live.isEmpty { (live, newVisibleStart) = (0..<0, 0) }
+      groups[g].count = Int32(live.upperBound)
+      groups[g].visibleStart = Int32(newVisibleStart)
       if tracksVisibleGroups {
-        if kept > keptHidden {
-          setNewestVisible(group: g, notes[block, kept &- 1, 0])
+        if live.upperBound > newVisibleStart {
+          setNewestVisible(group: g, notes[block, live.upperBound &- 1, 0])
         } else if groups[g].visiblePlace >= 0 {
           removeVisible(group: g)
         }
       }
-      if kept == 0 {
+      if live.isEmpty {
         notes.release(block, size: groups[g].blockSize)
         groups[g].block = BlockPool.none
       }
@@ -478,16 +506,38 @@ struct NotificationState {
     return groups.count &- 1
   }
 
+  /// How many of group `g`'s block's first entries a read removed and
+  /// left in place (`read`): their number, negated, is entry 0's id word
+  /// (ids are 1 and up); they go when the block is full or a read scans it.
+  @inline(__always)
+  private func removedPrefix(group g: Int) -> Int {
+    guard groups[g].count > 0 else { return 0 }
+    let first = notes[groups[g].block, 0, 0]
+    return first < 0 ? Int(-first) : 0
+  }
+
   /// Appends a notification to group `g`'s block (the newest id).
   @inline(__always)
   private mutating func appendNote(group g: Int, id: Int64, ts: Int64, due: Int64) {
-    let count = Int(groups[g].count)
+    var count = Int(groups[g].count)
     if groups[g].block == BlockPool.none {
       groups[g].blockSize = 1
       groups[g].block = notes.allocate(size: 1)
     } else if count == BlockPool.capacity(groups[g].blockSize) {
-      groups[g].block = notes.grow(groups[g].block, size: groups[g].blockSize, count: count)
-      groups[g].blockSize &+= 1
+      // A full block first drops its removed prefix; it grows if it is
+      // still more than half full, so that either way the next time it is
+      // full is as many appends away as it moved entries.
+      let removed = removedPrefix(group: g)
+      if removed > 0 {
+        for i in removed..<count { notes.copy(groups[g].block, i, to: i &- removed) }
+        count &-= removed
+        groups[g].count = Int32(count)
+        groups[g].visibleStart &-= Int32(removed)
+      }
+      if count &* 2 > BlockPool.capacity(groups[g].blockSize) {
+        groups[g].block = notes.grow(groups[g].block, size: groups[g].blockSize, count: count)
+        groups[g].blockSize &+= 1
+      }
     }
     let block = groups[g].block
     if count == 0 {
@@ -582,7 +632,7 @@ struct NotificationState {
       for g in groupsOf[starts[r]..<starts[r &+ 1]] {
         let group = groups[g]
         used[Int(group.ordinal) - 1] = (group.channel, group.type)
-        for i in 0..<Int(group.count) {
+        for i in removedPrefix(group: g)..<Int(group.count) {
           unread.append(
             (
               notes[group.block, i, 0], group.ordinal, notes[group.block, i, 1],

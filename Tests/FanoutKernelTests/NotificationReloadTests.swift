@@ -22,13 +22,18 @@ struct NotificationReloadTests {
     ).index
   }
 
-  static let lines: [String] = (0..<24).map { i in
-    if i % 5 == 4 {
+  /// Messages in three channels, in ts order, and reads by `a` some
+  /// `readLag` ms back: at 15 they remove all of a group's unread ones,
+  /// at 35 some (the rest wait behind a removed prefix through the reload).
+  static func lines(readLag: Int) -> [String] {
+    (0..<24).map { i in
+      if i % 5 == 4 {
+        return
+          #"{"id":"r\#(i)","event":"read","channel":"g\#(i % 3)","user":"a","ts":\#(i * 10 - readLag)}"#
+      }
       return
-        #"{"id":"r\#(i)","event":"read","channel":"g\#(i % 3)","user":"a","ts":\#(i * 10 - 15)}"#
+        #"{"id":"m\#(i)","channel":"g\#(i % 3)","sender":"s","ts":\#(i * 10)\#(i % 7 == 0 ? #","kind":"call""# : "")}"#
     }
-    return
-      #"{"id":"m\#(i)","channel":"g\#(i % 3)","sender":"s","ts":\#(i * 10)\#(i % 7 == 0 ? #","kind":"call""# : "")}"#
   }
 
   /// Per message line, per user id: `group,id,badge,hides`; and the removals.
@@ -57,8 +62,11 @@ struct NotificationReloadTests {
     return (fields, removed)
   }
 
-  @Test("renumbered users and channels: the lines after the reload as if there had been none")
-  func renumbered() throws {
+  @Test(
+    "renumbered users and channels: the lines after the reload as if there had been none",
+    arguments: [15, 35])
+  func renumbered(readLag: Int) throws {
+    let lines = Self.lines(readLag: readLag)
     let members = """
       INSERT INTO devices VALUES (1, 'a', 'apns', 'ta'), (2, 'b', 'fcm', 'tb');
       INSERT INTO members SELECT c.channel_id, u.user_id FROM channels c, users u;
@@ -76,12 +84,12 @@ struct NotificationReloadTests {
       """ + members)
     #expect(b.users.find("a") != a.users.find("a"))
     let wholeLedgers = try #require(Ledgers(index: b, threads: 2))
-    let whole = Self.run(wholeLedgers, Self.lines[...])
+    let whole = Self.run(wholeLedgers, lines[...])
     let before = try #require(Ledgers(index: a, threads: 2))
-    let first = Self.run(before, Self.lines[..<12])
+    let first = Self.run(before, lines[..<12])
     let after = try #require(Ledgers(index: b, threads: 3))
     after.inherit(from: before)
-    let second = Self.run(after, Self.lines[12...])
+    let second = Self.run(after, lines[12...])
     #expect(first.fields + second.fields == whole.fields)
     #expect(first.removed + second.removed == whole.removed)
     #expect(whole.removed.count >= 2, "\(whole.removed)")

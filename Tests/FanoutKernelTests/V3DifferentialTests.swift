@@ -71,10 +71,61 @@ struct V3DifferentialTests {
     "random v3 worlds: every pair's notification, every update line, the counts",
     arguments: Array(UInt64(301)...318))
   func randomWorld(_ seed: UInt64) throws {
-    let world = RandomWorld(seed: seed, v3: true)
+    try Self.expectAgreement(RandomWorld(seed: seed, v3: true), threads: 1 + Int(seed % 3), seed)
+  }
+
+  @Test(
+    "random v3 worlds in time order, read a few notifications at a time: as the reference",
+    arguments: Array(UInt64(341)...348))
+  func inTimeOrder(_ seed: UInt64) throws {
+    var world = RandomWorld(seed: seed, users: 12, messages: 500, v3: true)
+    world.messages = Self.inTimeOrder(world.messages, members: world.members, seed: seed)
+    let removed = ReferenceEvaluator(world).notifications().counts.removed
+    #expect(removed > 50, "seed \(seed): \(removed)")
+    try Self.expectAgreement(world, threads: 1 + Int(seed % 3), seed)
+  }
+
+  /// `lines` sorted by ts, one in ten then swapped with the next (out of
+  /// order), and after each message a read by a member of its channel up
+  /// to a few messages back: groups in ts order whose backlog reads take
+  /// a few at a time (the ledger's removed prefixes), filled again after.
+  static func inTimeOrder(_ lines: [String], members: [String: [String]], seed: UInt64)
+    -> [String]
+  {
+    var random = SeededRandom(seed: seed)
+    func object(_ line: String) -> [String: Any] {
+      try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+    }
+    var sorted = lines.enumerated().map { (ts: object($1)["ts"] as! Int64, k: $0, line: $1) }
+      .sorted { ($0.ts, $0.k) < ($1.ts, $1.k) }.map(\.line)
+    for i in stride(from: 0, to: sorted.count - 1, by: 1)
+    where Int.random(in: 0..<10, using: &random) == 0 {
+      sorted.swapAt(i, i + 1)
+    }
+    var out: [String] = []
+    var seen: [String: [Int64]] = [:]  // channel -> its messages' ts, in line order
+    for (i, line) in sorted.enumerated() {
+      out.append(line)
+      let o = object(line)
+      guard o["event"] == nil, let channel = o["channel"] as? String else { continue }
+      seen[channel, default: []].append(o["ts"] as! Int64)
+      let reader = members[channel]?.randomElement(using: &random) ?? "ghost"
+      let times = seen[channel]!
+      let back = Int.random(in: 2...6, using: &random)
+      guard times.count > back else { continue }
+      out.append(
+        #"{"id":"x\#(i)","event":"read","channel":"\#(channel)","user":"\#(reader)","ts":\#(times[times.count - 1 - back])}"#
+      )
+    }
+    return out
+  }
+
+  /// Runs `world` and checks every pair's notification fields, every
+  /// update line and the counts against the reference evaluator.
+  static func expectAgreement(_ world: RandomWorld, threads: Int, _ seed: UInt64) throws {
     let reference = ReferenceEvaluator(world)
     let expected = reference.notifications()
-    let run = try Self.run(world, threads: 1 + Int(seed % 3))
+    let run = try Self.run(world, threads: threads)
 
     var actual: [String: String] = [:]
     for line in run.decisions {
