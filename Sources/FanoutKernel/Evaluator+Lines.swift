@@ -42,11 +42,32 @@ extension Evaluator {
       }
     })
 
+  /// The current pair's recipient entries end alike on every device: the
+  /// trigger and preview, a deferred pair's `deliver_at`, contract v3's
+  /// fields, `}` — made once per pair (`findPairNote` first), each device's
+  /// entry then its JSON and one copy.
   @inline(__always)
-  func appendDelivery(
-    device d: Int, gateway g: Int, trigger: Trigger, preview: Bool, deferredTo: Int64?,
-    sign: Int, _ result: inout ChunkResult
-  ) {
+  func makeRecipientTail(trigger: Trigger, preview: Bool, deferredTo: Int64?) {
+    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 3
+    if deferredTo == nil && pairNote < 0 {
+      fixedRecipientTail = suffix
+      return
+    }
+    fixedRecipientTail = -1
+    recipientTail.removeAll(keepingCapacity: true)
+    if let deferredTo {
+      recipientTail.append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
+      JSONText.appendDecimal(deferredTo, to: &recipientTail)
+    } else {
+      recipientTail.append(contentsOf: Self.recipientSuffixes[suffix &+ 2])
+    }
+    if pairNote >= 0 { recipientTail += pairNoteFields }
+    recipientTail.append(UInt8(ascii: "}"))
+  }
+
+  /// One device's recipient entry in its gateway's line for the message.
+  @inline(__always)
+  func appendDelivery(device d: Int, gateway g: Int, sign: Int, _ result: inout ChunkResult) {
     scratch.deliveries[g] &+= sign
     guard writeLines else { return }
     if scratch.gatewayStamp[g] != stamp {
@@ -57,17 +78,11 @@ extension Evaluator {
       result.gatewayLines[g].append(UInt8(ascii: ","))
     }
     result.gatewayLines[g].append(contentsOf: columns.deviceJSON[d])
-    let suffix = (Int(trigger.rawValue) &* 2 &+ (preview ? 1 : 0)) &* 3
-    if let deferredTo {
-      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
-      JSONText.appendDecimal(deferredTo, to: &result.gatewayLines[g])
+    if fixedRecipientTail >= 0 {
+      result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[fixedRecipientTail])
     } else {
-      result.gatewayLines[g].append(
-        contentsOf: Self.recipientSuffixes[writesNotes ? suffix &+ 2 : suffix])
-      if !writesNotes { return }
+      result.gatewayLines[g] += recipientTail
     }
-    if pairNote >= 0 { result.gatewayLines[g] += pairNoteFields }
-    result.gatewayLines[g].append(UInt8(ascii: "}"))
   }
 
   /// Contract v3: finds the notification of the delivered pair of user `u`

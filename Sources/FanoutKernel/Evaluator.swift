@@ -47,6 +47,11 @@ public final class Evaluator {
   var pairNote = -1
   /// `pairNote`'s fields, as its entries and decision line carry them.
   var pairNoteFields: [UInt8] = []
+  /// What follows each device's JSON in the current pair's recipient
+  /// entries (`makeRecipientTail`): one of `recipientSuffixes`, or (−1)
+  /// the bytes of `recipientTail`.
+  var fixedRecipientTail = -1
+  var recipientTail: [UInt8] = []
   /// Views of `index`'s columns, valid while it is held.
   let columns: IndexColumns
   let scratch: EvaluatorScratch
@@ -327,6 +332,9 @@ public final class Evaluator {
     if verdict.reason == nil {
       let throttled = Self.isThrottled(pair, trigger)
       findPairNote(u)
+      if writeLines {
+        makeRecipientTail(trigger: trigger, preview: settings.showPreview, deferredTo: deferredTo)
+      }
       let devices = c.deviceCount(user: Int(u), state)
       var passed = 0
       for k in 0..<devices {
@@ -339,9 +347,7 @@ public final class Evaluator {
             result.pairDeviceGateways.append(UInt16(truncatingIfNeeded: g))
           }
           if !throttled {
-            appendDelivery(
-              device: Int(state.firstDevice) &+ k, gateway: g, trigger: trigger,
-              preview: settings.showPreview, deferredTo: deferredTo, sign: sign, &result)
+            appendDelivery(device: Int(state.firstDevice) &+ k, gateway: g, sign: sign, &result)
           }
           passed &+= 1
         } else {
