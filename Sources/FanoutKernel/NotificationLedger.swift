@@ -145,9 +145,9 @@ final class NotificationPartition: @unchecked Sendable {
 ///
 /// A group's unread notifications lie side by side in id order in a block
 /// of `notes` (moved to a block twice the size when full): a read removes
-/// from its channel's blocks those of its ts or older — in ts order a
-/// prefix, found by halving and left in place (`removedPrefix`), else by a
-/// scan — hiding reads none. The visible ones are always
+/// from its channel's blocks those of its ts or older, looking only as far
+/// as they can be as old (`Disorder`), and leaves them in place as a
+/// prefix (`removedPrefix`); hiding reads none. The visible ones are always
 /// the block's last ones — a notification is added with the newest id,
 /// the size cap hides the oldest visible, the count cap all of a group's,
 /// a read removes any — so a group keeps only where they start
@@ -189,11 +189,10 @@ struct NotificationState {
   }
 
   /// A group used: its id (`ordinal`), key and user, its unread
-  /// notifications' block (`count` of them, visible from `visibleStart`),
-  /// whether they are in the order of their messages' ts (as with traffic
-  /// in time order: a read older than the first then removes none), and
-  /// with a count cap, its place in its user's visible groups (−1: none
-  /// visible). 32 bytes, as `User`.
+  /// notifications' block (`count` entries: a removed prefix, then the
+  /// unread ones, visible from `visibleStart`), how far they lie out of ts
+  /// order, and with a count cap, its place in its user's visible groups
+  /// (−1: none visible). 32 bytes, as `User`.
   struct Group {
     private var blockWord: Int32 = -1
     var count: Int32 = 0
@@ -204,7 +203,9 @@ struct NotificationState {
     var visiblePlace: Int32 = -1
     var blockSize: UInt8 = 0
     var type: UInt8
-    var inTsOrder = true
+    /// How far a notification's ts may lie before an earlier one's
+    /// (`Disorder`): 0 in ts order.
+    var disorder: UInt8 = 0
 
     init(ordinal: Int32, channel: Int32, record: Int32, type: UInt8) {
       self.ordinal = ordinal
@@ -306,65 +307,73 @@ struct NotificationState {
       let visibleStart = Int(groups[g].visibleStart)
       let block = groups[g].block
       let start = removedPrefix(group: g)
-      var live: Range<Int>
-      var newVisibleStart: Int
-      if groups[g].inTsOrder {
-        // In ts order (traffic in time order), a read removes a prefix of
-        // the unread ones: found by halving and left in place, so that a
-        // read costs what it removes, not the notifications still unread.
-        var low = start
-        var high = count
-        while low < high {
-          let mid = (low &+ high) &>> 1
-          if notes[block, mid, 1] <= ts { low = mid &+ 1 } else { high = mid }
-        }
-        guard low > start else { continue }
-        for i in start..<low {
-          let id = notes[block, i, 0]
+      // Notifications more than the group's disorder after the read's ts
+      // stay, and so do all after them: only those before the first of
+      // them are looked at (with traffic in time order, those removed and
+      // one more), however many wait unread.
+      let (reach, overflow) = ts.addingReportingOverflow(Disorder.slack(groups[g].disorder))
+      let limit = overflow ? Int64.max : reach
+      var stop = start
+      var firstRemoved = -1
+      var kept = 0
+      var keptHidden = 0
+      while stop < count {
+        let noteTs = notes[block, stop, 1]
+        if noteTs > limit { break }
+        if noteTs <= ts {
+          if firstRemoved < 0 { firstRemoved = stop }
+          let id = notes[block, stop, 0]
           removed.append(id)
-          if notes[block, i, 2] > ts { cancelled.append(id) }
-        }
-        if low < count { notes[block, 0, 0] = Int64(-low) }
-        live = low..<count
-        newVisibleStart = max(visibleStart, low)
-      } else {
-        var kept = 0
-        var keptHidden = 0
-        var inTsOrder = true
-        var lastKeptTs = Int64.min
-        for i in start..<count {
-          let id = notes[block, i, 0]
-          let noteTs = notes[block, i, 1]
-          if noteTs <= ts {
-            removed.append(id)
-            if notes[block, i, 2] > ts { cancelled.append(id) }
-            continue
-          }
-          if kept != i { notes.copy(block, i, to: kept) }
-          if i < visibleStart { keptHidden &+= 1 }
+          if notes[block, stop, 2] > ts { cancelled.append(id) }
+        } else {
           kept &+= 1
-          if noteTs < lastKeptTs { inTsOrder = false }
-          lastKeptTs = noteTs
+          if stop < visibleStart { keptHidden &+= 1 }
         }
-        groups[g].inTsOrder = inTsOrder
-        // (With a removed prefix, the kept ones moved even if none went.)
-        guard kept < count else { continue }
-        live = 0..<kept
-        newVisibleStart = keptHidden
+        stop &+= 1
       }
-      if live.isEmpty { (live, newVisibleStart) = (0..<0, 0) }
-      groups[g].count = Int32(live.upperBound)
-      groups[g].visibleStart = Int32(newVisibleStart)
-      if tracksVisibleGroups {
-        if live.upperBound > newVisibleStart {
-          setNewestVisible(group: g, notes[block, live.upperBound &- 1, 0])
-        } else if groups[g].visiblePlace >= 0 {
-          removeVisible(group: g)
+      guard firstRemoved >= 0 else { continue }
+      var live: Range<Int>
+      var newVisibleStart = visibleStart
+      if stop == count {
+        // It looked at them all: those kept after the first removed move
+        // up over the holes.
+        var to = firstRemoved
+        for i in (firstRemoved &+ 1)..<count where notes[block, i, 1] > ts {
+          notes.copy(block, i, to: to)
+          to &+= 1
         }
+        live = start..<to
+        newVisibleStart = start &+ keptHidden
+        if groups[g].disorder == Disorder.unbounded {
+          groups[g].disorder = Disorder.measured(notes, block, live)
+        }
+      } else {
+        // Those kept of the ones it looked at move behind the removed
+        // ones, which join the removed prefix, left in place.
+        var to = stop &- 1
+        for i in stride(from: stop &- 1, through: start, by: -1) where notes[block, i, 1] > ts {
+          if i != to { notes.copy(block, i, to: to) }
+          to &-= 1
+        }
+        live = (stop &- kept)..<count
+        if visibleStart < stop { newVisibleStart = live.lowerBound &+ keptHidden }
       }
       if live.isEmpty {
         notes.release(block, size: groups[g].blockSize)
         groups[g].block = BlockPool.none
+        groups[g].count = 0
+        groups[g].visibleStart = 0
+      } else {
+        if live.lowerBound > 0 { notes[block, 0, 0] = Int64(-live.lowerBound) }
+        groups[g].count = Int32(live.upperBound)
+        groups[g].visibleStart = Int32(newVisibleStart)
+      }
+      if tracksVisibleGroups {
+        if groups[g].visibleCount > 0 {
+          setNewestVisible(group: g, notes[block, live.upperBound &- 1, 0])
+        } else if groups[g].visiblePlace >= 0 {
+          removeVisible(group: g)
+        }
       }
     }
     // Ascending across the channel's groups.
@@ -508,7 +517,7 @@ struct NotificationState {
 
   /// How many of group `g`'s block's first entries a read removed and
   /// left in place (`read`): their number, negated, is entry 0's id word
-  /// (ids are 1 and up); they go when the block is full or a read scans it.
+  /// (ids are 1 and up); they go when the block is full.
   @inline(__always)
   private func removedPrefix(group g: Int) -> Int {
     guard groups[g].count > 0 else { return 0 }
@@ -541,9 +550,10 @@ struct NotificationState {
     }
     let block = groups[g].block
     if count == 0 {
-      groups[g].inTsOrder = true
-    } else if ts < notes[block, count &- 1, 1] {
-      groups[g].inTsOrder = false
+      groups[g].disorder = 0
+    } else if ts < notes[block, count &- 1, 1] && groups[g].disorder != Disorder.unbounded {
+      groups[g].disorder = Disorder.after(
+        ts, groups[g].disorder, notes, block, removedPrefix(group: g)..<count)
     }
     notes[block, count, 0] = id
     notes[block, count, 1] = ts
@@ -680,6 +690,68 @@ struct NotificationState {
   /// Sets the unread count from the states held.
   mutating func recountUnread() {
     counters.unread = Int((0..<users.count).reduce(0) { $0 &+ users[$1].unreadCount })
+  }
+}
+
+/// How far a group's notifications lie out of ts order, so that a read
+/// looks only at those that can be as old as it (`NotificationState.read`)
+/// — with traffic in time order, the ones it removes and one more, where
+/// it looked at the whole backlog; a few ms of jitter between servers'
+/// clocks costs a few more. A class c stands for a slack of 2^(c − 1) ms:
+/// no notification's ts is more than that before an earlier one's (0:
+/// none is; `unbounded`: a read looks at them all).
+enum Disorder {
+  static let unbounded: UInt8 = 64
+  /// How far back an append looks for the newest ts before it.
+  static let lookBack = 64
+
+  /// The slack of class `c`, in ms.
+  @inline(__always)
+  static func slack(_ c: UInt8) -> Int64 {
+    c == 0 ? 0 : c >= unbounded ? .max : 1 &<< Int64(c &- 1)
+  }
+
+  /// The least class whose slack is at least `behind` ms (≥ 0).
+  @inline(__always)
+  static func covering(_ behind: Int64) -> UInt8 {
+    behind == 0 ? 0 : UInt8(min(Int(unbounded), 65 &- (behind &- 1).leadingZeroBitCount))
+  }
+
+  /// The class once a notification of `ts`, older than the last of the
+  /// group's `live` notifications in `block`, is appended to them (class
+  /// `c` so far): the newest ts before it is found looking back from the
+  /// last (none before an entry is newer than its ts plus the slack), at
+  /// most `lookBack` entries, else the class is `unbounded`.
+  static func after(_ ts: Int64, _ c: UInt8, _ notes: BlockPool, _ block: Int, _ live: Range<Int>)
+    -> UInt8
+  {
+    let slack = slack(c)
+    var newest = notes[block, live.upperBound &- 1, 1]
+    var i = live.upperBound &- 2
+    while i >= live.lowerBound {
+      let (reach, overflow) = notes[block, i, 1].addingReportingOverflow(slack)
+      if !overflow && reach <= newest { break }
+      newest = max(newest, notes[block, i, 1])
+      if live.upperBound &- i > lookBack { return unbounded }
+      i &-= 1
+    }
+    let (behind, overflow) = newest.subtractingReportingOverflow(ts)
+    return overflow ? unbounded : max(c, covering(behind))
+  }
+
+  /// The class of the `live` notifications in `block`, measured.
+  static func measured(_ notes: BlockPool, _ block: Int, _ live: Range<Int>) -> UInt8 {
+    var newest = Int64.min
+    var c: UInt8 = 0
+    for i in live {
+      let ts = notes[block, i, 1]
+      if ts < newest {
+        let (behind, overflow) = newest.subtractingReportingOverflow(ts)
+        c = overflow ? unbounded : max(c, covering(behind))
+      }
+      newest = max(newest, ts)
+    }
+    return c
   }
 }
 

@@ -172,6 +172,37 @@ struct V3EdgeTests {
     #expect(run.summary["reads"] as? Int == 2)
   }
 
+  @Test(
+    "reads of a group far out of ts order (100 messages newest first, then more in order) remove exactly those of their ts or older"
+  )
+  func readsOutOfOrder() throws {
+    // Message k of the first 100 has ts 10·(100 − k): newest first, so no
+    // short look back bounds the disorder. Then reads, each removing some
+    // of the oldest (the newest ids), messages in ts order, and reads again.
+    var traffic = (0..<100).map { Self.message("m\($0)", "g1", ts: 10 * (100 - $0)) }
+    var ts = (0..<100).map { 10 * (100 - $0) }
+    var expected: [String] = []
+    var unread = Array(1...100)
+    func read(at t: Int) {
+      traffic.append(Self.read("r\(t)", "g1", user: "a", ts: t))
+      let removed = unread.filter { ts[$0 - 1] <= t }
+      unread.removeAll { ts[$0 - 1] <= t }
+      if !removed.isEmpty {
+        expected.append("\(traffic.count) r\(t) a g1 \(removed) [] \(unread.count)")
+      }
+    }
+    for t in [55, 200, 201, 480] { read(at: t) }
+    for k in 100..<140 {
+      traffic.append(Self.message("m\(k)", "g1", ts: 1000 + 10 * (k - 100)))
+      ts.append(1000 + 10 * (k - 100))
+      unread.append(k + 1)
+    }
+    for t in [700, 1005, 1200, 5000] { read(at: t) }
+    let run = try Self.eval(Self.snapshot(Self.groupsOn), traffic)
+    #expect(run.updates == expected)
+    #expect(expected.count == 7)  // r201 removes none
+  }
+
   @Test("cancelled exactly when the delivery time is later than the read")
   func cancellation() throws {
     let presence = """
