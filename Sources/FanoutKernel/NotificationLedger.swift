@@ -702,8 +702,10 @@ struct NotificationState {
 /// none is; `unbounded`: a read looks at them all).
 enum Disorder {
   static let unbounded: UInt8 = 64
-  /// How far back an append looks for the newest ts before it.
-  static let lookBack = 64
+  /// How far back an append looks for the newest ts before it: as many
+  /// as a busy channel's jitter spans (100 messages a second with clocks
+  /// ±1.5 s apart put ~300 in it: with 64, each read then looked at all).
+  static let lookBack = 1_024
 
   /// The slack of class `c`, in ms.
   @inline(__always)

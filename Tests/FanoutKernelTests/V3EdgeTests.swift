@@ -173,16 +173,20 @@ struct V3EdgeTests {
   }
 
   @Test(
-    "reads of a group far out of ts order (100 messages newest first, then more in order) remove exactly those of their ts or older"
+    "reads of a group far out of ts order (1,100 messages newest first, then more in order) remove exactly those of their ts or older"
   )
   func readsOutOfOrder() throws {
-    // Message k of the first 100 has ts 10·(100 − k): newest first, so no
-    // short look back bounds the disorder. Then reads, each removing some
-    // of the oldest (the newest ids), messages in ts order, and reads again.
-    var traffic = (0..<100).map { Self.message("m\($0)", "g1", ts: 10 * (100 - $0)) }
-    var ts = (0..<100).map { 10 * (100 - $0) }
+    // Message k of the first n has ts 10·(n − k): newest first, more than
+    // the ledger looks back for the newest ts before an append (1,024),
+    // so its disorder has no bound until a read looks at all. Then reads,
+    // each removing some of the oldest (the newest ids), messages in ts
+    // order, and reads again.
+    let n = 1_100
+    let later = 10 * n + 1_000
+    var traffic = (0..<n).map { Self.message("m\($0)", "g1", ts: 10 * (n - $0)) }
+    var ts = (0..<n).map { 10 * (n - $0) }
     var expected: [String] = []
-    var unread = Array(1...100)
+    var unread = Array(1...n)
     func read(at t: Int) {
       traffic.append(Self.read("r\(t)", "g1", user: "a", ts: t))
       let removed = unread.filter { ts[$0 - 1] <= t }
@@ -192,12 +196,12 @@ struct V3EdgeTests {
       }
     }
     for t in [55, 200, 201, 480] { read(at: t) }
-    for k in 100..<140 {
-      traffic.append(Self.message("m\(k)", "g1", ts: 1000 + 10 * (k - 100)))
-      ts.append(1000 + 10 * (k - 100))
+    for k in n..<(n + 40) {
+      traffic.append(Self.message("m\(k)", "g1", ts: later + 10 * (k - n)))
+      ts.append(later + 10 * (k - n))
       unread.append(k + 1)
     }
-    for t in [700, 1005, 1200, 5000] { read(at: t) }
+    for t in [700, later + 5, later + 200, 10 * later] { read(at: t) }
     let run = try Self.eval(Self.snapshot(Self.groupsOn), traffic)
     #expect(run.updates == expected)
     #expect(expected.count == 7)  // r201 removes none
