@@ -311,8 +311,7 @@ struct NotificationState {
       // stay, and so do all after them: only those before the first of
       // them are looked at (with traffic in time order, those removed and
       // one more), however many wait unread.
-      let (reach, overflow) = ts.addingReportingOverflow(Disorder.slack(groups[g].disorder))
-      let limit = overflow ? Int64.max : reach
+      let limit = Disorder.reach(of: ts, groups[g].disorder)
       var stop = start
       var firstRemoved = -1
       var kept = 0
@@ -707,10 +706,20 @@ enum Disorder {
   /// ±1.5 s apart put ~300 in it: with 64, each read then looked at all).
   static let lookBack = 1_024
 
-  /// The slack of class `c`, in ms.
+  /// The slack of class `c` (below `unbounded`), in ms.
   @inline(__always)
   static func slack(_ c: UInt8) -> Int64 {
-    c == 0 ? 0 : c >= unbounded ? .max : 1 &<< Int64(c &- 1)
+    c == 0 ? 0 : 1 &<< Int64(c &- 1)
+  }
+
+  /// How far a read at `ts` looks in a group of class `c`: up to the first
+  /// notification newer than `ts` plus the slack; to the end when
+  /// `unbounded` (whose ts may span more than any slack, up to 2^64 ms).
+  @inline(__always)
+  static func reach(of ts: Int64, _ c: UInt8) -> Int64 {
+    guard c < unbounded else { return .max }
+    let (reach, overflow) = ts.addingReportingOverflow(slack(c))
+    return overflow ? .max : reach
   }
 
   /// The least class whose slack is at least `behind` ms (≥ 0).

@@ -207,6 +207,31 @@ struct V3EdgeTests {
     #expect(expected.count == 7)  // r201 removes none
   }
 
+  @Test("reads and messages at both ends of ts's range, out of order: as the rule reads")
+  func readsAtTheEnds() throws {
+    let (min, max) = (Int(Int64.min), Int(Int64.max))
+    let run = try Self.eval(
+      Self.snapshot(Self.groupsOn),
+      [
+        Self.message("m1", "g1", ts: max),
+        Self.message("m2", "g1", ts: min),  // a span no slack covers
+        Self.message("m3", "g1", ts: 0),
+        Self.message("m4", "g1", ts: max - 1),
+        Self.read("r1", "g1", user: "a", ts: min),
+        Self.message("m5", "g1", ts: -5),
+        Self.read("r2", "g1", user: "a", ts: 0),
+        Self.message("m6", "g1", ts: min + 1),
+        Self.read("r3", "g1", user: "a", ts: max - 1),
+        Self.message("m7", "g1", ts: max),
+        Self.read("r4", "g1", user: "a", ts: max),
+      ])
+    #expect(
+      run.updates == [
+        "5 r1 a g1 [2] [] 3", "7 r2 a g1 [3, 5] [] 2", "9 r3 a g1 [4, 6] [] 1",
+        "11 r4 a g1 [1, 7] [] 0",
+      ])
+  }
+
   @Test("cancelled exactly when the delivery time is later than the read")
   func cancellation() throws {
     let presence = """
