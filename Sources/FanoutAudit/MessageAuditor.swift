@@ -120,9 +120,9 @@ struct MessageAuditor {
       // came this far too (same user, same pair, same device).
       if k > 0 && pushes[k - 1].user == push.user && pushes[k - 1].device == push.device {
         note(.duplicate, deliverAt: deliverAt)
-      } else if let sentAt = push.sentAt, sentAt < deliverAt &- toleranceMs {
+      } else if let sentAt = push.sentAt, Self.isMore(deliverAt, than: toleranceMs, after: sentAt) {
         note(.early, deliverAt: deliverAt)
-      } else if let sentAt = push.sentAt, sentAt > deliverAt &+ toleranceMs {
+      } else if let sentAt = push.sentAt, Self.isMore(sentAt, than: toleranceMs, after: deliverAt) {
         note(.late, deliverAt: deliverAt)
       } else {
         tally.agree += 1
@@ -347,5 +347,13 @@ struct MessageAuditor {
 
   static func decoded(_ quoted: [UInt8]) -> String {
     String(decoding: quoted.withUnsafeBytes { JSONScanner.string(in: $0) } ?? [], as: UTF8.self)
+  }
+
+  /// Whether instant `a` is more than `tolerance` ms after `b`, over all of
+  /// Int64 (their difference may not fit in it: then it is more).
+  static func isMore(_ a: Int64, than tolerance: Int64, after b: Int64) -> Bool {
+    guard a > b else { return false }
+    let (difference, overflow) = a.subtractingReportingOverflow(b)
+    return overflow || difference > tolerance
   }
 }

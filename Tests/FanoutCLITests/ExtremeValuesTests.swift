@@ -93,4 +93,42 @@ struct ExtremeValuesTests {
       }
     }
   }
+
+  @Test("audit: early and late across Int64's whole range, without wrapping around")
+  func auditTimesAtTheEnds() throws {
+    let snapshot = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        INSERT INTO channels VALUES ('c', 'group');
+        INSERT INTO users (user_id) VALUES ('a'), ('b');
+        INSERT INTO members (channel_id, user_id) VALUES ('c', 'a'), ('c', 'b');
+        INSERT INTO devices (user_id, gateway, token) VALUES ('b', 'apns', 'tb');
+        """)
+    let times: [Int64] = [.min, .max, .min + 1, .max - 1]
+    let dir = makeTemporaryDirectory()
+    let traffic = dir + "/traffic.ndjson"
+    try times.enumerated().map { i, ts in #"{"id":"m\#(i)","channel":"c","sender":"a","ts":\#(ts)}"#
+    }
+    .joined(separator: "\n").write(toFile: traffic, atomically: true, encoding: .utf8)
+    func audit(_ sent: String) throws -> [String] {
+      let out = dir + "/audit-" + String(sent.hashValue.magnitude)
+      let run = runProcess(
+        fanoutExecutable,
+        ["audit", "--snapshot", snapshot, "--messages", traffic, "--sent", sent, "--out", out])
+      #expect(run.status == 0, "\(run.stderr)")
+      return (lz4CommandLineDecode(out + "/findings.ndjson.lz4") ?? "").split(separator: "\n")
+        .compactMap(decodeRecord).map { "\($0["kind"]!) \($0["message"]!)" }
+    }
+    // eval's own lines: each sent at its delivery time, at the ends too.
+    let eval = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", dir + "/eval"])
+    #expect(eval.status == 0, "\(eval.stderr)")
+    #expect(try audit(dir + "/eval/apns.ndjson.lz4") == [])
+    // Sent at the other end of the range: late, early; 1 ms off: on time.
+    let sent = dir + "/sent.ndjson"
+    try zip(times, [Int64.max, .min, .min, .max]).enumerated().map { i, pair in
+      #"{"message":"m\#(i)","user":"b","gateway":"apns","token":"tb","sent_at":\#(pair.1)}"#
+    }.joined(separator: "\n").write(toFile: sent, atomically: true, encoding: .utf8)
+    #expect(try audit(sent) == ["late m0", "early m1"])
+  }
 }
