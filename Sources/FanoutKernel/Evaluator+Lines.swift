@@ -61,7 +61,7 @@ extension Evaluator {
     } else {
       recipientTail.append(contentsOf: Self.recipientSuffixes[suffix &+ 2])
     }
-    if pairNote >= 0 { recipientTail += pairNoteFields }
+    if pairNote >= 0 { notes.appendFields(pairNote, to: &recipientTail) }
     recipientTail.append(UInt8(ascii: "}"))
   }
 
@@ -87,8 +87,7 @@ extension Evaluator {
 
   /// Contract v3: finds the notification of the delivered pair of user `u`
   /// (the next of the message's that is `u`'s): `pairNote`, −1 when it has
-  /// none (a pair that will not be delivered, or that rule 8 throttles),
-  /// and its fields' bytes, written once for all its devices' entries.
+  /// none (a pair that will not be delivered, or that rule 8 throttles).
   @inline(__always)
   func findPairNote(_ u: Int32) {
     pairNote = -1
@@ -99,8 +98,6 @@ extension Evaluator {
     let k = noteCursor.lowerBound
     guard !noteCursor.isEmpty, notes.users[k] == u, notes.notification[k] != 0 else { return }
     pairNote = k
-    pairNoteFields.removeAll(keepingCapacity: true)
-    notes.appendFields(k, to: &pairNoteFields)
   }
 
   static let decisionSuffix = (
@@ -125,7 +122,7 @@ extension Evaluator {
       result.decisionLines += #","deliver_at":"#.utf8
       JSONText.appendDecimal(verdict.deliverAt, to: &result.decisionLines)
     }
-    if pairNote >= 0 { result.decisionLines += pairNoteFields }
+    if pairNote >= 0 { notes.appendFields(pairNote, to: &result.decisionLines) }
     result.decisionLines += "}\n".utf8
   }
 }

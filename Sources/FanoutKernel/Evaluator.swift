@@ -45,8 +45,6 @@ public final class Evaluator {
   /// The current pair's notification in `notes` (−1: none), whose fields
   /// are written on each of its recipient entries and on its decision line.
   var pairNote = -1
-  /// `pairNote`'s fields, as its entries and decision line carry them.
-  var pairNoteFields: [UInt8] = []
   /// What follows each device's JSON in the current pair's recipient
   /// entries (`makeRecipientTail`): one of `recipientSuffixes`, or (−1)
   /// the bytes of `recipientTail`.
