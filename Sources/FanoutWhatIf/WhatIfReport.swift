@@ -45,17 +45,19 @@ struct SideTotals {
 struct ChangeTotals {
   var transitions = [Int](repeating: 0, count: Outcome.allCases.count * Outcome.allCases.count)
   var changedPairs = 0
-  /// Per user row: whether any of its pairs changed outcome.
-  var userChanged: [Bool]
-  /// Per user row and per channel row, the first changed pair: its traffic
-  /// line (0: none) and, for a channel, its user row.
+  /// Per user row, the traffic line of its first changed pair (0: none;
+  /// lines are numbered from 1).
   var userFirstChange: [Int]
-  var channelFirstChange: [(line: Int, user: Int32)]
+  /// Per channel row, its first changed pair as a place in `firstChanges`
+  /// + 1 (0: none): 4 bytes per channel and 16 per channel changed, where
+  /// the pairs themselves per channel took 16 per channel (at 1M, 6.6M
+  /// channels: 106 MB per B of a sweep).
+  private var channelFirstChange: [Int32]
+  private var firstChanges: [(line: Int, user: Int32)] = []
 
   init(users: Int, channels: Int) {
-    userChanged = [Bool](repeating: false, count: users)
     userFirstChange = [Int](repeating: 0, count: users)
-    channelFirstChange = [(line: Int, user: Int32)](repeating: (0, -1), count: channels)
+    channelFirstChange = [Int32](repeating: 0, count: channels)
   }
 
   mutating func add(_ changes: PairChanges) {
@@ -63,39 +65,44 @@ struct ChangeTotals {
     changedPairs &+= changes.changedPairs
     for (k, user) in changes.changedUsers.enumerated() {
       let (u, c, line) = (Int(user), Int(changes.changedChannels[k]), changes.changedLines[k])
-      userChanged[u] = true
       if userFirstChange[u] == 0 { userFirstChange[u] = line }
-      if channelFirstChange[c].line == 0 { channelFirstChange[c] = (line, user) }
+      if channelFirstChange[c] == 0 {
+        firstChanges.append((line, user))
+        // At most one per channel row, whose number fits an Int32.
+        channelFirstChange[c] = Int32(truncatingIfNeeded: firstChanges.count)
+      }
     }
   }
+
+  /// Channel row `c`'s first changed pair: its traffic line and user row.
+  func firstChange(ofChannel c: Int) -> (line: Int, user: Int32)? {
+    let place = Int(channelFirstChange[c])
+    return place == 0 ? nil : firstChanges[place - 1]
+  }
+
+  /// The users with any pair changed.
+  var usersChanged: Int { userFirstChange.reduce(0) { $0 + ($1 != 0 ? 1 : 0) } }
 }
 
 /// A comparison's totals, both sides whole: what `WhatIfReport` is made of.
 struct ComparisonTotals {
   var rejected = 0
   var counters: [Counters]
-  var transitions: [Int]
   var slices: SliceCounts
-  var changedPairs: Int
   /// Per side: delivered pairs per channel row and per user row.
   var channelDelivered: [[Int]]
   var userDelivered: [[Int]]
-  var userChanged: [Bool]
-  var userFirstChange: [Int]
-  var channelFirstChange: [(line: Int, user: Int32)]
+  /// B's pairs against A's.
+  var changes: ChangeTotals
   var firstTs: Int64
   var lastTs: Int64
 
   init(a: SideTotals, b: SideTotals, changes: ChangeTotals, firstTs: Int64, lastTs: Int64) {
     counters = [a.counters, b.counters]
-    transitions = changes.transitions
     slices = SliceCounts(a: a.slices, b: b.slices)
-    changedPairs = changes.changedPairs
     channelDelivered = [a.channelDelivered, b.channelDelivered]
     userDelivered = [a.userDelivered, b.userDelivered]
-    userChanged = changes.userChanged
-    userFirstChange = changes.userFirstChange
-    channelFirstChange = changes.channelFirstChange
+    self.changes = changes
     self.firstTs = firstTs
     self.lastTs = lastTs
   }
@@ -254,8 +261,8 @@ public struct WhatIfReport: Sendable {
     traffic = options.messages
     messages = totals.messages
     rejected = totals.rejected
-    changedPairs = totals.changedPairs
-    transitions = totals.transitions
+    changedPairs = totals.changes.changedPairs
+    transitions = totals.changes.transitions
     slices = totals.slices
 
     let indexes = [a, b]
@@ -274,14 +281,15 @@ public struct WhatIfReport: Sendable {
       }
     }
     topChannels = Self.top(totals.channelDelivered, names: a.channels) { row in
-      let first = totals.channelFirstChange[row]
-      return first.line == 0 ? nil : Example(line: first.line, user: a.users[Int(first.user)])
+      totals.changes.firstChange(ofChannel: row).map {
+        Example(line: $0.line, user: a.users[Int($0.user)])
+      }
     }
     topUsers = Self.top(totals.userDelivered, names: a.users) { row in
-      let line = totals.userFirstChange[row]
+      let line = totals.changes.userFirstChange[row]
       return line == 0 ? nil : Example(line: line, user: a.users[row])
     }
-    usersAffected = totals.userChanged.reduce(0) { $0 + ($1 ? 1 : 0) }
+    usersAffected = totals.changes.usersChanged
     // Whole days from the first message's ts to the last (any Int64s: the
     // span may not fit one).
     let dayMillis: Int64 = 86_400_000
