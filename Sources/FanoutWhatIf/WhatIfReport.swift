@@ -14,6 +14,8 @@ struct SideTotals {
   /// Delivered pairs per channel row and per user row.
   var channelDelivered: [Int]
   var userDelivered: [Int]
+  /// Whether `channelDelivered` is still B's minus A's (`over(_:)`).
+  private(set) var channelsAreDifference = false
 
   init(users: Int, channels: Int, gateways: Int) {
     counters = Counters(gateways: gateways)
@@ -31,12 +33,14 @@ struct SideTotals {
     for user in side.undeliveredUsers { userDelivered[Int(user)] &-= 1 }
   }
 
-  /// These relative totals made whole: A's (`a`) plus the difference.
+  /// These relative totals made whole, A's (`a`) plus the difference,
+  /// but for the channels' counts: only the top channels are shown, and a
+  /// whole copy per B cost 53 MB of fresh memory at 1M (6.6M channels).
   func over(_ a: SideTotals) -> SideTotals {
     var whole = self
     whole.slices.add(a.slices)
-    for c in whole.channelDelivered.indices { whole.channelDelivered[c] &+= a.channelDelivered[c] }
     for u in whole.userDelivered.indices { whole.userDelivered[u] &+= a.userDelivered[u] }
+    whole.channelsAreDifference = true
     return whole
   }
 }
@@ -89,8 +93,8 @@ struct ComparisonTotals {
   var rejected = 0
   var counters: [Counters]
   var slices: SliceCounts
-  /// Per side: delivered pairs per channel row and per user row.
-  var channelDelivered: [[Int]]
+  /// Delivered pairs per channel row; per side, per user row.
+  var channelDelivered: RowCounts
   var userDelivered: [[Int]]
   /// B's pairs against A's.
   var changes: ChangeTotals
@@ -100,7 +104,8 @@ struct ComparisonTotals {
   init(a: SideTotals, b: SideTotals, changes: ChangeTotals, firstTs: Int64, lastTs: Int64) {
     counters = [a.counters, b.counters]
     slices = SliceCounts(a: a.slices, b: b.slices)
-    channelDelivered = [a.channelDelivered, b.channelDelivered]
+    channelDelivered = RowCounts(
+      a: a.channelDelivered, b: b.channelDelivered, bIsDifference: b.channelsAreDifference)
     userDelivered = [a.userDelivered, b.userDelivered]
     self.changes = changes
     self.firstTs = firstTs
@@ -108,6 +113,18 @@ struct ComparisonTotals {
   }
 
   var messages: Int { counters[0].messages }
+}
+
+/// Delivered pairs per row (channel or user) on both sides: A's, and B's
+/// whole or as its difference from A's.
+struct RowCounts {
+  var a: [Int]
+  var b: [Int]
+  var bIsDifference = false
+
+  /// B's count minus A's for `row`.
+  @inline(__always)
+  func change(_ row: Int) -> Int { bIsDifference ? b[row] : b[row] &- a[row] }
 }
 
 /// Everything `report.json`, `report.html` and the terminal table show.
@@ -285,7 +302,9 @@ public struct WhatIfReport: Sendable {
         Example(line: $0.line, user: a.users[Int($0.user)])
       }
     }
-    topUsers = Self.top(totals.userDelivered, names: a.users) { row in
+    topUsers = Self.top(
+      RowCounts(a: totals.userDelivered[0], b: totals.userDelivered[1]), names: a.users
+    ) { row in
       let line = totals.changes.userFirstChange[row]
       return line == 0 ? nil : Example(line: line, user: a.users[row])
     }
@@ -385,7 +404,7 @@ public struct WhatIfReport: Sendable {
   /// then in id order), each with its example; unchanged rows are never
   /// listed.
   private static func top(
-    _ delivered: [[Int]], names: StringTable, example: (Int) -> Example?
+    _ delivered: RowCounts, names: StringTable, example: (Int) -> Example?
   ) -> [Change] {
     // The best `topCount` so far, best first: one pass over the rows, no
     // sort of every changed row (786k users change in a quiet-hours
@@ -396,24 +415,21 @@ public struct WhatIfReport: Sendable {
       x.change.magnitude != y.change.magnitude
         ? x.change.magnitude > y.change.magnitude : x.row < y.row
     }
-    delivered[0].withUnsafeBufferPointer { a in
-      delivered[1].withUnsafeBufferPointer { b in
-        for row in a.indices where a[row] != b[row] {
-          let candidate = (row: row, change: b[row] &- a[row])
-          if best.count == topCount {
-            // Rows come in id order: a tie with the last kept ranks below it.
-            guard candidate.change.magnitude > best[topCount - 1].change.magnitude else { continue }
-            best.removeLast()
-          }
-          var place = best.count
-          while place > 0 && ranksAbove(candidate, best[place - 1]) { place -= 1 }
-          best.insert(candidate, at: place)
-        }
+    for row in delivered.a.indices {
+      let candidate = (row: row, change: delivered.change(row))
+      guard candidate.change != 0 else { continue }
+      if best.count == topCount {
+        // Rows come in id order: a tie with the last kept ranks below it.
+        guard candidate.change.magnitude > best[topCount - 1].change.magnitude else { continue }
+        best.removeLast()
       }
+      var place = best.count
+      while place > 0 && ranksAbove(candidate, best[place - 1]) { place -= 1 }
+      best.insert(candidate, at: place)
     }
     return best.map {
       Change(
-        id: names[$0.row], a: delivered[0][$0.row], b: delivered[1][$0.row],
+        id: names[$0.row], a: delivered.a[$0.row], b: delivered.a[$0.row] &+ $0.change,
         example: example($0.row))
     }
   }
