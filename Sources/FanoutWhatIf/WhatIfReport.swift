@@ -7,7 +7,8 @@ import FanoutTraffic
 
 /// Running totals of a comparison, merged chunk by chunk in input order.
 /// One side's totals over the run, merged from its `SideChunk`s in chunk
-/// order; a B tallied relative to A holds B's minus A's until `over(_:)`.
+/// order; a B tallied relative to A holds B's minus A's until `over(_:)`
+/// (its channels' counts even after).
 struct SideTotals {
   var counters: Counters
   var slices = SideSlices()
@@ -88,7 +89,8 @@ struct ChangeTotals {
   var usersChanged: Int { userFirstChange.reduce(0) { $0 + ($1 != 0 ? 1 : 0) } }
 }
 
-/// A comparison's totals, both sides whole: what `WhatIfReport` is made of.
+/// A comparison's totals, both sides whole but for B's channel counts
+/// (`RowCounts`): what `WhatIfReport` is made of.
 struct ComparisonTotals {
   var rejected = 0
   var counters: [Counters]
