@@ -47,8 +47,7 @@ extension Evaluator {
   func firstFreeInstant(
     _ ts: Int64, snooze: Int32, _ state: UserState, record: ((DeferralStep) -> Void)? = nil
   ) -> Int64? {
-    let horizon = ts.addingReportingOverflow(Self.deferralHorizon)
-    let limit = horizon.overflow ? Int64.max : horizon.partialValue
+    let limit = ts.addingSaturated(Self.deferralHorizon)
     let c = columns
     var t = ts
     // Each step moves past a snooze window, to a free minute, or to an

@@ -149,8 +149,8 @@ extension Evaluator {
     if presence.action == .suppress {
       return Verdict(reason: .active, trigger: .message, deliverAt: terms.ts)
     }
-    let delayed = terms.ts.addingReportingOverflow(presence.delayMilliseconds)
-    verdict.deliverAt = max(verdict.deliverAt, delayed.overflow ? .max : delayed.partialValue)
+    verdict.deliverAt = max(
+      verdict.deliverAt, terms.ts.addingSaturated(presence.delayMilliseconds))
     return verdict
   }
 

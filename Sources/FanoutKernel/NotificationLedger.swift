@@ -717,9 +717,7 @@ enum Disorder {
   /// `unbounded` (whose ts may span more than any slack, up to 2^64 ms).
   @inline(__always)
   static func reach(of ts: Int64, _ c: UInt8) -> Int64 {
-    guard c < unbounded else { return .max }
-    let (reach, overflow) = ts.addingReportingOverflow(slack(c))
-    return overflow ? .max : reach
+    c < unbounded ? ts.addingSaturated(slack(c)) : .max
   }
 
   /// The least class whose slack is at least `behind` ms (≥ 0).

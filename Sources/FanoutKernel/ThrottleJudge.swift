@@ -67,8 +67,8 @@ public final class ThrottleJudge {
     // Times at or before the horizon can count only for lines more than
     // `retention` older than the newest.
     let horizon = ledger.retention.map { retention in
-      Self.saturatingDifference(
-        Self.saturatingDifference(newest, throttle.windowMilliseconds), retention)
+      newest.subtractingSaturated(throttle.windowMilliseconds).subtractingSaturated(
+        retention)
     }
     let verdicts = runChunks(
       count: ledger.partitions.count, workers: threads, empty: Verdicts()
@@ -119,12 +119,6 @@ public final class ThrottleJudge {
       }
       return members
     }
-  }
-
-  /// `a − b` for b ≥ 0, `.min` where it would overflow.
-  private static func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
-    let (difference, overflow) = a.subtractingReportingOverflow(b)
-    return overflow ? .min : difference
   }
 
   /// One partition's throttled pairs of a wave: per message (numbered in
