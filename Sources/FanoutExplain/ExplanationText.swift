@@ -286,7 +286,7 @@ extension Explanation {
       self.active
       ? (p.action == .suppress
         ? "yes"
-        : "delayed by \(p.delayMilliseconds) ms to \(Words.time(m.ts &+ p.delayMilliseconds))")
+        : "delayed by \(p.delayMilliseconds) ms to \(Words.time(m.ts.addingSaturated(p.delayMilliseconds)))")
       : "no"
     heading(.active, active)
     lines.append(

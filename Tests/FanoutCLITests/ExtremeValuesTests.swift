@@ -94,6 +94,35 @@ struct ExtremeValuesTests {
     }
   }
 
+  @Test("explain: a presence delay past Int64's end is the end, as eval delivers it, not wrapped")
+  func explainPresenceDelayAtTheEnd() throws {
+    let snapshot = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        INSERT INTO channels (channel_id, kind) VALUES ('c', 'group');
+        INSERT INTO users (user_id) VALUES ('a'), ('b');
+        INSERT INTO members (channel_id, user_id) VALUES ('c', 'a'), ('c', 'b');
+        INSERT INTO devices (user_id, gateway, token) VALUES ('b', 'apns', 'tb');
+        INSERT INTO settings VALUES ('presence_action', 'delay'), ('presence_delay_ms', '604800000');
+        INSERT INTO presence VALUES ('b', -9223372036854775808, 9223372036854775807);
+        """, schema: SQLiteFixture.v2Schema)
+    let line = #"{"id":"m","channel":"c","sender":"a","ts":9223372036854775000}"#
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try line.write(toFile: traffic, atomically: true, encoding: .utf8)
+    let out = makeTemporaryDirectory() + "/eval"
+    let eval = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", out, "--decisions"])
+    #expect(eval.status == 0, "\(eval.stderr)")
+    let decisions = lz4CommandLineDecode(out + "/decisions.ndjson.lz4") ?? ""
+    #expect(decisions.contains(#""deliver_at":9223372036854775807"#), "\(decisions)")
+    let explain = runProcess(
+      fanoutExecutable, ["explain", "--snapshot", snapshot, "--user", "b", "--message", line])
+    #expect(explain.status == 0, "\(explain.stderr)")
+    #expect(
+      explain.text.contains("delayed by 604800000 ms to 9223372036854775807 "),
+      "\(explain.text)")
+  }
+
   @Test("audit: early and late across Int64's whole range, without wrapping around")
   func auditTimesAtTheEnds() throws {
     let snapshot = SQLiteFixture.make(
