@@ -161,7 +161,7 @@ public final class Explainer {
         let fields = wave.fields[b]
         if let k = fields.pair(of: m, user: u) {
           found = Explanation.Notification(
-            group: fields.group[k], id: fields.notification[k], badge: fields.badge[k],
+            group: fields.notes[k].group, id: fields.notes[k].id, badge: fields.notes[k].badge,
             hid: Array(fields.hidden(by: k)))
         }
       }

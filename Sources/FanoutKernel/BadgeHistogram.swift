@@ -11,9 +11,9 @@ public struct BadgeHistogram: Sendable, Equatable {
 
   /// Counts the badges of every notification of `fields`.
   public mutating func add(_ fields: NotificationFields) {
-    for (k, badge) in fields.badge.enumerated() where fields.notification[k] != 0 {
+    for note in fields.notes where note.id != 0 {
       var k = Self.bounds.count - 1
-      while k > 0 && badge < Self.bounds[k] { k -= 1 }
+      while k > 0 && note.badge < Self.bounds[k] { k -= 1 }
       counts[k] += 1
     }
   }

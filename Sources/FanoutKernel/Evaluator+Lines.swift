@@ -54,10 +54,10 @@ extension Evaluator {
       return
     }
     fixedRecipientTail = -1
-    recipientTail.removeAll(keepingCapacity: true)
+    recipientTail.removeAll()
     if let deferredTo {
       recipientTail.append(contentsOf: Self.recipientSuffixes[suffix &+ 1])
-      JSONText.appendDecimal(deferredTo, to: &recipientTail)
+      recipientTail.appendDecimal(deferredTo)
     } else {
       recipientTail.append(contentsOf: Self.recipientSuffixes[suffix &+ 2])
     }
@@ -81,7 +81,7 @@ extension Evaluator {
     if fixedRecipientTail >= 0 {
       result.gatewayLines[g].append(contentsOf: Self.recipientSuffixes[fixedRecipientTail])
     } else {
-      result.gatewayLines[g] += recipientTail
+      result.gatewayLines[g].append(contentsOf: recipientTail.bytes)
     }
   }
 
@@ -92,11 +92,11 @@ extension Evaluator {
   func findPairNote(_ u: Int32) {
     pairNote = -1
     guard writesNotes else { return }
-    while !noteCursor.isEmpty && notes.users[noteCursor.lowerBound] < u {
+    while !noteCursor.isEmpty && notes.notes[noteCursor.lowerBound].user < u {
       noteCursor = (noteCursor.lowerBound &+ 1)..<noteCursor.upperBound
     }
     let k = noteCursor.lowerBound
-    guard !noteCursor.isEmpty, notes.users[k] == u, notes.notification[k] != 0 else { return }
+    guard !noteCursor.isEmpty, notes.notes[k].user == u, notes.notes[k].id != 0 else { return }
     pairNote = k
   }
 

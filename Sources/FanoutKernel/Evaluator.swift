@@ -49,7 +49,7 @@ public final class Evaluator {
   /// entries (`makeRecipientTail`): one of `recipientSuffixes`, or (−1)
   /// the bytes of `recipientTail`.
   var fixedRecipientTail = -1
-  var recipientTail: [UInt8] = []
+  var recipientTail = ByteScratch()
   /// Views of `index`'s columns, valid while it is held.
   let columns: IndexColumns
   let scratch: EvaluatorScratch
@@ -113,6 +113,8 @@ public final class Evaluator {
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }
+
+  deinit { recipientTail.deallocate() }
 
   /// Evaluates `messages` of `batch` in order with the ledgers' `verdicts`
   /// for it, appending to `result`.

@@ -15,20 +15,37 @@ public struct LedgerVerdicts: Sendable {
   public static let none = LedgerVerdicts()
 }
 
+/// One delivered pair's notification (contract v3, section 6.4), as the
+/// walk finds it and the evaluator writes it: one record, so that a pair
+/// is one append and one cache line, not one per field.
+public struct PairNote: Sendable, Equatable {
+  /// The notification's group id, id and badge; id 0: a pair rule 8
+  /// throttles, which takes none.
+  public var group: Int64
+  public var id: Int64
+  public var badge: Int64
+  /// The pair's user row.
+  public var user: Int32
+  /// Where the ids it hid end in the hidden ids of its list (the walk's or
+  /// `NotificationFields.hides`); they start where the previous pair's
+  /// end.
+  public var hidesEnd: Int32
+
+  /// A throttled pair of user `u`.
+  static func none(user u: Int32, hidesEnd: Int32) -> PairNote {
+    PairNote(group: 0, id: 0, badge: 0, user: u, hidesEnd: hidesEnd)
+  }
+}
+
 /// Per message of one batch, the notifications of its pairs delivered
 /// before rule 8 (contract v3, section 6.4), by user row ascending: the
 /// fields the evaluator writes on the pair's recipient entries and decision
 /// line. A pair rule 8 throttles is listed with notification 0: it takes
 /// none.
 public struct NotificationFields: Sendable {
-  /// Per message, where its pairs start in `users`, and one more at the end.
+  /// Per message, where its pairs start in `notes`, and one more at the end.
   public var starts: [Int32] = [0]
-  public var users: [Int32] = []
-  public var group: [Int64] = []
-  public var notification: [Int64] = []
-  public var badge: [Int64] = []
-  /// Per pair, where its hidden ids end in `hides`.
-  public var hideEnds: [Int32] = []
+  public var notes: [PairNote] = []
   public var hides: [Int64] = []
 
   public init() {}
@@ -36,39 +53,21 @@ public struct NotificationFields: Sendable {
   /// Where user row `u`'s notification for message `m` is, if it has one.
   public func pair(of m: Int, user u: Int32) -> Int? {
     let pairs = Int(starts[m])..<Int(starts[m + 1])
-    guard let k = pairs.first(where: { users[$0] == u }), notification[k] != 0 else { return nil }
+    guard let k = pairs.first(where: { notes[$0].user == u }), notes[k].id != 0 else { return nil }
     return k
   }
 
   /// The ids pair `k`'s notification hid, ascending.
   public func hidden(by k: Int) -> ArraySlice<Int64> {
-    hides[Self.hideRange(of: k, ends: hideEnds)]
-  }
-
-  /// Where pair `k`'s hidden ids lie in `hides`, by the pairs' `hideEnds`.
-  @inline(__always)
-  static func hideRange<Ends: RandomAccessCollection<Int32>>(of k: Int, ends: Ends) -> Range<Int>
-  where Ends.Index == Int {
-    (k == 0 ? 0 : Int(ends[k &- 1]))..<Int(ends[k])
+    hides[(k == 0 ? 0 : Int(notes[k - 1].hidesEnd))..<Int(notes[k].hidesEnd)]
   }
 
   /// The fields as unsafe views, for `body`'s duration.
   func withView<R>(_ body: (View) -> R) -> R {
     starts.withUnsafeBufferPointer { starts in
-      users.withUnsafeBufferPointer { users in
-        group.withUnsafeBufferPointer { group in
-          notification.withUnsafeBufferPointer { notification in
-            badge.withUnsafeBufferPointer { badge in
-              hideEnds.withUnsafeBufferPointer { hideEnds in
-                hides.withUnsafeBufferPointer { hides in
-                  body(
-                    View(
-                      starts: starts, users: users, group: group, notification: notification,
-                      badge: badge, hideEnds: hideEnds, hides: hides))
-                }
-              }
-            }
-          }
+      notes.withUnsafeBufferPointer { notes in
+        hides.withUnsafeBufferPointer { hides in
+          body(View(starts: starts, notes: notes, hides: hides))
         }
       }
     }
@@ -79,35 +78,30 @@ public struct NotificationFields: Sendable {
   /// would not allow for free.
   struct View {
     var starts: UnsafeBufferPointer<Int32>
-    var users: UnsafeBufferPointer<Int32>
-    var group: UnsafeBufferPointer<Int64>
-    var notification: UnsafeBufferPointer<Int64>
-    var badge: UnsafeBufferPointer<Int64>
-    var hideEnds: UnsafeBufferPointer<Int32>
+    var notes: UnsafeBufferPointer<PairNote>
     var hides: UnsafeBufferPointer<Int64>
 
     static var empty: View {
       View(
-        starts: .init(start: nil, count: 0), users: .init(start: nil, count: 0),
-        group: .init(start: nil, count: 0), notification: .init(start: nil, count: 0),
-        badge: .init(start: nil, count: 0), hideEnds: .init(start: nil, count: 0),
+        starts: .init(start: nil, count: 0), notes: .init(start: nil, count: 0),
         hides: .init(start: nil, count: 0))
     }
 
     /// `,"group":G,"notification":N,"badge":B` and `,"hide":[…]` when it
     /// hid any, for pair `k`.
     @inline(__always)
-    func appendFields(_ k: Int, to bytes: inout [UInt8]) {
+    func appendFields<Bytes: ByteOutput>(_ k: Int, to bytes: inout Bytes) {
+      let note = notes[k]
       bytes.append(contentsOf: Self.keys[0])
-      JSONText.appendDecimal(group[k], to: &bytes)
+      bytes.appendDecimal(note.group)
       bytes.append(contentsOf: Self.keys[1])
-      JSONText.appendDecimal(notification[k], to: &bytes)
+      bytes.appendDecimal(note.id)
       bytes.append(contentsOf: Self.keys[2])
-      JSONText.appendDecimal(badge[k], to: &bytes)
-      let hidden = NotificationFields.hideRange(of: k, ends: hideEnds)
-      guard !hidden.isEmpty else { return }
+      bytes.appendDecimal(note.badge)
+      let firstHidden = k == 0 ? 0 : Int(notes[k &- 1].hidesEnd)
+      guard firstHidden < Int(note.hidesEnd) else { return }
       bytes.append(contentsOf: Self.keys[3])
-      appendIDs(hides[hidden], to: &bytes)
+      appendIDs(hides[firstHidden..<Int(note.hidesEnd)], to: &bytes)
     }
 
     /// The fields' keys, copied as bytes (a string's UTF-8 view is copied
@@ -119,11 +113,11 @@ public struct NotificationFields: Sendable {
 }
 
 /// `[1,2,4]`.
-func appendIDs<IDs: Collection<Int64>>(_ ids: IDs, to bytes: inout [UInt8]) {
+func appendIDs<IDs: Collection<Int64>, Bytes: ByteOutput>(_ ids: IDs, to bytes: inout Bytes) {
   bytes.append(UInt8(ascii: "["))
   for (i, id) in ids.enumerated() {
     if i > 0 { bytes.append(UInt8(ascii: ",")) }
-    JSONText.appendDecimal(id, to: &bytes)
+    bytes.appendDecimal(id)
   }
   bytes.append(UInt8(ascii: "]"))
 }
@@ -227,14 +221,14 @@ public final class NotificationJudge {
         }
         var mine = PartitionPairs()
         for (b, batch) in batches.enumerated() {
-          walk.batchStarts.append((walk.notification.count, walk.hides.count))
+          walk.batchStarts.append((walk.notes.count, walk.hides.count))
           let reads = batch.reads
           var r = 0
           for k in chunksOf[b] {
             let pairs = delivered[k]
             let messages = plan[k].messages
             mine.collect(pairs, partition: p, of: ledger)
-            var ahead = Lookahead()
+            var ahead = Lookahead(mine, pairs, state)
             var current = -1
             var throttledUsers: ArraySlice<Int32> = []
             for x in 0..<mine.count {
@@ -254,17 +248,19 @@ public final class NotificationJudge {
               if pairs.triggers[i] == .message && !throttledUsers.isEmpty {
                 while let first = throttledUsers.first, first < u { throttledUsers.removeFirst() }
                 if throttledUsers.first == u {
-                  if buildsFields { walk.appendNone() }
+                  if buildsFields { walk.notes.append(.none(user: u, hidesEnd: walk.hidesEnd)) }
                   continue
                 }
               }
-              let firstHide = walk.hides.count
               let note = state.add(
                 user: u, slot: Int(pairs.slots[i]), channel: batch.channel[m],
                 trigger: pairs.triggers[i],
                 ts: batch.ts[m], deliverAt: pairs.deliverAt[i], hides: &walk.hides)
               if buildsFields {
-                walk.append(note, hides: walk.hides.count &- firstHide)
+                walk.notes.append(
+                  PairNote(
+                    group: note.group, id: note.id, badge: note.badge, user: u,
+                    hidesEnd: walk.hidesEnd))
               } else {
                 walk.hides.removeAll(keepingCapacity: true)
               }
@@ -275,7 +271,7 @@ public final class NotificationJudge {
             r += 1
           }
         }
-        walk.batchStarts.append((walk.notification.count, walk.hides.count))
+        walk.batchStarts.append((walk.notes.count, walk.hides.count))
       }
       return walk
     }
@@ -301,32 +297,24 @@ public final class NotificationJudge {
     ledger: NotificationLedger
   ) -> NotificationFields {
     var fields = NotificationFields()
-    let count = chunks.reduce(0) { $0 + delivered[$1].users.count }
-    fields.users.reserveCapacity(count)
-    fields.group.reserveCapacity(count)
-    fields.notification.reserveCapacity(count)
-    fields.badge.reserveCapacity(count)
-    fields.hideEnds.reserveCapacity(count)
+    fields.notes.reserveCapacity(chunks.reduce(0) { $0 + delivered[$1].users.count })
     var next = walked.map { $0.batchStarts[b].pairs }
     var nextHide = walked.map { $0.batchStarts[b].hides }
     for k in chunks {
       let pairs = delivered[k]
-      let base = Int32(fields.users.count)
+      let base = Int32(fields.notes.count)
       for end in pairs.ends { fields.starts.append(base &+ end) }
       for u in pairs.users {
         let p = ledger.partition(ofUser: u)
-        let i = next[p]
+        var note = walked[p].notes[next[p]]
         next[p] &+= 1
-        fields.users.append(u)
-        fields.group.append(walked[p].group[i])
-        fields.notification.append(walked[p].notification[i])
-        fields.badge.append(walked[p].badge[i])
-        let hidden = Int(walked[p].hideCounts[i])
-        if hidden > 0 {
-          fields.hides += walked[p].hides[nextHide[p]..<(nextHide[p] &+ hidden)]
-          nextHide[p] &+= hidden
+        let hidesEnd = Int(note.hidesEnd)
+        if hidesEnd > nextHide[p] {
+          fields.hides += walked[p].hides[nextHide[p]..<hidesEnd]
+          nextHide[p] = hidesEnd
         }
-        fields.hideEnds.append(Int32(truncatingIfNeeded: fields.hides.count))
+        note.hidesEnd = Int32(truncatingIfNeeded: fields.hides.count)
+        fields.notes.append(note)
       }
     }
     return fields
@@ -375,34 +363,53 @@ public final class NotificationJudge {
   }
 
   /// The walk's prefetching (`NotificationState`'s four stages), some of
-  /// the partition's pairs ahead; what a stage finds (the group, the count
-  /// cap's choice) is kept for the next, by pair, in a ring.
+  /// the partition's pairs ahead; what a stage finds (the pair's key, its
+  /// group, the count cap's choice) is kept for the next, by pair, in a
+  /// ring.
   private struct Lookahead {
+    var record = InlineArray<32, Int>(repeating: 0)
+    var slot = InlineArray<32, Int>(repeating: 0)
+    var type = InlineArray<32, UInt8>(repeating: 0)
     var group = InlineArray<32, Int>(repeating: -1)
     var choice = InlineArray<32, Int>(repeating: -1)
+
+    static let distances = (user: 20, group: 13, blocks: 7, hidden: 3)
+
+    /// The ring's first pairs' keys, before the walk's first pair.
+    init(_ mine: PartitionPairs, _ pairs: DeliveredPairs, _ state: NotificationState) {
+      for y in 0..<min(Self.distances.user, mine.count) { keep(y, mine, pairs, state) }
+    }
+
+    /// Pair `y`'s user record, membership slot and group type.
+    @inline(__always)
+    mutating func keep(
+      _ y: Int, _ mine: PartitionPairs, _ pairs: DeliveredPairs, _ state: NotificationState
+    ) {
+      let i = Int(mine.pair[y])
+      record[y & 31] = state.record(ofUser: pairs.users[i])
+      slot[y & 31] = Int(pairs.slots[i])
+      type[y & 31] = NotificationGroupType(pairs.triggers[i]).rawValue
+    }
 
     @inline(__always)
     mutating func prefetch(
       _ x: Int, _ mine: PartitionPairs, _ pairs: DeliveredPairs, _ state: NotificationState
     ) {
-      func key(_ y: Int) -> (record: Int, slot: Int, type: UInt8)? {
-        guard y < mine.count else { return nil }
-        let i = Int(mine.pair[y])
-        return (
-          state.record(ofUser: pairs.users[i]), Int(pairs.slots[i]),
-          NotificationGroupType(pairs.triggers[i]).rawValue
-        )
+      let d = Self.distances
+      if x &+ d.user < mine.count {
+        let y = x &+ d.user
+        keep(y, mine, pairs, state)
+        state.prefetchUser(record: record[y & 31], slot: slot[y & 31], type: type[y & 31])
       }
-      if let (r, slot, type) = key(x &+ 20) {
-        state.prefetchUser(record: r, slot: slot, type: type)
+      if x &+ d.group < mine.count {
+        let y = (x &+ d.group) & 31
+        group[y] = state.prefetchGroup(record: record[y], slot: slot[y], type: type[y])
       }
-      if let (r, slot, type) = key(x &+ 13) {
-        group[(x &+ 13) & 31] = state.prefetchGroup(record: r, slot: slot, type: type)
+      if x &+ d.blocks < mine.count {
+        let y = (x &+ d.blocks) & 31
+        choice[y] = state.prefetchBlocks(record: record[y], group: group[y])
       }
-      if let (r, _, _) = key(x &+ 7) {
-        choice[(x &+ 7) & 31] = state.prefetchBlocks(record: r, group: group[(x &+ 7) & 31])
-      }
-      if x &+ 3 < mine.count { state.prefetchHidden(group: choice[(x &+ 3) & 31]) }
+      if x &+ d.hidden < mine.count { state.prefetchHidden(group: choice[(x &+ d.hidden) & 31]) }
     }
   }
 
@@ -410,26 +417,16 @@ public final class NotificationJudge {
   /// order (notification 0: throttled), with how many ids each hid, where
   /// each batch's begin, and its update lines with their line numbers.
   private struct Walk: Sendable {
-    var group: [Int64] = []
-    var notification: [Int64] = []
-    var badge: [Int64] = []
-    var hideCounts: [Int32] = []
+    var notes: [PairNote] = []
     var hides: [Int64] = []
     var batchStarts: [(pairs: Int, hides: Int)] = []
+    /// Where the hidden ids of the last pair's notification end.
+    var hidesEnd: Int32 { Int32(truncatingIfNeeded: hides.count) }
     var updates: [UInt8] = []
     var updateLines: [Int] = []
     var updateEnds: [Int] = []
     var removals: [Removal] = []
 
-    mutating func append(_ note: (group: Int64, id: Int64, badge: Int64), hides: Int) {
-      group.append(note.group)
-      notification.append(note.id)
-      badge.append(note.badge)
-      hideCounts.append(Int32(truncatingIfNeeded: hides))
-    }
-
-    /// A throttled pair: no notification.
-    mutating func appendNone() { append((0, 0, 0), hides: 0) }
 
     /// `{"line":…,"id":…,"user":…,"channel":…,"ts":…,"removed":[…],"cancelled":[…],"badge":…}`
     /// for read line `r`.

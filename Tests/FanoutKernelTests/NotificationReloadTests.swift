@@ -50,10 +50,10 @@ struct NotificationReloadTests {
     let f = wave.fields[0]
     for m in 0..<batch.count {
       for k in Int(f.starts[m])..<Int(f.starts[m + 1]) {
-        let hides = f.hides[(k == 0 ? 0 : Int(f.hideEnds[k - 1]))..<Int(f.hideEnds[k])]
+        let note = f.notes[k]
         fields.append(
-          "\(batch.idJSON.string(m)) \(judge.index.users[Int(f.users[k])]) "
-            + "\(f.group[k]),\(f.notification[k]),\(f.badge[k]),\(Array(hides))")
+          "\(batch.idJSON.string(m)) \(judge.index.users[Int(note.user)]) "
+            + "\(note.group),\(note.id),\(note.badge),\(Array(f.hidden(by: k)))")
       }
     }
     let removed = wave.removals.map {
