@@ -427,7 +427,6 @@ public final class NotificationJudge {
     var updateEnds: [Int] = []
     var removals: [Removal] = []
 
-
     /// `{"line":…,"id":…,"user":…,"channel":…,"ts":…,"removed":[…],"cancelled":[…],"badge":…}`
     /// for read line `r`.
     mutating func appendUpdate(
