@@ -24,6 +24,8 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   private(set) var base: UnsafeMutablePointer<Element>
   private(set) var count = 0
   private var committedBytes = 0
+  /// The committed bytes given their pages (`prepare`), from the start.
+  private var populatedBytes = 0
   private var reservedBytes: Int
   /// The ledger the array belongs to, named when the system refuses it memory.
   let ledger: LedgerName
@@ -88,15 +90,32 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
 
   @inline(__always)
   func append(_ value: Element) {
-    if (count &+ 1) &* MemoryLayout<Element>.stride > committedBytes { commit(count &+ 1) }
+    if (count &+ 1) &* MemoryLayout<Element>.stride > populatedBytes { prepare(count &+ 1) }
     (base + count).initialize(to: value)
     count &+= 1
   }
 
   func append(repeating value: Element, count n: Int) {
-    commit(count &+ n)
+    prepare(count &+ n)
     (base + count).initialize(repeating: value, count: n)
     count &+= n
+  }
+
+  /// Commits memory for `elements` elements, and gives the steps they
+  /// reach their pages in one call each (`MADV_POPULATE_WRITE`): a fresh
+  /// page costs less so than by a fault on its first write, each of which
+  /// the kernel handles on its own (docs/performance.md, Fresh pages).
+  @inline(never)
+  private func prepare(_ elements: Int) {
+    commit(elements)
+    let needed = elements &* MemoryLayout<Element>.stride
+    guard needed > populatedBytes else { return }
+    // (Not the pages of `appendZeroed` elements before: they get theirs where written.)
+    let from = max(populatedBytes, count &* MemoryLayout<Element>.stride / Self.page * Self.page)
+    let end = min(committedBytes, (needed + Self.step - 1) / Self.step * Self.step)
+    // Where the kernel cannot (before Linux 5.14), pages come on first use.
+    _ = madvise(UnsafeMutableRawPointer(base) + from, end &- from, MADV_POPULATE_WRITE)
+    populatedBytes = end
   }
 
   /// Empties the array, keeping its memory for what is appended next.
@@ -115,6 +134,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   /// a page first read maps the shared zero page, and the write that
   /// follows would fault again and flush the other threads' TLBs.
   func populate(threads: Int) {
+    populatedBytes = committedBytes
     let pages = committedBytes / Self.page
     let parts = max(1, min(threads, pages))
     let start = UInt(bitPattern: base)
@@ -161,6 +181,8 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     munmap(base, reservedBytes)
     base = moved
     reservedBytes = reserved
+    // (The copy wrote every committed page.)
+    populatedBytes = committedBytes
   }
 }
 
