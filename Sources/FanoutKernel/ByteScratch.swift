@@ -43,58 +43,17 @@ struct ByteScratch: ByteOutput {
   @inline(__always)
   mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
     guard let source = bytes.baseAddress else { return }
-    let n = bytes.count
-    reserve(n)
-    if n >= 8 && n <= 16 {
-      // JSON keys: two overlapping 8-byte moves, not a call to memmove.
-      let from = UnsafeRawPointer(source)
-      let to = UnsafeMutableRawPointer(base + count)
-      to.storeBytes(of: from.loadUnaligned(as: UInt64.self), as: UInt64.self)
-      to.storeBytes(
-        of: from.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self),
-        toByteOffset: n &- 8, as: UInt64.self)
-    } else {
-      (base + count).update(from: source, count: n)
-    }
-    count &+= n
+    reserve(bytes.count)
+    (base + count).update(from: source, count: bytes.count)
+    count &+= bytes.count
   }
 
   /// `value` in decimal, as `JSONText.appendDecimal` writes it, straight
   /// into the buffer.
   @inline(__always)
   mutating func appendDecimal(_ value: Int64) {
-    reserve(20)
-    // Ids and badges are mostly one or two digits.
-    if value >= 0 && value < 100 {
-      let v = UInt8(truncatingIfNeeded: value)
-      if v < 10 {
-        base[count] = UInt8(ascii: "0") &+ v
-        count &+= 1
-      } else {
-        base[count] = UInt8(ascii: "0") &+ v / 10
-        base[count &+ 1] = UInt8(ascii: "0") &+ v % 10
-        count &+= 2
-      }
-      return
-    }
-    if value < 0 {
-      base[count] = UInt8(ascii: "-")
-      count &+= 1
-    }
-    var rest = value.magnitude
-    var digits = 1
-    var scan = rest
-    while scan >= 10 {
-      scan /= 10
-      digits &+= 1
-    }
-    count &+= digits
-    var at = count
-    repeat {
-      at &-= 1
-      base[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-      rest /= 10
-    } while rest > 0
+    reserve(JSONText.decimalWidth)
+    count &+= JSONText.writeDecimal(value, to: base + count)
   }
 
   @inline(__always)

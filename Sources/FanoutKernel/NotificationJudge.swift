@@ -59,7 +59,16 @@ public struct NotificationFields: Sendable {
 
   /// The ids pair `k`'s notification hid, ascending.
   public func hidden(by k: Int) -> ArraySlice<Int64> {
-    hides[(k == 0 ? 0 : Int(notes[k - 1].hidesEnd))..<Int(notes[k].hidesEnd)]
+    hides[Self.hideRange(of: k, in: notes)]
+  }
+
+  /// Where pair `k`'s hidden ids lie in its list's `hides`: from where the
+  /// previous pair's end.
+  @inline(__always)
+  static func hideRange<Notes: RandomAccessCollection<PairNote>>(of k: Int, in notes: Notes)
+    -> Range<Int>
+  where Notes.Index == Int {
+    (k == 0 ? 0 : Int(notes[k &- 1].hidesEnd))..<Int(notes[k].hidesEnd)
   }
 
   /// The fields as unsafe views, for `body`'s duration.
@@ -98,10 +107,10 @@ public struct NotificationFields: Sendable {
       bytes.appendDecimal(note.id)
       bytes.append(contentsOf: Self.keys[2])
       bytes.appendDecimal(note.badge)
-      let firstHidden = k == 0 ? 0 : Int(notes[k &- 1].hidesEnd)
-      guard firstHidden < Int(note.hidesEnd) else { return }
+      let hidden = NotificationFields.hideRange(of: k, in: notes)
+      guard !hidden.isEmpty else { return }
       bytes.append(contentsOf: Self.keys[3])
-      appendIDs(hides[firstHidden..<Int(note.hidesEnd)], to: &bytes)
+      appendIDs(hides[hidden], to: &bytes)
     }
 
     /// The fields' keys, copied as bytes (a string's UTF-8 view is copied

@@ -28,17 +28,51 @@ public enum JSONText {
 
   /// Appends `value` in decimal, as JSON writes an integer; builds no String.
   public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
-    if value < 0 { out.append(UInt8(ascii: "-")) }
-    var rest = value.magnitude
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-      var first = digits.count
-      repeat {
-        first -= 1
-        digits[first] = UInt8(ascii: "0") &+ UInt8(rest % 10)
-        rest /= 10
-      } while rest > 0
-      out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: decimalWidth) { digits in
+      let count = writeDecimal(value, to: digits.baseAddress!)
+      out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[..<count]))
     }
+  }
+
+  /// The most bytes `writeDecimal` writes (`Int64.min`).
+  @inlinable public static var decimalWidth: Int { 20 }
+
+  /// Writes `value` in decimal at `out` (room for `decimalWidth` bytes);
+  /// returns how many bytes it wrote.
+  @inlinable
+  public static func writeDecimal(_ value: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
+    // Ids, counts and badges are mostly one or two digits.
+    if value >= 0 && value < 100 {
+      let v = UInt8(truncatingIfNeeded: value)
+      if v < 10 {
+        out[0] = UInt8(ascii: "0") &+ v
+        return 1
+      }
+      out[0] = UInt8(ascii: "0") &+ v / 10
+      out[1] = UInt8(ascii: "0") &+ v % 10
+      return 2
+    }
+    var count = 0
+    if value < 0 {
+      out[0] = UInt8(ascii: "-")
+      count = 1
+    }
+    var rest = value.magnitude
+    // Digits: one more per power of ten at most `rest` (19 fit in a UInt64).
+    var digits = 1
+    var power: UInt64 = 10
+    while digits < 20 && rest >= power {
+      digits &+= 1
+      power = power &* 10
+    }
+    count &+= digits
+    var at = count
+    repeat {
+      at &-= 1
+      out[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+      rest /= 10
+    } while rest > 0
+    return count
   }
 
   /// Appends `s` quoted to `out`; copies runs that need no escape in one go.

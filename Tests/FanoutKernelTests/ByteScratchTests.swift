@@ -21,6 +21,7 @@ struct ByteScratchTests {
       var expected: [UInt8] = []
       JSONText.appendDecimal(value, to: &expected)
       #expect(Array(scratch.bytes) == expected, "\(value)")
+      #expect(Array(scratch.bytes) == Array(String(value).utf8), "\(value)")
     }
   }
 
