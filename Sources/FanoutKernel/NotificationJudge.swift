@@ -423,8 +423,9 @@ public final class NotificationJudge {
   }
 
   /// One partition's part of a wave: its pairs' notifications in input
-  /// order (notification 0: throttled), with how many ids each hid, where
-  /// each batch's begin, and its update lines with their line numbers.
+  /// order (notification 0: throttled), each with where the ids it hid end
+  /// in `hides`, where each batch's begin, and its update lines with their
+  /// line numbers.
   private struct Walk: Sendable {
     var notes: [PairNote] = []
     var hides: [Int64] = []
