@@ -36,10 +36,10 @@ enum NotificationGroupType: UInt8, CaseIterable {
 public final class NotificationLedger: @unchecked Sendable {
   public let caps: AppSettings.NotificationGroups
   let partitions: [NotificationPartition]
-  /// Per membership slot of the index and group type (slot × 3 + type):
-  /// the group's place + 1 in its user's partition, 0 until its first
-  /// notification. One array for all partitions (each writes only its
-  /// users' entries), given pages only where it is written.
+  /// Per membership slot of the index: its `messages` group's place + 1
+  /// in its user's partition, 0 until its first notification (the other
+  /// types' groups are in each partition's `OtherGroups`). One array for
+  /// all partitions, each writing only its users' entries.
   private let slotGroups = MappedArray<Int32>(.notifications)
 
   /// A fresh ledger for `index`'s users and memberships.
@@ -47,7 +47,7 @@ public final class NotificationLedger: @unchecked Sendable {
     self.caps = caps
     var shift = 0
     while 1 << shift < partitions { shift += 1 }
-    slotGroups.appendZeroed(count: index.memberCount * NotificationGroupType.allCases.count)
+    slotGroups.appendZeroed(count: index.memberCount)
     slotGroups.populate(threads: partitions)
     // (Never appended to again: its values stay where they are.)
     let slotGroups = slotGroups.base
@@ -155,12 +155,13 @@ final class NotificationPartition: @unchecked Sendable {
 /// last. With a count cap, each user's visible groups and their newest
 /// ids lie in a block of `visibleGroups` too, so the cap's choice reads
 /// one block, not every group. A pair's group is found by its membership
-/// slot (the ledger's `slotGroups`).
+/// slot: a `messages` group in the ledger's `slotGroups`, the others in
+/// `otherGroups`.
 ///
 /// Memory: 24 bytes per unread notification (at most twice that in
-/// partly filled blocks), 32 per group used, 16 per visible group with a
-/// count cap, 32 per user row / partitions; and the ledger's 12 per
-/// membership, in pages touched only where a user got a notification.
+/// partly filled blocks), 32 per group used (and 8 to 32 more for a
+/// mentions or calls group), 16 per visible group with a count cap, 32 per
+/// user row / partitions; and the ledger's 4 per membership.
 struct NotificationState {
   let caps: AppSettings.NotificationGroups
   /// log2 of the partitions: user row u's record is u >> shift.
@@ -235,6 +236,8 @@ struct NotificationState {
 
   /// See `NotificationLedger.slotGroups`.
   private let slotGroups: UnsafeMutablePointer<Int32>
+  /// The groups of types other than `messages`, by slot and type.
+  private var otherGroups = OtherGroups()
 
   init(
     caps: AppSettings.NotificationGroups, shift: Int, partition: Int, users: Int,
@@ -433,7 +436,11 @@ struct NotificationState {
   @inline(__always)
   func prefetchUser(record r: Int, slot: Int, type: UInt8) {
     if r < users.count { users.prefetch(r) }
-    cprefetch_read(slotGroups + Self.entry(slot: slot, type: type))
+    if type == NotificationGroupType.messages.rawValue {
+      cprefetch_read(slotGroups + slot)
+    } else {
+      otherGroups.prefetch(slot: slot, type: type)
+    }
   }
 
   /// The second: the group's record and the user's visible groups.
@@ -484,16 +491,13 @@ struct NotificationState {
     return k
   }
 
-  /// Where the group of membership `slot` and `type` is kept in `slotGroups`.
-  @inline(__always)
-  private static func entry(slot: Int, type: UInt8) -> Int {
-    slot &* NotificationGroupType.allCases.count &+ Int(type)
-  }
-
   /// The group of membership `slot` and `type`, if its user has used it.
   @inline(__always)
   private func existingGroup(slot: Int, type: UInt8) -> Int? {
-    let place = slotGroups[Self.entry(slot: slot, type: type)]
+    guard type == NotificationGroupType.messages.rawValue else {
+      return otherGroups.find(slot: slot, type: type)
+    }
+    let place = slotGroups[slot]
     return place == 0 ? nil : Int(place) &- 1
   }
 
@@ -503,7 +507,11 @@ struct NotificationState {
   private mutating func group(record r: Int, slot: Int, channel: Int32, type: UInt8) -> Int {
     if let g = existingGroup(slot: slot, type: type) { return g }
     let g = newGroup(record: r, channel: channel, type: type)
-    slotGroups[Self.entry(slot: slot, type: type)] = Int32(truncatingIfNeeded: g &+ 1)
+    if type == NotificationGroupType.messages.rawValue {
+      slotGroups[slot] = Int32(truncatingIfNeeded: g &+ 1)
+    } else {
+      otherGroups.insert(slot: slot, type: type, group: g)
+    }
     return g
   }
 
