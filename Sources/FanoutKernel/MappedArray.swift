@@ -105,6 +105,9 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   /// reach their pages in one call each (`MADV_POPULATE_WRITE`): a fresh
   /// page costs less so than by a fault on its first write, each of which
   /// the kernel handles on its own (docs/performance.md, Fresh pages).
+  /// A small array's pages come as it doubles, from 64 KB, so that an
+  /// array barely used (a ledger's partition with few users, one of many
+  /// with `--threads 1024`) does not hold a whole step.
   @inline(never)
   private func prepare(_ elements: Int) {
     commit(elements)
@@ -112,7 +115,8 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     guard needed > populatedBytes else { return }
     // (Not the pages of `appendZeroed` elements before: they get theirs where written.)
     let from = max(populatedBytes, count &* MemoryLayout<Element>.stride / Self.page * Self.page)
-    let end = min(committedBytes, (needed + Self.step - 1) / Self.step * Self.step)
+    let unit = populatedBytes < Self.step ? max(populatedBytes, Self.firstPages) : Self.step
+    let end = min(committedBytes, (needed + unit - 1) / unit * unit)
     // Where the kernel cannot (before Linux 5.14), pages come on first use.
     _ = madvise(UnsafeMutableRawPointer(base) + from, end &- from, MADV_POPULATE_WRITE)
     populatedBytes = end
@@ -149,6 +153,7 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   }
 
   private static var page: Int { 4096 }
+  private static var firstPages: Int { 64 << 10 }
 
   /// Asks for the cache line of element `i`.
   @inline(__always)

@@ -14,8 +14,7 @@ struct OtherGroups {
     var place: Int32 = 0
   }
 
-  /// (Its first size fills the 2 MB a `MappedArray` commits at least.)
-  private var table = Self.zeroed(1 << 18)
+  private var table = Self.zeroed(1024)
   private var used = 0
 
   /// Slots are below 2^31, as everywhere in the ledgers (`DeliveredPairs`):
@@ -74,11 +73,10 @@ struct OtherGroups {
   }
 
   /// A table of `count` free entries, given its pages now: it is read at
-  /// random before it is written (`MappedArray.populate`).
+  /// random before it is written (see `MappedArray.populate`).
   private static func zeroed(_ count: Int) -> MappedArray<Entry> {
     let table = MappedArray<Entry>(.notifications)
-    table.appendZeroed(count: count)
-    table.populate(threads: 1)
+    table.append(repeating: Entry(), count: count)
     return table
   }
 }

@@ -60,6 +60,24 @@ struct MappedArrayTests {
     #expect(array[3_000_000] == 1)
   }
 
+  @Test("an array barely used holds a few pages, not a 2 MB step (a partition of many threads')")
+  func smallArraysHoldFewPages() {
+    let array = MappedArray<Int64>(.throttle)
+    for i in 0..<10 { array.append(Int64(i)) }
+    #expect(residentPages(array.base, bytes: 2 << 20) <= 16)
+    // Growing, it takes pages as it doubles: 100,000 values (800 KB) hold at most twice that.
+    for i in 10..<100_000 { array.append(Int64(i)) }
+    #expect(residentPages(array.base, bytes: 2 << 20) <= 2 * 800_000 / 4096 + 16)
+    #expect(array[99_999] == 99_999)
+  }
+
+  /// How many of the pages of `bytes` from `base` are resident (`mincore`).
+  private func residentPages(_ base: UnsafeMutableRawPointer, bytes: Int) -> Int {
+    var pages = [UInt8](repeating: 0, count: bytes / 4096)
+    guard mincore(base, bytes, &pages) == 0 else { return Int.max }
+    return pages.reduce(0) { $0 + Int($1 & 1) }
+  }
+
   @Test("a pool the system refuses memory ends the run with exit 71, its cleanups run, no crash")
   func outOfMemory() async {
     let result = await #expect(

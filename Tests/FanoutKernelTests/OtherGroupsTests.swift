@@ -4,10 +4,10 @@ import Testing
 
 @Suite("OtherGroups: a partition's mentions and calls groups by slot")
 struct OtherGroupsTests {
-  @Test("past its first size (doubling twice), every group is found by slot and type, and no other")
+  @Test("grown eleven times past its first size, each group is found by slot and type, no other")
   func growth() {
     var table = OtherGroups()
-    // 600,000 groups: the first table holds 131,072 at half full.
+    // 600,001 groups: the first table holds 512 at half full.
     // Consecutive slots, as one channel's members have, and the largest slot.
     var made: [(slot: Int, type: UInt8, group: Int)] = []
     for k in 0..<300_000 {
