@@ -1,4 +1,5 @@
 import FanoutIndex
+import Glibc
 
 /// The input-order rules of one index: rule 8's throttle and contract v3's
 /// notifications. Their verdicts depend on earlier lines, so they cannot be
@@ -31,17 +32,29 @@ public final class Ledgers {
   /// - Parameter throttleRetention: see `ThrottleLedger`.
   public init?(index: Index, threads: Int, throttleRetention: Int64? = nil) {
     let threads = max(1, threads)
+    let partitions = Self.partitions(threads: threads)
     throttle = index.settings.throttle.map {
-      ThrottleJudge(index: index, throttle: $0, threads: threads, retention: throttleRetention)
+      ThrottleJudge(index: index, throttle: $0, threads: partitions, retention: throttleRetention)
     }
     notifications = index.settings.notificationGroups.map {
-      NotificationJudge(index: index, caps: $0, threads: threads)
+      NotificationJudge(index: index, caps: $0, threads: partitions)
     }
     guard throttle != nil || notifications != nil else { return nil }
     self.index = index
     // Rule 8 alone needs only the pairs with trigger 'message'.
     let output: Evaluator.Output = notifications == nil ? .throttleCandidates : .deliveredPairs
     finders = (0..<threads).map { _ in Evaluator(index: index, output: output) }
+  }
+
+  /// The partitions (and walking threads) of the ledgers for `threads`
+  /// workers: no more than the cores, or 4 — each partition reads every
+  /// pair of a run to find its own, and each has pools of its own, so
+  /// `--threads 1024` on two cores walked 1,024 partitions on two threads
+  /// (at least 4 keep the tests' runs of 3 threads, on two cores, moving
+  /// ledgers between partition counts). What the ledgers find does not
+  /// depend on it.
+  static func partitions(threads: Int) -> Int {
+    min(threads, max(4, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
   }
 
   /// Carries `previous`'s ledgers (of the snapshot this index replaces)

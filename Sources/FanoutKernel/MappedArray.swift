@@ -2,6 +2,7 @@ import CPrefetch
 import Dispatch
 import FanoutModel
 import Glibc
+import Synchronization
 
 /// A growable array of plain values in an address range of its own, for
 /// the ledgers' pools (rule 8's throttle, contract v3's notifications),
@@ -9,9 +10,10 @@ import Glibc
 /// random. The range is reserved ahead (address space, no
 /// memory) and committed as the array grows, so growing copies nothing and
 /// never holds two copies. Where the address space is limited (`ulimit
-/// -v`), a smaller range is reserved, and an array that outgrows its range
-/// moves to one twice the size (one copy, as an `Array` grows): `base` is
-/// valid until the next append.
+/// -v`), or where thousands of pools live at once (partitions of many
+/// what-if sides), a smaller range is reserved, and an array that outgrows
+/// its range moves to one twice the size (one copy, as an `Array` grows):
+/// `base` is valid until the next append.
 ///
 /// It asks for ordinary pages, not huge ones: on the 2-core virtual
 /// machines measured, a huge page's first touch (2 MB zeroed; slow there,
@@ -39,8 +41,11 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   ///   limit on the process's address space, at most 1/64 of it.
   init(_ ledger: LedgerName, reservation: Int = MappedArray.reservation) {
     self.ledger = ledger
+    let share = unreservedAddressSpace.load(ordering: .relaxed) / 64
     (base, reservedBytes) = Self.reserve(
-      atLeast: Self.step, hoping: min(reservation, Self.addressSpaceLimit / 64), for: ledger)
+      atLeast: Self.step, hoping: min(reservation, Self.addressSpaceLimit / 64, share),
+      for: ledger)
+    unreservedAddressSpace.subtract(reservedBytes, ordering: .relaxed)
   }
 
   /// The process's address space limit (`ulimit -v`), or `Int.max`.
@@ -52,7 +57,10 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
     return Int(clamping: limit.rlim_cur)
   }
 
-  deinit { munmap(base, reservedBytes) }
+  deinit {
+    munmap(base, reservedBytes)
+    unreservedAddressSpace.add(reservedBytes, ordering: .relaxed)
+  }
 
   /// A range of `hoped` bytes of address space, or as much as the system
   /// grants down to `needed`.
@@ -184,12 +192,18 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
       UnsafeMutableRawPointer(moved).copyMemory(from: base, byteCount: committedBytes)
     }
     munmap(base, reservedBytes)
+    unreservedAddressSpace.add(reservedBytes &- reserved, ordering: .relaxed)
     base = moved
     reservedBytes = reserved
     // (The copy wrote every committed page.)
     populatedBytes = committedBytes
   }
 }
+
+/// What `MappedArray`s may reserve together, less what they hold: each
+/// asks for at most a 64th of it, so that a process's thousands of pools
+/// (many what-if sides' partitions) fit half a 47-bit address space.
+private let unreservedAddressSpace = Atomic<Int>(1 << 46)
 
 /// The ledgers whose pools are `MappedArray`s, as an out-of-memory exit names them.
 enum LedgerName: String, Sendable {

@@ -26,7 +26,7 @@ enum NotificationGroupType: UInt8, CaseIterable {
 /// depends only on the lines that reach that user, in input order, so the
 /// ledger is cut into partitions by user, each walked by one thread: the
 /// ids, badges, hides and removals are the same whatever the number of
-/// partitions. Their number is a power of two (at least the threads), so
+/// partitions. Their number is a power of two (at least `Ledgers.partitions`), so
 /// that a user's partition and record are bits of its row.
 ///
 /// Memory grows with the unread notifications and the groups used (a

@@ -71,6 +71,15 @@ struct MappedArrayTests {
     #expect(array[99_999] == 99_999)
   }
 
+  @Test("nine thousand pools at once each get a range: they ask for half the address space at most")
+  func manyPools() {
+    // 9,000 × 16 GB would be more than the 128 TB a process can map: the
+    // last pools could not reserve even one 2 MB step (exit 71).
+    let pools = (0..<9_000).map { _ in MappedArray<Int64>(.notifications) }
+    for pool in pools { pool.appendZeroed(count: 1) }
+    #expect(pools.allSatisfy { $0.count == 1 && $0[0] == 0 })
+  }
+
   /// How many of the pages of `bytes` from `base` are resident (`mincore`).
   private func residentPages(_ base: UnsafeMutableRawPointer, bytes: Int) -> Int {
     var pages = [UInt8](repeating: 0, count: bytes / 4096)
