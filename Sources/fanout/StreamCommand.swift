@@ -110,11 +110,13 @@ extension Fanout {
       }
       if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
+      // (Past 1e9 — 11 days of milliseconds, 31 years of seconds, a
+      // petabyte — the conversions to durations and bytes would trap.)
       for (name, value) in [
         ("--batch-ms", batchMs), ("--rotate-mb", rotateMb), ("--rotate-seconds", rotateSeconds),
         ("--status-seconds", statusSeconds), ("--watch-seconds", watchSeconds),
-      ] where !(value > 0) {
-        throw ValidationError("\(name) must be greater than 0")
+      ] where !(value > 0 && value <= 1e9) {
+        throw ValidationError("\(name) must be greater than 0 and at most 1000000000")
       }
     }
 

@@ -17,6 +17,11 @@ struct CommandLineErrorsTests {
       (["eval", "--busy-timeout", "-5"], "--busy-timeout must be at least 0"),
       (["gen", "--users", "-5", "--messages", "1"], "--users must be at least 2"),
       (["stream", "--batch-ms", "-1"], "--batch-ms must be greater than 0"),
+      // Durations and sizes a conversion would trap on.
+      (["stream", "--batch-ms", "inf"], "--batch-ms must be greater than 0 and at most"),
+      (["stream", "--rotate-mb", "1e300"], "--rotate-mb must be greater than 0 and at most"),
+      (["stream", "--status-seconds", "1e10"], "--status-seconds must be greater than 0 and at"),
+      (["stream", "--watch-seconds", "nan"], "--watch-seconds must be greater than 0 and at most"),
       (["stream", "--threads", "0"], "--threads must be at least 1"),
     ])
   func numbers(_ arguments: [String], _ message: String) {
