@@ -12,17 +12,25 @@ public enum Generator {
   static let day: Int64 = 1_772_928_000_000
   static let dayMillis: Int64 = 86_400_000
 
+  /// What is wrong with these counts, if anything. (Past 100M users or
+  /// 1G messages the files would be hundreds of gigabytes, and the
+  /// population's arrays could not be allocated: an error, not a crash.)
+  public static func problem(users: Int, messages: Int) -> String? {
+    if users < 2 { return "--users must be at least 2" }
+    if users > 100_000_000 { return "--users must be at most 100000000" }
+    if messages < 0 { return "--messages must not be negative" }
+    if messages > 1_000_000_000 { return "--messages must be at most 1000000000" }
+    return nil
+  }
+
   /// Writes `snapshot.sqlite` and `traffic.ndjson` into `options.out`,
   /// calling `progress` now and then with the rows written so far (users,
   /// memberships, messages) and the fraction of the work done.
   public static func run(
     _ options: GeneratorOptions, progress: ((_ rows: Int, _ fraction: Double) -> Void)? = nil
   ) throws -> GeneratorReport {
-    guard options.users >= 2 else {
-      throw GeneratorError(description: "--users must be at least 2")
-    }
-    guard options.messages >= 0 else {
-      throw GeneratorError(description: "--messages must not be negative")
+    if let problem = problem(users: options.users, messages: options.messages) {
+      throw GeneratorError(description: problem)
     }
     mkdir(options.out, 0o755)
     var random = Random(seed: options.seed)

@@ -49,8 +49,9 @@ extension Fanout {
     var overwrite = false
 
     func validate() throws {
-      if users < 2 { throw ValidationError("--users must be at least 2") }
-      if messages < 0 { throw ValidationError("--messages must not be negative") }
+      if let problem = Generator.problem(users: users, messages: messages) {
+        throw ValidationError(problem)
+      }
     }
 
     func run() throws {

@@ -16,6 +16,8 @@ struct CommandLineErrorsTests {
       (["eval", "--threads", "100000"], "--threads must be at most 1024"),
       (["eval", "--busy-timeout", "-5"], "--busy-timeout must be at least 0"),
       (["gen", "--users", "-5", "--messages", "1"], "--users must be at least 2"),
+      (["gen", "--users", "9223372036854775807", "--messages", "1"], "--users must be at most"),
+      (["gen", "--users", "5", "--messages", "4000000000"], "--messages must be at most"),
       (["stream", "--batch-ms", "-1"], "--batch-ms must be greater than 0"),
       // Durations and sizes a conversion would trap on.
       (["stream", "--batch-ms", "inf"], "--batch-ms must be greater than 0 and at most"),
