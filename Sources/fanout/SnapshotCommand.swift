@@ -90,7 +90,7 @@ extension Fanout {
 
       @OptionGroup var snapshot: SnapshotPath
 
-      @Option(help: "Number of shards (at least 1).")
+      @Option(help: "Number of shards (1 to 1024).")
       var shards: Int
 
       @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
@@ -101,6 +101,9 @@ extension Fanout {
 
       func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1.") }
+        // (Each shard is a file written at once: more would be out of reach
+        // of the open-files limit, and Int.max crashed allocating.)
+        guard shards <= 1024 else { throw ValidationError("--shards must be at most 1024.") }
       }
 
       func run() throws {

@@ -110,6 +110,10 @@ extension Fanout {
       }
       if maxLineBytes < 1 { throw ValidationError("--max-line-bytes must be at least 1") }
       if batchMessages < 1 { throw ValidationError("--batch-messages must be at least 1") }
+      // (The input queue holds four batches: a count past this would overflow it.)
+      if batchMessages > 1_000_000 {
+        throw ValidationError("--batch-messages must be at most 1000000")
+      }
       // (Past 1e9 — 11 days of milliseconds, 31 years of seconds, a
       // petabyte — the conversions to durations and bytes would trap.)
       for (name, value) in [

@@ -25,6 +25,7 @@ struct CommandLineErrorsTests {
       (["stream", "--status-seconds", "1e10"], "--status-seconds must be greater than 0 and at"),
       (["stream", "--watch-seconds", "nan"], "--watch-seconds must be greater than 0 and at most"),
       (["stream", "--threads", "0"], "--threads must be at least 1"),
+      (["stream", "--batch-messages", "9223372036854775807"], "--batch-messages must be at most"),
     ])
   func numbers(_ arguments: [String], _ message: String) {
     let out = makeTemporaryDirectory() + "/out"

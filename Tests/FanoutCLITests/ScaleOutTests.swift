@@ -220,12 +220,18 @@ struct ScaleOutTests {
       "\(terminalMerge.text.debugDescription)")
   }
 
-  @Test("split refuses N < 1, an existing output and a bad snapshot, leaving nothing")
+  @Test("split refuses N < 1 or > 1024, an existing output and a bad snapshot, leaving nothing")
   func splitRefusals() {
     let dir = makeTemporaryDirectory()
     let zero = runProcess(
       fanoutExecutable, ["snapshot", "split", Self.sample, "--shards", "0", "--out", dir + "/a"])
     #expect(zero.status == 64)
+    #expect(!FileManager.default.fileExists(atPath: dir + "/a"))
+    let huge = runProcess(
+      fanoutExecutable,
+      ["snapshot", "split", Self.sample, "--shards", "9223372036854775807", "--out", dir + "/a"])
+    #expect(huge.status == 64)
+    #expect(huge.stderr.contains("--shards must be at most 1024"), "\(huge.stderr)")
     #expect(!FileManager.default.fileExists(atPath: dir + "/a"))
 
     try? FileManager.default.createDirectory(atPath: dir + "/b", withIntermediateDirectories: true)
