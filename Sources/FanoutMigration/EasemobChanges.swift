@@ -55,7 +55,8 @@ enum EasemobChanges {
           throw EntryError("duration \(minutes) is outside 0..10080 minutes (7 days)")
         }
         if minutes > 0 {
-          columns += ApplyContext.snooze((context.now, context.now + Int64(minutes) * 60_000))
+          columns += ApplyContext.snooze(
+            (context.now, context.now.addingSaturated(Int64(minutes) * 60_000)))
         }
       }
       if columns.isEmpty && e.duration == 0 { return }  // duration 0: explicitly no change

@@ -116,7 +116,8 @@ enum TDLibChanges {
     } else if let seconds = s.muteFor {
       guard seconds >= 0 else { throw EntryError("mute_for \(seconds) is negative") }
       columns += ApplyContext.snooze(
-        seconds == 0 ? nil : (context.now, context.now + seconds * 1000))
+        seconds == 0
+          ? nil : (context.now, context.now.addingSaturated(seconds.multipliedSaturated(by: 1000))))
     }
     if let v = try value(s.useDefaultShowPreview, s.showPreview, "show_preview") {
       columns.append(("show_preview", v))

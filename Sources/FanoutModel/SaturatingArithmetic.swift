@@ -7,6 +7,12 @@ extension Int64 {
     return overflow ? (other > 0 ? .max : .min) : sum
   }
 
+  /// `self × other`, held at `.max` or `.min` where it would overflow.
+  @inlinable public func multipliedSaturated(by other: Int64) -> Int64 {
+    let (product, overflow) = multipliedReportingOverflow(by: other)
+    return overflow ? ((self < 0) == (other < 0) ? .max : .min) : product
+  }
+
   /// `self − other`, held at `.max` or `.min` where it would overflow.
   @inlinable public func subtractingSaturated(_ other: Int64) -> Int64 {
     let (difference, overflow) = subtractingReportingOverflow(other)

@@ -341,6 +341,18 @@ struct TDLibFormatTests {
         == "mention")
     #expect(refusal(.tdlib, "[]").contains("--as-user"))
   }
+
+  @Test("a mute past the end of time (mute_for Int64.max, or --now at its end) snoozes to its end")
+  func muteToTheEnd() throws {
+    let forever = try applying(
+      .tdlib,
+      #"[{"@type":"setScopeNotificationSettings","scope":{"@type":"notificationSettingsScopeGroupChats"},"notification_settings":{"mute_for":9223372036854775807}}]"#,
+      asUser: "u2", now: monday)
+    #expect(try decision(forever, user: "u2", ts: monday + 86_400_000 * 365_000) == "-snoozed")
+    let late = try applying(
+      .easemob, #"[{"user":"u2","duration":60}]"#, now: Int64.max)
+    #expect(try decision(late, user: "u2", ts: monday) == "message")
+  }
 }
 
 @Suite("prefs apply: the README's examples in datasets/changes")
