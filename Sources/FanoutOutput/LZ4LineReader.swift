@@ -12,6 +12,7 @@ import FanoutModel
 public final class LZ4LineReader {
   public let path: String
   private let plainTextAccepted: Bool
+  private let maxLineBytes: Int
   /// Whether the file is plain text, once its first bytes were read.
   private var isPlain: Bool? = nil
   private let fd: Int32
@@ -29,9 +30,12 @@ public final class LZ4LineReader {
   /// Whether the bytes read so far end a frame (an empty file ends none).
   private var frameComplete = false
 
-  public init(path: String, plainTextAccepted: Bool = false) throws(OutputError) {
+  public init(
+    path: String, plainTextAccepted: Bool = false, maxLineBytes: Int = LZ4LineReader.maxLineBytes
+  ) throws(OutputError) {
     self.path = path
     self.plainTextAccepted = plainTextAccepted
+    self.maxLineBytes = maxLineBytes
     do { fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) } } catch {
       throw OutputError(path: path, error)
     }
@@ -40,6 +44,18 @@ public final class LZ4LineReader {
       // (`deinit` closes `fd`: it runs when an initializer throws this late.)
       throw OutputError(path: path, reason: "cannot create an LZ4 decompression context")
     }
+  }
+
+  /// The longest line read by default: past it, with no line end in
+  /// sight, reading fails (a corrupt or hostile file, say a small frame
+  /// that decompresses to gigabytes without a newline, cannot exhaust
+  /// memory).
+  public static let maxLineBytes = 256 << 20
+
+  /// Fails once the partial line at `start` is longer than `maxLineBytes`.
+  private func checkPartialLine() throws(OutputError) {
+    guard text.count - start > maxLineBytes else { return }
+    throw OutputError(path: path, reason: "a line longer than \(maxLineBytes) bytes (no line end)")
   }
 
   /// The first bytes of an LZ4 frame (0x184D2204, little-endian).
@@ -59,6 +75,7 @@ public final class LZ4LineReader {
         return text[start..<newline]
       }
       // Keep the partial line, then decompress more behind it.
+      try checkPartialLine()
       text.removeSubrange(0..<start)
       start = 0
       guard try decompressMore() else {
@@ -98,7 +115,10 @@ public final class LZ4LineReader {
       if !ends.isEmpty { return (text[blockStart..<start], ends) }
       // Only part of a line is left: into a new buffer (the blocks handed
       // out keep the old one), the rest of the file decompressed behind it.
-      guard try refill(atLeast: maxBytes == .max ? 1 : maxBytes) else {
+      // (At least twice the partial line: a long one is copied a few times, not once a chunk.)
+      try checkPartialLine()
+      guard try refill(atLeast: max(maxBytes == .max ? 1 : maxBytes, 2 * (text.count - start)))
+      else {
         guard !text.isEmpty else { return nil }
         text.append(0x0A)
         start = text.count

@@ -37,6 +37,11 @@ final class StreamInput: @unchecked Sendable {
     var name: String { number.map { "producer \($0)" } ?? "standard input" }
   }
 
+  /// A producer's line splitter, its limit named as the stage's option.
+  private func splitter() -> LineSplitter {
+    LineSplitter(maxLineBytes: maxLineBytes, limitOption: "--max-line-bytes")
+  }
+
   init(_ source: StreamInputSource, queue: LineQueue, log: StreamLog, maxLineBytes: Int)
     throws(PipelineError)
   {
@@ -145,7 +150,7 @@ final class StreamInput: @unchecked Sendable {
     var connections = 0
     if case .standardInput = source {
       producers.append(
-        Producer(fd: STDIN_FILENO, number: nil, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
+        Producer(fd: STDIN_FILENO, number: nil, splitter: splitter()))
     }
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     /// Out of file descriptors: new connections wait (in the socket's
@@ -230,7 +235,7 @@ final class StreamInput: @unchecked Sendable {
           connections += 1
           producers.append(
             Producer(
-              fd: fd, number: connections, splitter: LineSplitter(maxLineBytes: maxLineBytes)))
+              fd: fd, number: connections, splitter: splitter()))
           log.event(
             "producer_connected", "producer \(connections) connected",
             ["producer": .text("producer \(connections)")])

@@ -30,6 +30,8 @@ public struct LineBlock: Sendable {
   /// `lineLimit` bytes: their bytes were dropped, and they are rejected.
   public var oversized: [Int] = []
   public var lineLimit = Int.max
+  /// The option that set `lineLimit`, named in the reason (nil: none).
+  public var lineLimitOption: String?
 
   public init() {}
 
@@ -44,12 +46,14 @@ public struct LineBlock: Sendable {
     part.firstLine = firstLine + range.lowerBound
     part.oversized = oversized.filter(range.contains).map { $0 - range.lowerBound }
     part.lineLimit = lineLimit
+    part.lineLimitOption = lineLimitOption
     return part
   }
 
   /// Why an oversized line is rejected.
   public var oversizedReason: String {
-    "line longer than \(lineLimit) bytes (--max-line-bytes); skipped to the next line end"
+    "line longer than \(lineLimit) bytes\(lineLimitOption.map { " (\($0))" } ?? ""); "
+      + "skipped to the next line end"
   }
 }
 
@@ -70,10 +74,15 @@ public struct LineSplitter {
   private var lineStart = 0
   private var nextLine = 1
   private let maxLineBytes: Int
+  /// The option that set `maxLineBytes`, for the reason (`LineBlock`).
+  private let limitOption: String?
   /// The line being read is over the limit: its bytes are being dropped.
   private var dropping = false
 
-  public init(maxLineBytes: Int = .max) { self.maxLineBytes = maxLineBytes }
+  public init(maxLineBytes: Int = .max, limitOption: String? = nil) {
+    self.maxLineBytes = maxLineBytes
+    self.limitOption = limitOption
+  }
 
   /// Complete lines buffered.
   public var completeLines: Int { starts.count }
@@ -148,6 +157,7 @@ public struct LineSplitter {
     block.starts = Array(starts[0..<n])
     block.ends = Array(ends[0..<n])
     block.lineLimit = maxLineBytes
+    block.lineLimitOption = limitOption
     let taken = oversized.prefix { $0 < n }
     block.oversized = Array(taken)
     oversized = oversized.dropFirst(taken.count).map { $0 - n }
@@ -166,10 +176,15 @@ public struct LineSplitter {
 }
 
 /// Reads NDJSON input in blocks of whole lines, from a file or standard input (`-`).
+/// A line longer than `maxLineBytes` is rejected with its number, its bytes
+/// dropped as they come: input without line ends (a broken producer,
+/// `/dev/zero`) cannot exhaust memory.
 public final class LineReader {
+  /// 256 MiB: a message mentioning twenty million users still fits.
+  public static let maxLineBytes = 256 << 20
   public let path: String
   private let fd: Int32
-  private var splitter = LineSplitter()
+  private var splitter: LineSplitter
   private var atEOF = false
   private var buffer = [UInt8](repeating: 0, count: 1 << 20)
   /// The input's size, when it is a regular file (for progress).
@@ -182,8 +197,11 @@ public final class LineReader {
     size.map { min(1, Double(bytesRead) / Double(max(1, $0))) }
   }
 
-  public init(path: String) throws(TrafficInputError) {
+  public init(path: String, maxLineBytes: Int = LineReader.maxLineBytes)
+    throws(TrafficInputError)
+  {
     self.path = path
+    splitter = LineSplitter(maxLineBytes: maxLineBytes)
     guard path != "-" else {
       fd = STDIN_FILENO
       return

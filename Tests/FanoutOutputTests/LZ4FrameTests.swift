@@ -91,6 +91,34 @@ struct LZ4FrameTests {
     #expect(blocks.flatMap { $0 } == text)
   }
 
+  @Test("a line past the reader's limit fails the read, naming the file, by blocks or by lines")
+  func lineLimit() throws {
+    // 3 MB without a line end after a short line: a few KB compressed.
+    let text = Array("short\n".utf8) + [UInt8](repeating: UInt8(ascii: "z"), count: 3 << 20)
+    let dir = makeTemporaryDirectory()
+    let file = try LZ4FrameFile(directory: dir, name: "bomb.ndjson.lz4")
+    try file.append(blocks: LZ4Frame.blocks(text))
+    try file.commit()
+    let path = dir + "/bomb.ndjson.lz4"
+    let byBlocks = try LZ4LineReader(path: path, maxLineBytes: 1 << 20)
+    let first = try byBlocks.nextBlock(maxLines: 10)
+    #expect(first?.ends == [5])
+    #expect(throws: OutputError.self) { _ = try byBlocks.nextBlock(maxLines: 10) }
+    let byLines = try LZ4LineReader(path: path, maxLineBytes: 1 << 20)
+    #expect(try byLines.nextLine().map(Array.init) == Array("short".utf8))
+    do {
+      _ = try byLines.nextLine()
+      Issue.record("a line of 3 MB was read past a limit of 1 MB")
+    } catch {
+      #expect("\(error)".contains("a line longer than 1048576 bytes (no line end)"))
+      #expect("\(error)".contains(path))
+    }
+    // Under the default limit, the same file reads whole.
+    let whole = try LZ4LineReader(path: path)
+    _ = try whole.nextLine()
+    #expect(try whole.nextLine()?.count == 3 << 20)
+  }
+
   @Test("a pending file has no final name until committed, and none after discard")
   func pending() throws {
     let dir = makeTemporaryDirectory()

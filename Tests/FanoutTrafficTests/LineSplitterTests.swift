@@ -85,4 +85,20 @@ struct LineSplitterTests {
       #expect(got == expected, "\(String(decoding: input, as: UTF8.self))")
     }
   }
+
+  @Test("a traffic file's line over the reader's limit is rejected by number, the rest read")
+  func readerLimit() throws {
+    let path = makeTemporaryDirectory("fanout-lines") + "/traffic.ndjson"
+    let long = String(repeating: "y", count: 5_000)
+    try "first\n\(long)\nthird\n\(long)".write(toFile: path, atomically: true, encoding: .utf8)
+    let reader = try LineReader(path: path, maxLineBytes: 1_000)
+    var blocks: [LineBlock] = []
+    while let block = try reader.next(maxLines: 2) { blocks.append(block) }
+    #expect(numbered(blocks) == ["1:first", "2:", "3:third", "4:"])
+    #expect(blocks.map(\.oversized) == [[1], [1]])
+    // No option sets a file's limit: the reason names none.
+    #expect(
+      blocks[0].oversizedReason == "line longer than 1000 bytes; skipped to the next line end")
+    #expect(LineReader.maxLineBytes == 256 << 20)
+  }
 }
