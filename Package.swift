@@ -134,7 +134,7 @@ let package = Package(
       dependencies: ["FanoutIndex", "FanoutSQLite", "FanoutSnapshot", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutTrafficTests",
-      dependencies: ["FanoutKernel", "FanoutTraffic", "FanoutTestSupport"]),
+      dependencies: ["FanoutKernel", "FanoutModel", "FanoutTraffic", "FanoutTestSupport"]),
     .testTarget(
       name: "FanoutKernelTests",
       dependencies: [

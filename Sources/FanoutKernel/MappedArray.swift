@@ -114,8 +114,8 @@ final class MappedArray<Element: BitwiseCopyable>: @unchecked Sendable {
   /// page costs less so than by a fault on its first write, each of which
   /// the kernel handles on its own (docs/performance.md, Fresh pages).
   /// A small array's pages come as it doubles, from 64 KB, so that an
-  /// array barely used (a ledger's partition with few users, one of many
-  /// with `--threads 1024`) does not hold a whole step.
+  /// array barely used (a ledger's partition that got few users) does not
+  /// hold a whole step.
   @inline(never)
   private func prepare(_ elements: Int) {
     commit(elements)

@@ -72,8 +72,9 @@ struct OtherGroups {
     for k in 0..<old.count where old[k].place != 0 { place(old[k]) }
   }
 
-  /// A table of `count` free entries, given its pages now: it is read at
-  /// random before it is written (see `MappedArray.populate`).
+  /// A table of `count` free entries, written now: it is read at random
+  /// before it is written, and a page read first would fault twice
+  /// (`MappedArray.populate`).
   private static func zeroed(_ count: Int) -> MappedArray<Entry> {
     let table = MappedArray<Entry>(.notifications)
     table.append(repeating: Entry(), count: count)

@@ -4,6 +4,13 @@
   import Darwin
 #endif
 
+/// The longest line a file is read with (traffic, sent logs, shard
+/// files): 256 MiB, room for a message mentioning twenty million users.
+/// A longer one is refused as it is read, not held: input without line
+/// ends (a broken producer, `/dev/zero`, a small LZ4 frame that
+/// decompresses to gigabytes) cannot exhaust memory.
+public let maxFileLineBytes = 256 << 20
+
 extension Array where Element == UInt8 {
   /// Where the first newline at or after `start` is, if any. Found with
   /// `memchr`: a generic search looks at the bytes one by one.

@@ -31,7 +31,7 @@ public final class LZ4LineReader {
   private var frameComplete = false
 
   public init(
-    path: String, plainTextAccepted: Bool = false, maxLineBytes: Int = LZ4LineReader.maxLineBytes
+    path: String, plainTextAccepted: Bool = false, maxLineBytes: Int = maxFileLineBytes
   ) throws(OutputError) {
     self.path = path
     self.plainTextAccepted = plainTextAccepted
@@ -46,13 +46,8 @@ public final class LZ4LineReader {
     }
   }
 
-  /// The longest line read by default: past it, with no line end in
-  /// sight, reading fails (a corrupt or hostile file, say a small frame
-  /// that decompresses to gigabytes without a newline, cannot exhaust
-  /// memory).
-  public static let maxLineBytes = 256 << 20
-
-  /// Fails once the partial line at `start` is longer than `maxLineBytes`.
+  /// Fails once the partial line at `start` is longer than `maxLineBytes`
+  /// (`maxFileLineBytes` unless the caller says).
   private func checkPartialLine() throws(OutputError) {
     guard text.count - start > maxLineBytes else { return }
     throw OutputError(path: path, reason: "a line longer than \(maxLineBytes) bytes (no line end)")

@@ -176,12 +176,9 @@ public struct LineSplitter {
 }
 
 /// Reads NDJSON input in blocks of whole lines, from a file or standard input (`-`).
-/// A line longer than `maxLineBytes` is rejected with its number, its bytes
-/// dropped as they come: input without line ends (a broken producer,
-/// `/dev/zero`) cannot exhaust memory.
+/// A line longer than `maxLineBytes` (`maxFileLineBytes`) is rejected with
+/// its number, its bytes dropped as they come.
 public final class LineReader {
-  /// 256 MiB: a message mentioning twenty million users still fits.
-  public static let maxLineBytes = 256 << 20
   public let path: String
   private let fd: Int32
   private var splitter: LineSplitter
@@ -197,7 +194,7 @@ public final class LineReader {
     size.map { min(1, Double(bytesRead) / Double(max(1, $0))) }
   }
 
-  public init(path: String, maxLineBytes: Int = LineReader.maxLineBytes)
+  public init(path: String, maxLineBytes: Int = maxFileLineBytes)
     throws(TrafficInputError)
   {
     self.path = path

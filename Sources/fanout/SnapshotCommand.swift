@@ -101,8 +101,7 @@ extension Fanout {
 
       func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1.") }
-        // (Each shard is a file written at once: more would be out of reach
-        // of the open-files limit, and Int.max crashed allocating.)
+        // (A bound like --threads': Int.max crashed allocating per shard.)
         guard shards <= 1024 else { throw ValidationError("--shards must be at most 1024.") }
       }
 

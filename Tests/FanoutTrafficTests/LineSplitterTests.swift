@@ -1,3 +1,4 @@
+import FanoutModel
 import FanoutTestSupport
 import FanoutTraffic
 import Testing
@@ -99,6 +100,6 @@ struct LineSplitterTests {
     // No option sets a file's limit: the reason names none.
     #expect(
       blocks[0].oversizedReason == "line longer than 1000 bytes; skipped to the next line end")
-    #expect(LineReader.maxLineBytes == 256 << 20)
+    #expect(maxFileLineBytes == 256 << 20)
   }
 }
