@@ -9,6 +9,8 @@ import FoundationEssentials
 /// A refusal of the entry being applied; `PrefsApply` adds its number.
 struct EntryError: Error {
   let reason: String
+  /// Set when the file could not be written (a full disk): not the entry's fault.
+  var storage: SQLiteError? = nil
   init(_ reason: String) { self.reason = reason }
 }
 
@@ -97,6 +99,7 @@ final class ApplyContext {
       do {
         try body(entry)
       } catch {
+        if let storage = error.storage { throw .write(path: editor.path, reason: storage.message) }
         throw .entry(number: i + 1, reason: error.reason)
       }
     }
@@ -168,9 +171,14 @@ final class ApplyContext {
     return name
   }
 
-  /// Runs one editor call, turning an SQLite failure into a refusal.
+  /// Runs one editor call, turning an SQLite failure into a refusal of
+  /// the entry, unless the file could not be written (exit 73, not 65).
   func write(_ body: (SnapshotEditor) throws(SQLiteError) -> Void) throws(EntryError) {
-    do { try body(editor) } catch { throw EntryError("cannot write: \(error.message)") }
+    do { try body(editor) } catch {
+      var refusal = EntryError("cannot write: \(error.message)")
+      if error.isStorageFailure { refusal.storage = error }
+      throw refusal
+    }
   }
 
   /// Sets level columns; an entry that sets nothing is refused (a misspelt

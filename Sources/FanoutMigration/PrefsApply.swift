@@ -132,12 +132,14 @@ public enum PrefsApply {
     }
     let partial = sidecar(of: destination, suffix: ".partial")
     unlink(partial)
-    // Removed however this ends: by the defer, or by the cleanup if a signal ends the run.
-    let cleanup = CleanupOnSignal.register {
+    // Removed however this ends, with the journal a failed write leaves
+    // beside it: by the defer, or by the cleanup if a signal ends the run.
+    let removePartial: @Sendable () -> Void = {
       for suffix in ["", "-journal"] { unlink(partial + suffix) }
     }
+    let cleanup = CleanupOnSignal.register(removePartial)
     defer {
-      unlink(partial)
+      removePartial()
       CleanupOnSignal.withdraw(cleanup)
     }
     options.step?("copying it")

@@ -27,6 +27,7 @@ public enum LevelTarget: Sendable, Equatable {
 /// `SnapshotLoader.load` before it replaces anything.
 public final class SnapshotEditor {
   private let connection: Connection
+  public let path: String
   private var present: Set<String> = []
   /// Rows inserted, updated or deleted, per table.
   public private(set) var changedRows: [String: Int] = [:]
@@ -34,6 +35,7 @@ public final class SnapshotEditor {
   /// Opens `path` for writing and begins the write transaction, waiting up
   /// to `busyTimeoutMilliseconds` for another writer.
   public init(path: String, busyTimeoutMilliseconds: Int = 0) throws(SQLiteError) {
+    self.path = path
     connection = try Connection(path: path, writable: true)
     connection.waitWhenBusy(milliseconds: busyTimeoutMilliseconds)
     try connection.execute("BEGIN IMMEDIATE")

@@ -37,6 +37,12 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable {
 
   /// The database is locked by a writer: worth waiting for, not a fault of the file.
   package var isBusy: Bool { resultCode.primary == .busy || resultCode.primary == .locked }
+
+  /// The file could not be written (a full disk, an I/O error, no memory):
+  /// a fault of where the data goes, not of the statement or its values.
+  package var isStorageFailure: Bool {
+    [.full, .ioError, .cantOpen, .readOnly, .noMemory].contains(resultCode.primary)
+  }
 }
 
 /// An SQLite result code (as GRDB's `ResultCode`): extended codes carry
@@ -57,4 +63,5 @@ public struct ResultCode: RawRepresentable, Equatable, Hashable, Sendable {
   public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
   public static let full = ResultCode(rawValue: SQLITE_FULL)
   public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
+  public static let noMemory = ResultCode(rawValue: SQLITE_NOMEM)
 }

@@ -156,6 +156,35 @@ struct OutputFolderTests {
     }
     #expect(failures > 2)
   }
+
+  @Test("prefs apply --out on a full disk: exit 73, no partial copy or its journal left")
+  func prefsApplyFullDisk() throws {
+    // The sample is 120 KB: the copy fails at its first pages, its middle and its end.
+    guard let disk = SmallDisk(bytes: 512 << 10) else { return }  // (it printed why)
+    defer { disk.unmount() }
+    let changes = datasetURL("changes/stream.json").path
+    var failures = 0
+    for freePages in stride(from: 0, through: 40, by: 4) {
+      disk.fill(leavingPages: freePages)
+      let out = disk.path + "/p.sqlite"
+      let result = runProcess(
+        fanoutExecutable,
+        [
+          "prefs", "apply", "--snapshot", Self.snapshot, "--format", "stream", "--out", out,
+          changes,
+        ])
+      var expected = [".p.sqlite.lock", "filler"]  // (the lock stays, as documented)
+      if result.status == 0 {
+        expected.append("p.sqlite")
+      } else {
+        failures += 1
+        #expect(result.status == 73, "\(freePages): \(result.stderr)")
+      }
+      #expect(listDirectory(disk.path) == expected.sorted(), "\(freePages) free pages")
+      unlink(out)
+    }
+    #expect(failures > 2)
+  }
 }
 
 /// A small tmpfs mounted for one test, so that writes run out of space.
