@@ -133,18 +133,13 @@ extension Index {
     var broken: UInt8 = 0
     for slot in 0..<min(settingsBuffer.count, snoozeBuffer.count) {
       let (settings, group) = (settingsBuffer[slot], snoozeBuffer[slot])
-      broken |=
-        settings.raw & 3 > Level.none.rawValue || settings.hasSnooze != (group >= 0)
-          || Int(group) >= groupCount ? 1 : 0
+      broken |= settings.hasSnooze != (group >= 0) || Int(group) >= groupCount ? 1 : 0
     }
     guard broken != 0 else { return found }
     for (slot, (settings, group)) in zip(memberSettings.buffer, memberSnooze.buffer).enumerated() {
-      // The chat level is two bits with three values; a slot flagged for
-      // snooze has a group, and only such a slot has one.
-      guard settings.raw & 3 <= Level.none.rawValue else {
-        found.append("slot \(slot): chat level bits \(settings.raw & 3)")
-        break
-      }
+      // A slot flagged for snooze has a group, and only such a slot has
+      // one. (The chat level's two bits have four meanings: three levels
+      // and the channel's default.)
       guard settings.hasSnooze == (group >= 0), Int(group) < groupCount else {
         found.append("slot \(slot): snooze group \(group) out of range or not flagged")
         break

@@ -11,8 +11,12 @@ import FanoutTime
 /// resolved levels and flags, and the snooze windows that apply to it.
 
 /// A member's settings for one channel, resolved through channel → scope →
-/// user → size and kind defaults → settings → contract default, packed into
-/// one byte. The low six bits are what the rules read (`ruleBits`).
+/// user → settings → contract default, packed into one byte. The low six
+/// bits are what the rules read (`ruleBits`). A chat level the member set
+/// at none of their own levels is left to the channel
+/// (`channelDefaultChat`): the defaults by size and kind are the channel's,
+/// resolved per message, so that a what-if of other defaults shares the
+/// slots.
 public struct MemberSettings: Sendable, Equatable, BitwiseCopyable {
   public var raw: UInt8
 
@@ -32,6 +36,21 @@ public struct MemberSettings: Sendable, Equatable, BitwiseCopyable {
   /// @all notifications. (Preview and the snooze mark only shape output.)
   public static let ruleBits: UInt8 = 0x3F
 
+  /// The chat level bits of a member who set none of their own: the
+  /// channel's default applies (`Index.channelDefaultChat`).
+  public static let channelDefaultChat: UInt8 = 3
+
+  /// Whether the chat level is the channel's default.
+  @inlinable public var hasChannelDefaultChat: Bool { raw & 3 == Self.channelDefaultChat }
+
+  /// These settings with a chat level left to the channel set to its
+  /// default, `level`.
+  @inlinable public func resolvingChannelDefault(_ level: Level) -> MemberSettings {
+    hasChannelDefaultChat ? MemberSettings(raw: raw & ~3 | level.rawValue) : self
+  }
+
+  /// The chat level, once the channel's default is resolved
+  /// (`resolvingChannelDefault`).
   @inlinable public var chatLevel: Level { Level(rawValue: raw & 3)! }
   @inlinable public var callsOn: Bool { raw & (1 << 2) == 0 }
   @inlinable public var mentionNotifications: Bool { raw & (1 << 3) != 0 }
@@ -115,6 +134,10 @@ public final class Index: Sendable {
   /// Per channel: `channels.member_count`, or -1 where NULL; empty when
   /// the snapshot has no such column (see `channelSize(_:)`).
   package let declaredMemberCount: [Int64]
+  /// Per channel: the chat level of a member who set none at their own
+  /// levels (`MemberSettings.channelDefaultChat`), from the settings, the
+  /// channel's kind and size (`AppSettings.defaultChatLevel(scope:members:)`).
+  public let channelDefaultChat: [Level]
   public let mutedBy: MutedBy
   public let threadPrefs: ThreadPrefs
   public let presence: PresenceWindows
@@ -175,6 +198,8 @@ public final class Index: Sendable {
     self.categoryPref = categoryPref
     self.settings = settings
     self.declaredMemberCount = declaredMemberCount
+    channelDefaultChat = Self.defaultChatLevels(
+      settings, scopes: channelScope, starts: channelMembers, declared: declaredMemberCount)
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
     self.presence = presence
@@ -258,17 +283,32 @@ public final class Index: Sendable {
     }
   }
 
+  /// Each channel's default chat level (`channelDefaultChat`): one per
+  /// kind for small channels and one for large, 6.6M channels at 1M users.
+  private static func defaultChatLevels(
+    _ settings: AppSettings, scopes: [Scope], starts: Column<Int>, declared: [Int64]
+  ) -> [Level] {
+    let small = Scope.allCases.map { settings.defaultChatLevel(scope: $0, members: 0) }
+    guard settings.largeChannel != nil else { return scopes.map { small[Int($0.rawValue)] } }
+    let large = Scope.allCases.map { settings.defaultChatLevel(scope: $0, members: .max) }
+    return scopes.indices.map { c in
+      let size = channelSize(c, starts: starts, declared: declared)
+      return (settings.isLarge(members: size) ? large : small)[Int(scopes[c].rawValue)]
+    }
+  }
+
   /// This index under other settings, and with other `userTimes`,
   /// `categoryPrefs` and devices' restricted flags (`deviceRestricted`) if
-  /// given: every other column shared, the users' quiet actions defaulting
-  /// to the new settings'. Only for settings whose member defaults are this
-  /// index's (`AppSettings.sameMemberDefaults(as:)`): the membership slots
-  /// resolve levels down to them.
+  /// given: every other column shared, the users' quiet actions and the
+  /// channels' default chat levels following the new settings. Only for
+  /// settings with this index's call default
+  /// (`AppSettings.sameSlotDefaults(as:)`): the membership slots resolve
+  /// the call level down to it.
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
     deviceRestricted: Column<Bool>? = nil
   ) -> Index {
-    precondition(settings.sameMemberDefaults(as: self.settings))
+    precondition(settings.sameSlotDefaults(as: self.settings))
     let times =
       userTimes
       ?? UserTimes(
@@ -337,8 +377,12 @@ public final class Index: Sendable {
   /// The number of members of `channel` for the size rules:
   /// `channels.member_count` where set, else its rows in `members`.
   public func channelSize(_ channel: Int) -> Int64 {
-    let declared = declaredMemberCount.isEmpty ? -1 : declaredMemberCount[channel]
-    return declared >= 0 ? declared : Int64(memberCount(of: channel))
+    Self.channelSize(channel, starts: channelMembers, declared: declaredMemberCount)
+  }
+
+  private static func channelSize(_ c: Int, starts: Column<Int>, declared: [Int64]) -> Int64 {
+    let given = declared.isEmpty ? -1 : declared[c]
+    return given >= 0 ? given : Int64(starts[c + 1] - starts[c])
   }
 
   /// Whether `mention_all` counts in `channel` (`mention_all_max_members`).

@@ -75,7 +75,7 @@ extension Evaluator {
     let terms = Terms(
       ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
       mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
-      category: Int(batch.category[m]))
+      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
     var inspection = PairInspection(pair: .evaluated)
     let throttledUsers = [u]
     let pair = batch.mentions.withUnsafeBufferPointer { mentions in
@@ -111,8 +111,7 @@ extension Evaluator {
       }
       inspection.deferralSteps = steps
     }
-    var levelSettings = settings
-    if let level = pair.threadLevel { levelSettings = levelSettings.with(chatLevel: level) }
+    let levelSettings = Self.levelSettings(settings, terms, pair)
     inspection.named = pair.named
     inspection.mentionAllApplies = index.mentionAllApplies(in: channel)
     inspection.mentionAllCounts = terms.mentionAll && levelSettings.mentionAllNotifications

@@ -100,6 +100,9 @@ extension Evaluator {
     /// mention_all, where the channel's size lets it apply.
     let mentionAll: Bool
     let category: Int
+    /// The chat level of a member who set none of their own
+    /// (`Index.channelDefaultChat`).
+    let defaultChat: Level
 
     /// Whether the time rules can decide a pair of this message: not when
     /// force bypasses them or rule 0 decides every pair first.
@@ -175,13 +178,22 @@ extension Evaluator {
           reason: time == .snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: terms.ts)
       }
     }
-    var settings = memberSettings
-    if let level = pair.threadLevel { settings = settings.with(chatLevel: level) }
+    let settings = levelSettings(memberSettings, terms, pair)
     let mentioned =
       settings.mentionNotifications
       && (pair.named || (terms.mentionAll && settings.mentionAllNotifications))
     let (reason, trigger) = levelRule(settings, terms.kind, mentioned: mentioned)
     return Verdict(reason: reason, trigger: trigger, deliverAt: deliverAt)
+  }
+
+  /// The settings rule 4 reads: the chat level a thread's preference sets,
+  /// else the member's, else the channel's default.
+  @inline(__always)
+  static func levelSettings(_ settings: MemberSettings, _ terms: Terms, _ pair: PairTerms)
+    -> MemberSettings
+  {
+    if let level = pair.threadLevel { return settings.with(chatLevel: level) }
+    return settings.resolvingChannelDefault(terms.defaultChat)
   }
 
   /// `presence_action` and `presence_delay_ms`, as the rules read them.

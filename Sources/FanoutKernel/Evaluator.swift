@@ -207,7 +207,7 @@ public final class Evaluator {
     let terms = Terms(
       ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
       mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
-      category: Int(batch.category[m]))
+      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
     let sender = batch.sender[m]
     var singledOut = singledOut(batch, m, channel, mentions, throttled)
     // A silent message decides every pair by rule 0: nothing to share.

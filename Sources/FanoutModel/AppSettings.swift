@@ -85,12 +85,19 @@ public struct AppSettings: Sendable, Equatable {
     scope: Scope, members: Int64?, _ body: (DefaultLevelSource, Level?) -> Bool
   ) {
     if let largeChannel, let members {
-      guard body(.largeChannel, members > largeChannel.members ? largeChannel.level : nil) else {
+      guard body(.largeChannel, isLarge(members: members) ? largeChannel.level : nil) else {
         return
       }
     }
     guard body(.kind, kindChatLevel[Int(scope.rawValue)]) else { return }
     _ = body(.settings, defaultChatLevel)
+  }
+
+  /// Whether a channel of `members` members is large (`large_channel_members`).
+  @inlinable
+  public func isLarge(members: Int64) -> Bool {
+    guard let largeChannel else { return false }
+    return members > largeChannel.members
   }
 
   /// The chat level of a user who set none at any of their own levels: the
@@ -105,12 +112,11 @@ public struct AppSettings: Sendable, Equatable {
     return level
   }
 
-  /// Whether a member who set no level of their own gets the same chat and
-  /// call levels under `other` in every channel: the defaults
-  /// `forEachDefaultChatLevel` tries, and the call default, are the same.
-  public func sameMemberDefaults(as other: AppSettings) -> Bool {
-    defaultChatLevel == other.defaultChatLevel && kindChatLevel == other.kindChatLevel
-      && largeChannel == other.largeChannel && defaultCallLevel == other.defaultCallLevel
+  /// Whether an index's membership slots are the same under `other`: the
+  /// call default is resolved into them (a chat level left to the defaults
+  /// is the channel's, resolved per message: `Index.channelDefaultChat`).
+  public func sameSlotDefaults(as other: AppSettings) -> Bool {
+    defaultCallLevel == other.defaultCallLevel
   }
 
   /// A settings value that must be a decimal integer: ASCII digits, no

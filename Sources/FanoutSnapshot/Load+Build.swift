@@ -182,19 +182,10 @@ extension Load {
 
   /// The membership slots, built on a core of their own.
   private func startSlots() -> Pending<MembershipSlots> {
-    // Each channel's default chat level; its size matters only to the large-channel rule.
-    let rows = settings.largeChannel == nil ? [] : memberRowsPerChannel()
-    func channelSize(_ c: Int) -> Int64 {
-      let declared = channelMemberCount.isEmpty ? -1 : channelMemberCount[c]
-      return declared >= 0 ? declared : rows.isEmpty ? 0 : Int64(rows[c])
-    }
     let slotRows = MembershipSlots.Rows(
       memberKeys: memberKeys, channelScope: channelScope, userPrefs: userPrefs,
       scopeRow: scopeRow, scopePrefs: scopePrefs, channelPrefKeys: channelPrefKeys,
-      channelPrefs: channelPrefs,
-      channelDefaultChat: channelScope.indices.map {
-        settings.defaultChatLevel(scope: channelScope[$0], members: channelSize($0))
-      }, defaultCall: settings.defaultCallLevel ?? .all)
+      channelPrefs: channelPrefs, defaultCall: settings.defaultCallLevel ?? .all)
     return Pending { MembershipSlots(slotRows) }
   }
 }

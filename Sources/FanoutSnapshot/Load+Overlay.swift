@@ -117,8 +117,8 @@ extension Load {
     }
     try readLastTables { changed.contains($0) }
     var shared: SharedParts = []
-    // The slots resolve each membership's levels down to the defaults.
-    if settings.sameMemberDefaults(as: settingsBefore)
+    // The slots resolve each membership's levels down to the call default.
+    if settings.sameSlotDefaults(as: settingsBefore)
       && changed.isDisjoint(with: ["members", "channels", "scope_prefs", "channel_prefs"])
       && (!changed.contains("users") || userPrefs == userPrefsBefore)
     {
@@ -137,8 +137,8 @@ extension SnapshotLoader {
   /// restricted gateways: every other column shared, no other table read
   /// but `dnd_weekly` (which replaces a daily window). Nil when the overlay
   /// holds other tables, or changes what the shared columns were built
-  /// from — users other than the base's, a user's own levels, the members'
-  /// default levels, a gateway only a user's preference names, or
+  /// from — users other than the base's, a user's own levels, the call
+  /// default, a gateway only a user's preference names, or
   /// notification groups turned on where a gateway is named `updates`
   /// (refused on devices then) —: such an overlay is loaded over the
   /// base's rows (`load(path:base:over:)`), or whole. A refusal is the one
@@ -164,7 +164,7 @@ extension SnapshotLoader {
     var settings = index.settings
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
-      guard settings.sameMemberDefaults(as: index.settings) else { return nil }
+      guard settings.sameSlotDefaults(as: index.settings) else { return nil }
       let groupsTurnedOn =
         settings.notificationGroups != nil && index.settings.notificationGroups == nil
       if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }

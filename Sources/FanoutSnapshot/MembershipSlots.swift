@@ -3,8 +3,9 @@ import FanoutIndex
 import FanoutModel
 
 /// One slot per membership, in member-key order (by channel, then user):
-/// the user, the settings resolved channel → scope → user → the channel's
-/// default (size, kind, settings table, contract), and the snooze group. The largest part of `build()`,
+/// the user, the settings resolved channel → scope → user → settings table
+/// → contract (a chat level set at none of these is the channel's default,
+/// `MemberSettings.channelDefaultChat`), and the snooze group. The largest part of `build()`,
 /// and independent of the rest, so it is built on a core of its own.
 struct MembershipSlots: Sendable {
   var channelMembers: [Int]
@@ -25,26 +26,25 @@ struct MembershipSlots: Sendable {
     var scopePrefs: [LevelRow]
     var channelPrefKeys: [(key: UInt64, row: Int32)]  // sorted
     var channelPrefs: [LevelRow]
-    /// Per channel: the chat level of a member who set none at their own
-    /// levels (`AppSettings.defaultChatLevel(scope:members:)`).
-    var channelDefaultChat: [Level]
     /// The call level of a member who set none (settings, else 'all').
     var defaultCall: Level
   }
 
   /// A member's settings from the channel, scope and user rows, then the
-  /// defaults.
-  static func resolve(
-    _ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow, chat: Level, call: Level
-  ) -> MemberSettings {
-    MemberSettings(
-      chatLevel: Level(rawValue: LevelRow.resolve(cp.chat, sp.chat, up.chat, chat.rawValue))!,
+  /// defaults; a chat level none of the rows sets is left to the channel.
+  static func resolve(_ cp: LevelRow, _ sp: LevelRow, _ up: LevelRow, call: Level)
+    -> MemberSettings
+  {
+    let chat = LevelRow.resolve(cp.chat, sp.chat, up.chat, MemberSettings.channelDefaultChat)
+    let settings = MemberSettings(
+      chatLevel: .all,
       callLevel: Level(rawValue: LevelRow.resolve(cp.call, sp.call, up.call, call.rawValue))!,
       mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
       pinnedNotifications: LevelRow.resolve(cp.pinned, sp.pinned, up.pinned, 1) == 1,
       mentionAllNotifications: LevelRow.resolve(cp.mentionAll, sp.mentionAll, up.mentionAll, 1)
         == 1,
       showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
+    return MemberSettings(raw: settings.raw | chat)
   }
 
   init(_ rows: Rows) {
@@ -53,17 +53,14 @@ struct MembershipSlots: Sendable {
     var channelStarts = [Int](repeating: 0, count: rows.channelScope.count + 1)
     // Most slots have no scope or channel row: their settings are the user's
     // own, resolved once per user into one byte (one cache line per 32
-    // users), with `plain` set when the user has no scope rows and no snooze,
-    // and `channelChat` when the chat level is the channel's default.
+    // users), with `plain` set when the user has no scope rows and no snooze.
     let plain: UInt16 = 0x100
-    let channelChat: UInt16 = 0x200
     var userBase = [UInt16](repeating: 0, count: userCount)
     for u in 0..<userCount {
       let up = rows.userPrefs[u]
       let isPlain = !up.hasSnooze && (0..<3).allSatisfy { rows.scopeRow[u * 3 + $0] < 0 }
-      let own = Self.resolve(LevelRow.none, LevelRow.none, up, chat: .all, call: rows.defaultCall)
-      userBase[u] =
-        UInt16(own.raw) | (isPlain ? plain : 0) | (up.chat == LevelRow.unset ? channelChat : 0)
+      let own = Self.resolve(LevelRow.none, LevelRow.none, up, call: rows.defaultCall)
+      userBase[u] = UInt16(own.raw) | (isPlain ? plain : 0)
     }
     var snoozeIDs: [SnoozeGroupKey: Int32] = [:]
     var groups: [Int32] = [0]
@@ -113,18 +110,14 @@ struct MembershipSlots: Sendable {
                         nextPref < prefKeys.count && prefKeys[nextPref].key == key
                         ? Int(prefKeys[nextPref].row) : -1
                       if cpRow < 0 && userBase[u] & plain != 0 {
-                        let own = MemberSettings(raw: UInt8(truncatingIfNeeded: userBase[u]))
-                        settings[slot] =
-                          userBase[u] & channelChat != 0
-                          ? own.with(chatLevel: rows.channelDefaultChat[c]) : own
+                        settings[slot] = MemberSettings(raw: UInt8(truncatingIfNeeded: userBase[u]))
                         continue
                       }
                       let spRow = Int(rows.scopeRow[u * 3 + Int(rows.channelScope[c].rawValue)])
                       let cp = cpRow >= 0 ? rows.channelPrefs[cpRow] : LevelRow.none
                       let sp = spRow >= 0 ? rows.scopePrefs[spRow] : LevelRow.none
                       let up = rows.userPrefs[u]
-                      settings[slot] = Self.resolve(
-                        cp, sp, up, chat: rows.channelDefaultChat[c], call: rows.defaultCall)
+                      settings[slot] = Self.resolve(cp, sp, up, call: rows.defaultCall)
 
                       // Each level's snooze window stands alone; the windows add up.
                       guard up.hasSnooze || sp.hasSnooze || cp.hasSnooze else { continue }

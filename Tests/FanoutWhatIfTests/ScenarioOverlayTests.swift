@@ -89,11 +89,13 @@ struct ScenarioOverlayTests {
         "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on'), "
           + "('notification_group_count_max', '2')", true
       ),
-      ("UPDATE settings SET value = 'mentions' WHERE key = 'default_chat_level'", false),
+      // The chat defaults are the channels' (resolved per message), not the slots'.
+      ("UPDATE settings SET value = 'mentions' WHERE key = 'default_chat_level'", true),
       (
         "INSERT OR REPLACE INTO settings VALUES ('large_channel_members', '3'), "
-          + "('large_channel_level', 'mentions')", false
+          + "('large_channel_level', 'mentions'), ('default_chat_level.direct', 'none')", true
       ),
+      ("INSERT OR REPLACE INTO settings VALUES ('default_call_level', 'none')", false),
       ("UPDATE users SET show_preview = 0", false),
       ("UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL", true),
       ("UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0", true),

@@ -23,7 +23,7 @@ import FanoutModel
 /// file changed or cut short since.
 public enum IndexFile {
   /// Bump whenever what is written, or how the index is built, changes.
-  public static let formatVersion: UInt32 = 4
+  public static let formatVersion: UInt32 = 5
   package static let magic: [UInt8] = Array("FANOUTIX".utf8)
   static let sectionHeaderBytes = 24
 
