@@ -141,7 +141,8 @@ let package = Package(
         "FanoutKernel", "FanoutGenerator", "FanoutModel", "FanoutPipeline", "FanoutSnapshot",
         "FanoutTestSupport",
       ]),
-    .testTarget(name: "FanoutOutputTests", dependencies: ["FanoutOutput", "FanoutTestSupport"]),
+    .testTarget(
+      name: "FanoutOutputTests", dependencies: ["FanoutModel", "FanoutOutput", "FanoutTestSupport"]),
     .testTarget(name: "FanoutCLITests", dependencies: ["FanoutTestSupport"]),
     .testTarget(
       name: "FanoutWhatIfTests",

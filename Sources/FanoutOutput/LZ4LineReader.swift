@@ -21,6 +21,10 @@ public final class LZ4LineReader {
   private var inputStart = 0
   private var inputEnd = 0
   private var endOfFile = false
+  /// What the file must be, as its writer recorded it (`fanout merge`):
+  /// checked against the bytes as they are read, so that a file changed
+  /// after an earlier check is not used.
+  private var expected: (bytes: Int, digest: UInt64, stream: XXH64.Stream)?
   /// Bytes of the file read so far (compressed), for progress.
   public private(set) var bytesRead = 0
   /// Decompressed bytes not yet handed out, from `start`.
@@ -30,14 +34,30 @@ public final class LZ4LineReader {
   /// Whether the bytes read so far end a frame (an empty file ends none).
   private var frameComplete = false
 
+  /// - Parameter expecting: the file's size and XXH64 digest, when it must
+  ///   be a regular file (not a link, FIFO or device) with exactly those
+  ///   bytes: its end is then refused where they differ.
   public init(
-    path: String, plainTextAccepted: Bool = false, maxLineBytes: Int = maxFileLineBytes
+    path: String, plainTextAccepted: Bool = false, maxLineBytes: Int = maxFileLineBytes,
+    expecting: (bytes: Int, digest: UInt64)? = nil
   ) throws(OutputError) {
     self.path = path
     self.plainTextAccepted = plainTextAccepted
     self.maxLineBytes = maxLineBytes
-    do { fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) } } catch {
+    // Expected bytes come from a file of our own: never follow a link, never
+    // wait on a FIFO's writer.
+    let flags =
+      expecting == nil ? O_RDONLY | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+    do { fd = try systemCall("open") { open(path, flags) } } catch {
       throw OutputError(path: path, error)
+    }
+    if let expecting {
+      var info = stat()
+      guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        close(fd)
+        throw OutputError(path: path, reason: "not a regular file")
+      }
+      expected = (expecting.bytes, expecting.digest, XXH64.Stream())
     }
     guard clz4_is_error(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0
     else {
@@ -179,8 +199,19 @@ public final class LZ4LineReader {
         inputStart = 0
         inputEnd = got
         bytesRead += got
+        if expected != nil {
+          input.withUnsafeBytes {
+            expected!.stream.update(UnsafeRawBufferPointer(rebasing: $0[0..<got]))
+          }
+        }
         if got == 0 {
           endOfFile = true
+          if let expected,
+            expected.bytes != bytesRead || expected.digest != expected.stream.finish()
+          {
+            throw OutputError(
+              path: path, reason: "changed since it was checked (size or XXH64 digest differs)")
+          }
           // liblz4's hint is 0 only where a frame ended.
           guard frameComplete || isPlain == true || (plainTextAccepted && bytesRead == 0) else {
             throw OutputError(path: path, reason: "truncated LZ4 frame")

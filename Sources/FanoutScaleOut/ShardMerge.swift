@@ -177,6 +177,12 @@ public enum ShardMerge {
     }
     for (file, seen) in zip(files, found.values) {
       guard let seen = seen ?? nil else {
+        var info = stat()
+        if lstat(folder + "/" + file.name, &info) == 0 && info.st_mode & S_IFMT != S_IFREG {
+          throw .merge(
+            "'\(folder)/\(file.name)' is not a regular file (a symbolic link, FIFO or device): "
+              + "refused; run the shard again")
+        }
         throw .merge("'\(folder)/\(file.name)' is missing: its run wrote it (summary.json)")
       }
       guard seen.bytes == file.bytes, ShardLabel.hex(seen.digest) == file.xxh64 else {
@@ -190,7 +196,8 @@ public enum ShardMerge {
   /// The size and XXH64 of the file at `path`, read through; nil if it
   /// cannot be read (or is not a regular file).
   static func digest(of path: String) -> (bytes: Int, digest: UInt64)? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    // (Not blocked by a FIFO in its place: refused below.)
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var st = stat()
@@ -225,15 +232,20 @@ public enum ShardMerge {
   static func mergeFiles(
     _ names: [String], of shards: [ShardOutput], into out: String, progress: MergeProgress? = nil
   ) throws(OutputError) -> [PendingFile] {
-    let folders = shards.map(\.folder)
     let results = FileResults<Result<PendingFile, OutputError>>(count: names.count)
     DispatchQueue.concurrentPerform(iterations: names.count) { n in
       let name = names[n]
       let result = Result { () throws(OutputError) -> PendingFile in
         let file = try LZ4FrameFile(directory: out, name: name)
         var readers: [LZ4LineReader] = []
-        for folder in folders where access(folder + "/" + name, F_OK) == 0 {
-          readers.append(try LZ4LineReader(path: folder + "/" + name))
+        for shard in shards {
+          // Each file as checked (`checkFiles`), checked again as it is read.
+          guard let listed = shard.summary.shard?.files?.first(where: { $0.name == name }),
+            let digest = UInt64(listed.xxh64, radix: 16)
+          else { continue }
+          readers.append(
+            try LZ4LineReader(
+              path: shard.folder + "/" + name, expecting: (listed.bytes, digest)))
         }
         try merge(
           readers, into: file, kind: MergedLines(fileNamed: name), progress: progress)

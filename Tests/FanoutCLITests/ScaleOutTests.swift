@@ -291,9 +291,15 @@ struct ScaleOutTests {
     // or a file that its run did not write.
     let gateway = try #require(
       listDirectory(work + "/n2s0").first { $0.hasSuffix(".ndjson.lz4") })
-    for damaged in ["lacking", "flipped", "extra"] {
+    for damaged in ["lacking", "flipped", "extra", "linked", "fifo"] {
       try FileManager.default.copyItem(atPath: work + "/n2s0", toPath: work + "/" + damaged)
     }
+    // The same bytes through a link, and a FIFO nobody writes (a merge must not wait on it).
+    for damaged in ["linked", "fifo"] {
+      try FileManager.default.removeItem(atPath: work + "/\(damaged)/" + gateway)
+    }
+    #expect(symlink(work + "/n2s0/" + gateway, work + "/linked/" + gateway) == 0)
+    #expect(mkfifo(work + "/fifo/" + gateway, 0o644) == 0)
     try FileManager.default.removeItem(atPath: work + "/lacking/" + gateway)
     var bytes = try Data(contentsOf: URL(fileURLWithPath: work + "/flipped/" + gateway))
     bytes[bytes.count / 2] ^= 0x01
@@ -327,6 +333,8 @@ struct ScaleOutTests {
       (["n2s1", "lacking"], "is missing: its run wrote it"),
       (["n2s1", "flipped"], "is not the file its run wrote"),
       (["n2s1", "extra"], "is not among the files its run wrote"),
+      (["n2s1", "linked"], "is not a regular file"),
+      (["n2s1", "fifo"], "is not a regular file"),
       (["n2s0", "other-split"], "different splits"),
     ]
     for (folders, message) in cases {

@@ -1,3 +1,4 @@
+import FanoutModel
 import FanoutOutput
 import FanoutTestSupport
 import Foundation
@@ -117,6 +118,36 @@ struct LZ4FrameTests {
     let whole = try LZ4LineReader(path: path)
     _ = try whole.nextLine()
     #expect(try whole.nextLine()?.count == 3 << 20)
+  }
+
+  @Test(
+    "a file read against its recorded size and digest: read whole if equal, else refused at its end; never a link or FIFO"
+  )
+  func expectedBytes() throws {
+    let dir = makeTemporaryDirectory()
+    let file = try LZ4FrameFile(directory: dir, name: "a.ndjson.lz4")
+    try file.append(blocks: LZ4Frame.blocks(Array("one\ntwo\n".utf8)))
+    try file.commit()
+    let path = dir + "/a.ndjson.lz4"
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    let digest = bytes.withUnsafeBytes { XXH64.hash($0, seed: 0) }
+    func lines(_ expecting: (bytes: Int, digest: UInt64)) throws(OutputError) -> Int {
+      let reader = try LZ4LineReader(path: path, expecting: expecting)
+      var count = 0
+      while try reader.nextLine() != nil { count += 1 }
+      return count
+    }
+    #expect(try lines((bytes.count, digest)) == 2)
+    // As if the file had changed after it was checked.
+    #expect(throws: OutputError.self) { _ = try lines((bytes.count, digest ^ 1)) }
+    #expect(throws: OutputError.self) { _ = try lines((bytes.count + 1, digest)) }
+    #expect(symlink(path, dir + "/link") == 0)
+    #expect(mkfifo(dir + "/fifo", 0o644) == 0)
+    for other in ["link", "fifo"] {
+      #expect(throws: OutputError.self) {
+        _ = try LZ4LineReader(path: dir + "/" + other, expecting: (bytes.count, digest))
+      }
+    }
   }
 
   @Test("a pending file has no final name until committed, and none after discard")
