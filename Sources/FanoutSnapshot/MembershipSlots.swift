@@ -36,7 +36,7 @@ struct MembershipSlots: Sendable {
     -> MemberSettings
   {
     let chat = LevelRow.resolve(cp.chat, sp.chat, up.chat, MemberSettings.channelDefaultChat)
-    let settings = MemberSettings(
+    let others = MemberSettings(
       chatLevel: .all,
       callLevel: Level(rawValue: LevelRow.resolve(cp.call, sp.call, up.call, call.rawValue))!,
       mentionNotifications: LevelRow.resolve(cp.mention, sp.mention, up.mention, 1) == 1,
@@ -44,7 +44,8 @@ struct MembershipSlots: Sendable {
       mentionAllNotifications: LevelRow.resolve(cp.mentionAll, sp.mentionAll, up.mentionAll, 1)
         == 1,
       showPreview: LevelRow.resolve(cp.preview, sp.preview, up.preview, 1) == 1)
-    return MemberSettings(raw: settings.raw | chat)
+    // Its chat bits: a level, or the channel's default.
+    return MemberSettings(raw: others.raw & ~3 | chat)
   }
 
   init(_ rows: Rows) {

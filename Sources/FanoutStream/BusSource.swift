@@ -249,7 +249,7 @@ final class BusSource: StageSource {
       lineEntries.append(e)
     }
     block.lineLimit = options.maxLineBytes
-    block.lineLimitOption = "--max-line-bytes"
+    block.lineLimitOption = StreamOptions.maxLineBytesOption
     var batch = EvaluatedBatch.evaluate(
       [ArrivedLines(block: block, producer: nil, arrival: .now)], number: number,
       snapshot: snapshot, engine: engine)

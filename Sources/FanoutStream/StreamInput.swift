@@ -39,7 +39,7 @@ final class StreamInput: @unchecked Sendable {
 
   /// A producer's line splitter, its limit named as the stage's option.
   private func splitter() -> LineSplitter {
-    LineSplitter(maxLineBytes: maxLineBytes, limitOption: "--max-line-bytes")
+    LineSplitter(maxLineBytes: maxLineBytes, limitOption: StreamOptions.maxLineBytesOption)
   }
 
   init(_ source: StreamInputSource, queue: LineQueue, log: StreamLog, maxLineBytes: Int)

@@ -48,6 +48,8 @@ public struct StreamOptions: Sendable {
   /// A longer input line is rejected (with its producer and number) and
   /// skipped to its line end, so that no producer can grow memory unboundedly.
   public var maxLineBytes = 1 << 20
+  /// The option that sets `maxLineBytes`, as a rejected line's reason names it.
+  static let maxLineBytesOption = "--max-line-bytes"
   /// Written once the stage reads its input (after the snapshot loaded and
   /// the socket listens): a readiness signal for supervisors and scripts.
   public var readyFile: String?
