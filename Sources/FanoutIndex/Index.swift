@@ -297,18 +297,41 @@ public final class Index: Sendable {
     }
   }
 
+  /// The membership slots' settings and snooze windows, built for this
+  /// index's members (`replacing(…slotSettings:)`).
+  package struct SlotSettings {
+    package var memberSettings: Column<MemberSettings>
+    package var memberSnooze: Column<Int32>
+    package var snoozeGroups: Column<Int32>
+    package var snoozeBounds: Column<Int64>
+
+    package init(
+      memberSettings: Column<MemberSettings>, memberSnooze: Column<Int32>,
+      snoozeGroups: Column<Int32>, snoozeBounds: Column<Int64>
+    ) {
+      (self.memberSettings, self.memberSnooze) = (memberSettings, memberSnooze)
+      (self.snoozeGroups, self.snoozeBounds) = (snoozeGroups, snoozeBounds)
+    }
+  }
+
   /// This index under other settings, and with other `userTimes`,
-  /// `categoryPrefs` and devices' restricted flags (`deviceRestricted`) if
-  /// given: every other column shared, the users' quiet actions and the
-  /// channels' default chat levels following the new settings. Only for
-  /// settings with this index's call default
-  /// (`AppSettings.sameSlotDefaults(as:)`): the membership slots resolve
-  /// the call level down to it.
+  /// `categoryPrefs`, devices' restricted flags (`deviceRestricted`) and
+  /// membership slots' settings (`slotSettings`) if given: every other
+  /// column shared, the users' quiet actions and the channels' default
+  /// chat levels following the new settings. Without `slotSettings`, only
+  /// for settings with this index's call default
+  /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
+  /// level down to it.
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
-    deviceRestricted: Column<Bool>? = nil
+    deviceRestricted: Column<Bool>? = nil, slotSettings: SlotSettings? = nil
   ) -> Index {
-    precondition(settings.sameSlotDefaults(as: self.settings))
+    precondition(slotSettings != nil || settings.sameSlotDefaults(as: self.settings))
+    let slots =
+      slotSettings
+      ?? SlotSettings(
+        memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
+        snoozeBounds: snoozeBounds)
     let times =
       userTimes
       ?? UserTimes(
@@ -325,8 +348,9 @@ public final class Index: Sendable {
       deviceGateway: deviceGateway, deviceRestricted: deviceRestricted ?? self.deviceRestricted,
       deviceJSON: deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
-      memberUser: memberUser, memberSettings: memberSettings, memberSnooze: memberSnooze,
-      snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds, dndWords: times.dndWords,
+      memberUser: memberUser, memberSettings: slots.memberSettings,
+      memberSnooze: slots.memberSnooze, snoozeGroups: slots.snoozeGroups,
+      snoozeBounds: slots.snoozeBounds, dndWords: times.dndWords,
       zones: times.zones, gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
       categoryGatewayMandatory: categoryGatewayMandatory,

@@ -130,19 +130,26 @@ extension Load {
 }
 
 extension SnapshotLoader {
+  /// The tables a what-if overlay (`ScenarioCopy`) may hold for B to be
+  /// made from A's index (`index(overlay:base:over:)`).
+  public static let tablesOverIndex: Set<String> = [
+    "settings", "users", "scope_prefs", "channel_prefs", "category_prefs", "gateway_prefs",
+  ]
+
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
-  /// but `settings`, `users`, `category_prefs` and `gateway_prefs`, loaded
-  /// as `index` (its base's) with the overlay's settings, users' time
-  /// zones, DND windows and quiet actions, category preferences and
-  /// restricted gateways: every other column shared, no other table read
-  /// but `dnd_weekly` (which replaces a daily window). Nil when the overlay
-  /// holds other tables, or changes what the shared columns were built
-  /// from — users other than the base's, a user's own levels, the call
-  /// default, a gateway only a user's preference names, or
-  /// notification groups turned on where a gateway is named `updates`
-  /// (refused on devices then) —: such an overlay is loaded over the
-  /// base's rows (`load(path:base:over:)`), or whole. A refusal is the one
-  /// a whole load of the overlay would report first.
+  /// but `tablesOverIndex`, loaded as `index` (its base's) with the
+  /// overlay's settings, users' time zones, DND windows and quiet actions,
+  /// category preferences and restricted gateways, and — where the levels'
+  /// rows (users', scope_prefs, channel_prefs) or the call default changed
+  /// — its membership slots' settings built again from the levels' rows
+  /// over the base's members: every other column shared, no other table
+  /// read but `dnd_weekly` (which replaces a daily window). Nil when the
+  /// overlay holds other tables, or changes what the shared columns were
+  /// built from — users other than the base's, a gateway only a user's
+  /// preference names, or notification groups turned on where a gateway
+  /// is named `updates` (refused on devices then) —: such an overlay is
+  /// loaded over the base's rows (`load(path:base:over:)`), or whole. A
+  /// refusal is the one a whole load of the overlay would report first.
   public static func index(
     overlay path: String, base: String, over index: Index,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
@@ -158,53 +165,114 @@ extension SnapshotLoader {
     let main = readers.main
     let schemaTables = Set(SnapshotSchema.tables.map(\.name))
     let changed = try Load.overlayTables(main).intersection(schemaTables)
-    guard changed.isSubset(of: ["settings", "users", "category_prefs", "gateway_prefs"]) else {
-      return nil
-    }
+    guard changed.isSubset(of: tablesOverIndex) else { return nil }
     var settings = index.settings
+    // Whether the slots' settings are built again: the levels' rows or
+    // the call default they fall back to changed.
+    var levelsChanged = !changed.isDisjoint(with: ["scope_prefs", "channel_prefs"])
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
-      guard settings.sameSlotDefaults(as: index.settings) else { return nil }
+      if !settings.sameSlotDefaults(as: index.settings) { levelsChanged = true }
       let groupsTurnedOn =
         settings.notificationGroups != nil && index.settings.notificationGroups == nil
       if groupsTurnedOn && index.gateways.find("updates") != nil { return nil }
     }
-    guard changed.contains("users") else {
-      return try replacing(index, settings: settings, userTimes: nil, changed, main)
+    var userTimes: Index.UserTimes? = nil
+    var rows: UserRows? = nil
+    if changed.contains("users") {
+      // The rows are read while another core compares the levels.
+      let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
+        try sameLevels(connection)
+      }
+      let read = Result { () throws(SnapshotError) in
+        try UserRows.read(main, tzdb: timeZones, known: index.users)
+      }
+      if try !levels.result() { levelsChanged = true }
+      let users = try read.get()
+      guard users.users.pool.sameStrings(as: index.users.pool) else { return nil }
+      let weekly =
+        try hasBaseTable(main, "dnd_weekly") ? try WeeklyTable.read(main, users: index.users) : []
+      let dnd = DNDPattern.schedules(
+        users: users.users.count, daily: users.dailyDND, weekly: weekly)
+      userTimes = Index.UserTimes(
+        zones: users.zones, userZone: Column(users.zone), userDND: Column(dnd.userDND),
+        dndWords: Column(dnd.words), userQuietActions: users.quietActions)
+      rows = users
     }
-    // The rows are read while another core compares the levels; a refusal
-    // counts only for an overlay this load can take.
-    let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
-      try sameLevels(connection)
+    var slotSettings: Index.SlotSettings? = nil
+    if levelsChanged {
+      // The base's users where the overlay has none (valid: A was loaded),
+      // read on another core while this one reads the other levels' rows.
+      let baseUsers =
+        rows != nil
+        ? nil
+        : TableRead(readers.take()) { connection throws(SnapshotError) in
+          try UserRows.read(connection, tzdb: timeZones, known: index.users).prefs
+        }
+      slotSettings = try slots(over: index, settings, changed, main) { () throws(SnapshotError) in
+        if let rows { return rows.prefs }
+        return try baseUsers!.result()
+      }
     }
-    let read = Result { () throws(SnapshotError) in
-      try UserRows.read(main, tzdb: timeZones, known: index.users)
-    }
-    guard try levels.result() else { return nil }
-    let rows = try read.get()
-    guard rows.users.pool.sameStrings(as: index.users.pool) else { return nil }
-    let weekly =
-      try hasBaseTable(main, "dnd_weekly") ? try WeeklyTable.read(main, users: index.users) : []
-    let dnd = DNDPattern.schedules(users: rows.users.count, daily: rows.dailyDND, weekly: weekly)
     return try replacing(
-      index, settings: settings,
-      userTimes: Index.UserTimes(
-        zones: rows.zones, userZone: Column(rows.zone), userDND: Column(dnd.userDND),
-        dndWords: Column(dnd.words), userQuietActions: rows.quietActions), changed, main)
+      index, settings: settings, userTimes: userTimes, slotSettings: slotSettings, changed, main)
   }
 
-  /// `index` with `settings`, `userTimes` and, those the overlay wrote,
+  /// The membership slots' settings of `index`'s members under the
+  /// overlay's levels' rows (the users' `userPrefs`, then scope_prefs and
+  /// channel_prefs, each the overlay's or else the base's) and call default.
+  private static func slots(
+    over index: Index, _ settings: AppSettings, _ changed: Set<String>, _ main: Connection,
+    userPrefs: () throws(SnapshotError) -> [LevelRow]
+  ) throws(SnapshotError) -> Index.SlotSettings {
+    func present(_ table: String) throws(SnapshotError) -> Bool {
+      if changed.contains(table) { return true }
+      return try hasBaseTable(main, table)
+    }
+    let prefs: (scope: ScopePrefRows?, channel: ChannelPrefRows)
+    do {
+      prefs.scope = try present("scope_prefs") ? ScopePrefRows.read(main, users: index.users) : nil
+      prefs.channel =
+        try present("channel_prefs")
+        ? ChannelPrefRows.read(
+          main, users: index.users, channels: index.channels, channelNames: index.channels.pool)
+        : ChannelPrefRows()
+    } catch {
+      _ = try? userPrefs()  // the users are read to the end before the refusal
+      throw error
+    }
+    let (scopePrefs, channelPrefs) = prefs
+    var memberKeys: [UInt64] = []
+    memberKeys.reserveCapacity(index.memberCount)
+    for c in 0..<index.channels.count {
+      for slot in index.channelMembers[c]..<index.channelMembers[c + 1] {
+        memberKeys.append(UInt64(c) << 32 | UInt64(UInt32(bitPattern: index.memberUser[slot])))
+      }
+    }
+    var built = MembershipSlots(
+      MembershipSlots.Rows(
+        memberKeys: memberKeys, channelScope: index.channelScope, userPrefs: try userPrefs(),
+        scopeRow: scopePrefs?.rowOf ?? Array(repeating: -1, count: index.users.count * 3),
+        scopePrefs: scopePrefs?.prefs ?? [], channelPrefKeys: channelPrefs.keys,
+        channelPrefs: channelPrefs.prefs, defaultCall: settings.defaultCallLevel ?? .all))
+    return Index.SlotSettings(
+      memberSettings: built.memberSettings, memberSnooze: built.memberSnooze,
+      snoozeGroups: Column(taking: &built.snoozeGroups),
+      snoozeBounds: Column(taking: &built.snoozeBounds))
+  }
+
+  /// `index` with `settings`, `userTimes`, `slotSettings` and, those the overlay wrote,
   /// its `category_prefs` and `gateway_prefs` (read last, in schema order,
   /// as a whole load reports the first refusal in that order); nil when a
   /// row of them names a gateway the index does not have (the gateway rows,
   /// and the devices' columns with them, would change).
   private static func replacing(
-    _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?, _ changed: Set<String>,
-    _ main: Connection
+    _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
+    slotSettings: Index.SlotSettings?, _ changed: Set<String>, _ main: Connection
   ) throws(SnapshotError) -> Index? {
     let prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
     guard !prefTables.isEmpty else {
-      return index.replacing(settings: settings, userTimes: userTimes)
+      return index.replacing(settings: settings, userTimes: userTimes, slotSettings: slotSettings)
     }
     let rows = try GatewayPrefRows.read(
       main, present: prefTables, users: index.users, categories: index.categories,
@@ -228,7 +296,7 @@ extension SnapshotLoader {
     }
     return index.replacing(
       settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs,
-      deviceRestricted: deviceRestricted)
+      deviceRestricted: deviceRestricted, slotSettings: slotSettings)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

@@ -234,18 +234,17 @@ public enum WhatIf {
         }
       }
     }
-    // SQL that writes only settings, users' time zones, DND windows or
-    // quiet actions, category preferences and restricted gateways makes B
-    // from A's index, sharing every other column: A then comes from the
-    // index cache, and B reads only the tables its SQL wrote. Otherwise A
-    // is read from SQLite for its rows, and each B is built over them,
-    // sharing A's columns wherever its SQL left their tables alone
-    // (docs/whatif.md).
+    // SQL that writes only settings, users, the levels' rows, category
+    // preferences and restricted gateways makes B from A's index, sharing
+    // every column those tables did not build: A then comes from the index
+    // cache, and B reads only the tables its SQL wrote (and the levels'
+    // rows when it changed any). Otherwise A is read from SQLite for its
+    // rows, and each B is built over them, sharing A's columns wherever its
+    // SQL left their tables alone (docs/whatif.md).
     let overIndex = bs.allSatisfy { b in
       guard case .sql(let sql) = b.scenario else { return true }
-      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(of: [
-        "settings", "users", "category_prefs", "gateway_prefs",
-      ]) ?? false
+      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(
+        of: SnapshotLoader.tablesOverIndex) ?? false
     }
     let a: Index
     var rowsOfA: SnapshotRows? = nil

@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users' zones, DND or quiet actions, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, the levels' rows, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -95,8 +95,39 @@ struct ScenarioOverlayTests {
         "INSERT OR REPLACE INTO settings VALUES ('large_channel_members', '3'), "
           + "('large_channel_level', 'mentions'), ('default_chat_level.direct', 'none')", true
       ),
-      ("INSERT OR REPLACE INTO settings VALUES ('default_call_level', 'none')", false),
-      ("UPDATE users SET show_preview = 0", false),
+      // The levels' rows and the call default: the slots' settings built again.
+      ("INSERT OR REPLACE INTO settings VALUES ('default_call_level', 'none')", true),
+      ("UPDATE users SET show_preview = 0", true),
+      ("UPDATE channel_prefs SET chat_level = 'mentions' WHERE chat_level = 'none'", true),
+      (
+        "UPDATE channel_prefs SET chat_level = 'default', snooze_start = NULL, snooze_until = NULL",
+        true
+      ),
+      ("DELETE FROM channel_prefs WHERE rowid % 2 = 0", true),
+      (
+        """
+        INSERT OR REPLACE INTO channel_prefs (user_id, channel_id, chat_level, snooze_start, snooze_until)
+          SELECT user_id, channel_id, 'none', 1700000000000, 4102444800000 FROM members
+          WHERE rowid % 5 = 0
+        """, true
+      ),
+      (
+        """
+        INSERT OR REPLACE INTO scope_prefs (user_id, scope, chat_level, call_level)
+          SELECT user_id, 'group', 'mentions', 'none' FROM users WHERE rowid % 2 = 0;
+        UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL
+        """, true
+      ),
+      (
+        """
+        UPDATE channel_prefs SET call_level = NULL;
+        INSERT OR REPLACE INTO settings VALUES ('default_call_level', 'mentions');
+        UPDATE gateway_prefs SET restricted = 1 - restricted
+        """, true
+      ),
+      ("UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", true),  // refused
+      ("UPDATE channel_prefs SET channel_id = 'nowhere' WHERE rowid = 1", true),  // refused
+      ("UPDATE scope_prefs SET scope = 'galaxy' WHERE rowid = 1", true),  // refused
       ("UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL", true),
       ("UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0", true),
       ("UPDATE users SET quiet_action = 'defer' WHERE rowid % 2 = 0", true),
@@ -108,9 +139,9 @@ struct ScenarioOverlayTests {
       ),
       ("UPDATE users SET timezone = 'Nowhere/City' WHERE rowid = 2", true),  // refused as whole
       ("UPDATE users SET dnd_start = 10 WHERE rowid = 2 AND dnd_end IS NULL", true),  // refused
-      ("UPDATE users SET chat_level = 'loud' WHERE rowid = 3", false),
+      ("UPDATE users SET chat_level = 'loud' WHERE rowid = 3", true),  // refused
       ("UPDATE users SET user_id = user_id || '-renamed' WHERE rowid % 7 = 0", false),
-      ("UPDATE users SET snooze_until = 4102444800000", false),
+      ("UPDATE users SET snooze_until = 4102444800000", true),
       ("DELETE FROM category_prefs WHERE rowid % 2 = 0", true),
       (
         """
@@ -308,6 +339,32 @@ struct ScenarioOverlayTests {
       "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on')", source: source)
     #expect(tables(scenario) == "settings")
     #expect(try overIndex(scenario, source: source).get() == nil)
+  }
+
+  @Test(
+    "a bad row of the levels' tables over A's index is refused, naming table and column, as a whole load refuses it",
+    arguments: [
+      (
+        "UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", "channel_prefs",
+        "chat_level"
+      ),
+      (
+        "UPDATE channel_prefs SET channel_id = 'nowhere' WHERE rowid = 1", "channel_prefs",
+        "channel_id"
+      ),
+      (
+        "INSERT INTO scope_prefs (user_id, scope) SELECT user_id, 'galaxy' FROM users LIMIT 1",
+        "scope_prefs", "scope"
+      ),
+      ("UPDATE users SET call_level = 'ring' WHERE rowid = 4", "users", "call_level"),
+    ])
+  func levelsRefused(_ sql: String, _ table: String, _ column: String) throws {
+    let scenario = try agrees(sql)
+    guard case .failure(let error) = try overIndex(scenario, source: source) else {
+      Issue.record("\(sql): not refused")
+      return
+    }
+    #expect(error.table == table && error.column == column, "\(sql): \(error)")
   }
 
   @Test(
