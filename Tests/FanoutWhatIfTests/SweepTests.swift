@@ -25,6 +25,8 @@ struct SweepTests {
       ("big-groups", scenarios[0].sql), ("quiet", scenarios[1].sql),
       ("throttle", readText(datasetURL("scenarios/throttle-3-per-10-minutes.sql").path)),
       ("nothing", "SELECT 1"),
+      // The slots' settings built again over A's members.
+      ("unmuted", "UPDATE channel_prefs SET chat_level = 'mentions' WHERE chat_level = 'none'"),
     ].map { WhatIfOptions.Variant(name: $0.0, sql: $0.1) }
     let out = makeTemporaryDirectory() + "/sweep"
     var options = WhatIfOptions(
@@ -57,8 +59,9 @@ struct SweepTests {
     let delivered = listed.map {
       (($0["report"] as? [String: Any])?["b"] as? [String: Any])?["delivered"] as? Int
     }
-    #expect(Set(delivered.compactMap { $0 }).count >= 3)
+    #expect(Set(delivered.compactMap { $0 }).count >= 4)
     #expect((listed[3]["report"] as? [String: Any])?["changed_pairs"] as? Int == 0)
+    #expect((listed[4]["report"] as? [String: Any])?["changed_pairs"] as? Int ?? 0 > 0)
     let page = readText(out + "/report.html")
     #expect(page.contains("<h1>\(sweep.headline)</h1>") || page.contains("<h1>"))
     for variant in variants { #expect(page.contains(#"id="\#(variant.name)""#)) }
