@@ -314,19 +314,43 @@ public final class Index: Sendable {
     }
   }
 
+  /// The users' devices, grouped by user (`userDevices`), for this
+  /// index's users and gateways (`replacing(…devices:)`).
+  package struct DeviceColumns {
+    package var userDevices: Column<Int32>
+    package var deviceIDs: Column<Int64>
+    package var deviceGateway: Column<UInt16>
+    package var deviceRestricted: Column<Bool>
+    package var deviceJSON: BytePool
+
+    package init(
+      userDevices: Column<Int32>, deviceIDs: Column<Int64>, deviceGateway: Column<UInt16>,
+      deviceRestricted: Column<Bool>, deviceJSON: BytePool
+    ) {
+      (self.userDevices, self.deviceIDs, self.deviceGateway) = (
+        userDevices, deviceIDs, deviceGateway
+      )
+      (self.deviceRestricted, self.deviceJSON) = (deviceRestricted, deviceJSON)
+    }
+  }
+
   /// This index under other settings, and with other `userTimes`,
-  /// `categoryPrefs`, devices' restricted flags (`deviceRestricted`) and
-  /// membership slots' settings (`slotSettings`) if given: every other
-  /// column shared, the users' quiet actions and the channels' default
-  /// chat levels following the new settings. Without `slotSettings`, only
-  /// for settings with this index's call default
-  /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
-  /// level down to it.
+  /// `categoryPrefs`, `devices` and membership slots' settings
+  /// (`slotSettings`) if given: every other column shared, the users' quiet actions and
+  /// the channels' default chat levels following the new settings.
+  /// Without `slotSettings`, only for settings with this index's call
+  /// default (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the
+  /// call level down to it.
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
-    deviceRestricted: Column<Bool>? = nil, slotSettings: SlotSettings? = nil
+    devices: DeviceColumns? = nil, slotSettings: SlotSettings? = nil
   ) -> Index {
     precondition(slotSettings != nil || settings.sameSlotDefaults(as: self.settings))
+    let devices =
+      devices
+      ?? DeviceColumns(
+        userDevices: userDevices, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
+        deviceRestricted: deviceRestricted, deviceJSON: deviceJSON)
     let slots =
       slotSettings
       ?? SlotSettings(
@@ -344,9 +368,9 @@ public final class Index: Sendable {
         gateway: categoryPrefGateway, pref: categoryPref)
     return Index(
       users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,
-      userDevices: userDevices, userCategoryPrefs: prefs.userCategoryPrefs, deviceIDs: deviceIDs,
-      deviceGateway: deviceGateway, deviceRestricted: deviceRestricted ?? self.deviceRestricted,
-      deviceJSON: deviceJSON,
+      userDevices: devices.userDevices, userCategoryPrefs: prefs.userCategoryPrefs,
+      deviceIDs: devices.deviceIDs, deviceGateway: devices.deviceGateway,
+      deviceRestricted: devices.deviceRestricted, deviceJSON: devices.deviceJSON,
       channels: channels, channelScope: channelScope, channelMembers: channelMembers,
       memberUser: memberUser, memberSettings: slots.memberSettings,
       memberSnooze: slots.memberSnooze, snoozeGroups: slots.snoozeGroups,

@@ -44,64 +44,18 @@ extension Load {
       for u in 0..<userCount { users.pool.withBytes(u) { userJSON.appendQuoted($0) } }
     }
 
-    let userDevices: Column<Int32>
-    let deviceIDs: Column<Int64>
-    let deviceGateway: Column<UInt16>
-    let deviceRestricted: Column<Bool>
-    let deviceJSON: BytePool
+    let devices: Index.DeviceColumns
     var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
     if shared.contains(.devices), let base {
-      (userDevices, deviceIDs, deviceGateway) = (
-        base.userDevices, base.deviceIDs, base.deviceGateway
-      )
-      (deviceRestricted, deviceJSON) = (base.deviceRestricted, base.deviceJSON)
-      for g in deviceGateway { devicesPerGateway[Int(g)] += 1 }
+      devices = Index.DeviceColumns(
+        userDevices: base.userDevices, deviceIDs: base.deviceIDs,
+        deviceGateway: base.deviceGateway, deviceRestricted: base.deviceRestricted,
+        deviceJSON: base.deviceJSON)
+      for g in devices.deviceGateway { devicesPerGateway[Int(g)] += 1 }
     } else {
-      // Devices: grouped by user, by device_id within a user. They were read
-      // in device_id order, so placing them by user in that order sorts them.
-      var devicesOfUser = [Int32](repeating: 0, count: userCount + 1)
-      for device in devices { devicesOfUser[Int(device.user) + 1] += 1 }
-      for u in 0..<userCount { devicesOfUser[u + 1] += devicesOfUser[u] }
-      var deviceOrder = [Int](repeating: 0, count: devices.count)
-      var nextPlace = devicesOfUser
-      for (d, device) in devices.enumerated() {
-        deviceOrder[Int(nextPlace[Int(device.user)])] = d
-        nextPlace[Int(device.user)] += 1
-      }
-      var ids: [Int64] = []
-      var gatewayOf: [UInt16] = []
-      var restrictedOf: [Bool] = []
-      var json = BytePool()
-      json.reserveCapacity(
-        strings: devices.count,
-        bytes: devices.reduce(tokens.bytes.count) {
-          $0 + userJSON.offsets[Int($1.user) + 1] - userJSON.offsets[Int($1.user)]
-            + Self.deviceFragmentConstantBytes
-        })
-      var fragment: [UInt8] = []
-      for d in deviceOrder {
-        let device = devices[d]
-        let g = gatewayRenumber[Int(device.gateway)]
-        ids.append(device.id)
-        gatewayOf.append(UInt16(g))
-        devicesPerGateway[Int(g)] += 1
-        restrictedOf.append(
-          restricted.contains(
-            GatewayPrefRows.restrictionKey(user: device.user, gateway: device.gateway)))
-        fragment.removeAll(keepingCapacity: true)
-        fragment += #"{"user":"#.utf8
-        fragment += userJSON[Int(device.user)]
-        fragment += #","device":"#.utf8
-        JSONText.appendDecimal(device.id, to: &fragment)
-        fragment += #","token":"#.utf8
-        fragment += tokens[d]
-        fragment.withUnsafeBytes { json.append($0) }
-      }
-      userDevices = Column(devicesOfUser)
-      deviceIDs = Column(ids)
-      deviceGateway = Column(gatewayOf)
-      deviceRestricted = Column(restrictedOf)
-      deviceJSON = json
+      (devices, devicesPerGateway) = Self.deviceColumns(
+        self.devices, tokens: tokens, restricted: restricted, gatewayRenumber: gatewayRenumber,
+        gateways: gateways.count, users: userCount, userJSON: userJSON)
     }
     info.devicesPerGateway = (0..<gateways.count).compactMap {
       devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil
@@ -145,10 +99,11 @@ extension Load {
 
     let index = Index(
       users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(dnd.userDND),
-      userDevices: userDevices,
-      userCategoryPrefs: categoryPrefs.userCategoryPrefs, deviceIDs: deviceIDs,
-      deviceGateway: deviceGateway,
-      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON, channels: channels,
+      userDevices: devices.userDevices,
+      userCategoryPrefs: categoryPrefs.userCategoryPrefs, deviceIDs: devices.deviceIDs,
+      deviceGateway: devices.deviceGateway,
+      deviceRestricted: devices.deviceRestricted, deviceJSON: devices.deviceJSON,
+      channels: channels,
       channelScope: channelScope, channelMembers: slots.channelMembers,
       memberUser: slots.memberUser,
       memberSettings: slots.memberSettings, memberSnooze: slots.memberSnooze,
@@ -168,6 +123,63 @@ extension Load {
       userQuietActions: userQuietActions)
     index.checkInvariants()
     return Snapshot(index: index, info: info)
+  }
+
+  /// The columns of `devices` (read in device_id order): grouped by user,
+  /// by device_id within a user; each device's gateway its row in the
+  /// index's gateways (`gatewayRenumber` of the gateway number it was read
+  /// with), restricted where `restricted` holds its user's restriction of
+  /// that gateway number; and how many devices each gateway has.
+  static func deviceColumns(
+    _ devices: [(id: Int64, user: Int32, gateway: Int32)], tokens: BytePool,
+    restricted: Set<UInt64>, gatewayRenumber: [Int32], gateways: Int, users userCount: Int,
+    userJSON: BytePool
+  ) -> (Index.DeviceColumns, perGateway: [Int]) {
+    // They were read in device_id order, so placing them by user in that
+    // order sorts them.
+    var devicesOfUser = [Int32](repeating: 0, count: userCount + 1)
+    for device in devices { devicesOfUser[Int(device.user) + 1] += 1 }
+    for u in 0..<userCount { devicesOfUser[u + 1] += devicesOfUser[u] }
+    var deviceOrder = [Int](repeating: 0, count: devices.count)
+    var nextPlace = devicesOfUser
+    for (d, device) in devices.enumerated() {
+      deviceOrder[Int(nextPlace[Int(device.user)])] = d
+      nextPlace[Int(device.user)] += 1
+    }
+    var perGateway = [Int](repeating: 0, count: gateways)
+    var ids: [Int64] = []
+    var gatewayOf: [UInt16] = []
+    var restrictedOf: [Bool] = []
+    var json = BytePool()
+    json.reserveCapacity(
+      strings: devices.count,
+      bytes: devices.reduce(tokens.bytes.count) {
+        $0 + userJSON.offsets[Int($1.user) + 1] - userJSON.offsets[Int($1.user)]
+          + Self.deviceFragmentConstantBytes
+      })
+    var fragment: [UInt8] = []
+    for d in deviceOrder {
+      let device = devices[d]
+      let g = gatewayRenumber[Int(device.gateway)]
+      ids.append(device.id)
+      gatewayOf.append(UInt16(g))
+      perGateway[Int(g)] += 1
+      restrictedOf.append(
+        restricted.contains(
+          GatewayPrefRows.restrictionKey(user: device.user, gateway: device.gateway)))
+      fragment.removeAll(keepingCapacity: true)
+      fragment += #"{"user":"#.utf8
+      fragment += userJSON[Int(device.user)]
+      fragment += #","device":"#.utf8
+      JSONText.appendDecimal(device.id, to: &fragment)
+      fragment += #","token":"#.utf8
+      fragment += tokens[d]
+      fragment.withUnsafeBytes { json.append($0) }
+    }
+    let columns = Index.DeviceColumns(
+      userDevices: Column(devicesOfUser), deviceIDs: Column(ids), deviceGateway: Column(gatewayOf),
+      deviceRestricted: Column(restrictedOf), deviceJSON: json)
+    return (columns, perGateway)
   }
 
   /// The membership slots' columns.

@@ -133,23 +133,26 @@ extension SnapshotLoader {
   /// The tables a what-if overlay (`ScenarioCopy`) may hold for B to be
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
-    "settings", "users", "scope_prefs", "channel_prefs", "category_prefs", "gateway_prefs",
+    "settings", "users", "scope_prefs", "channel_prefs", "devices", "category_prefs",
+    "gateway_prefs",
   ]
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
   /// but `tablesOverIndex`, loaded as `index` (its base's) with the
   /// overlay's settings, users' time zones, DND windows and quiet actions,
-  /// category preferences and restricted gateways, and — where the levels'
-  /// rows (users', scope_prefs, channel_prefs) or the call default changed
-  /// — its membership slots' settings built again from the levels' rows
-  /// over the base's members: every other column shared, no other table
-  /// read but `dnd_weekly` (which replaces a daily window). Nil when the
-  /// overlay holds other tables, or changes what the shared columns were
-  /// built from — users other than the base's, a gateway only a user's
-  /// preference names, or notification groups turned on where a gateway
-  /// is named `updates` (refused on devices then) —: such an overlay is
-  /// loaded over the base's rows (`load(path:base:over:)`), or whole. A
-  /// refusal is the one a whole load of the overlay would report first.
+  /// category preferences and restricted gateways; where the levels' rows
+  /// (users', scope_prefs, channel_prefs) or the call default changed, its
+  /// membership slots' settings built again from the levels' rows over
+  /// the base's members; where devices changed, its device columns built
+  /// from its devices under the base's gateways. Every other column is
+  /// shared, no other table read but `dnd_weekly` (which replaces a daily
+  /// window) and, with devices, the tables that name gateways. Nil when
+  /// the overlay holds other tables, or changes what the shared columns
+  /// were built from — users other than the base's, gateways other than
+  /// the base's, or notification groups turned on where a gateway is named
+  /// `updates` (refused on devices then) —: such an overlay is loaded over
+  /// the base's rows (`load(path:base:over:)`), or whole. A refusal is the
+  /// one a whole load of the overlay would report first.
   public static func index(
     overlay path: String, base: String, over index: Index,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
@@ -261,29 +264,61 @@ extension SnapshotLoader {
       snoozeBounds: Column(taking: &built.snoozeBounds))
   }
 
-  /// `index` with `settings`, `userTimes`, `slotSettings` and, those the overlay wrote,
-  /// its `category_prefs` and `gateway_prefs` (read last, in schema order,
-  /// as a whole load reports the first refusal in that order); nil when a
-  /// row of them names a gateway the index does not have (the gateway rows,
-  /// and the devices' columns with them, would change).
+  /// `index` with `settings`, `userTimes`, `slotSettings` and, those the
+  /// overlay wrote, its `devices`, `category_prefs` and `gateway_prefs`
+  /// (read last, in schema order, as a whole load reports the first
+  /// refusal in that order); nil when the gateways they name are not the
+  /// index's (the gateway rows, and every column numbering them, would
+  /// change). With devices written, all the tables that name gateways are
+  /// read, the overlay's or the base's: B's gateways are those they name.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
     slotSettings: Index.SlotSettings?, _ changed: Set<String>, _ main: Connection
   ) throws(SnapshotError) -> Index? {
-    let prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
-    guard !prefTables.isEmpty else {
+    var prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
+    let devicesChanged = changed.contains("devices")
+    guard !prefTables.isEmpty || devicesChanged else {
       return index.replacing(settings: settings, userTimes: userTimes, slotSettings: slotSettings)
     }
+    var deviceRows: DeviceRows? = nil
+    if devicesChanged {
+      deviceRows = try DeviceRows.read(
+        main, users: index.users, notificationGroups: settings.notificationGroups != nil)
+      for table in ["category_gateways", "category_prefs", "gateway_prefs"] {
+        if changed.contains(table) { continue }
+        if try hasBaseTable(main, table) { prefTables.insert(table) }
+      }
+    }
+    // Gateways are numbered as the rows name them (from the devices' on), then
+    // as the index numbers them (by name): the same names, or nil.
     let rows = try GatewayPrefRows.read(
       main, present: prefTables, users: index.users, categories: index.categories,
-      gateways: index.gateways)
+      gateways: deviceRows?.gateways ?? index.gateways)
     guard rows.gateways.count == index.gateways.count else { return nil }
-    var categoryPrefs: Index.CategoryPrefs? = nil
-    if prefTables.contains("category_prefs") {
-      categoryPrefs = Index.CategoryPrefs(users: index.users.count, rows: rows.categoryPrefs)
+    var renumber: [Int32] = []
+    for g in 0..<rows.gateways.count {
+      guard let row = rows.gateways.pool.withBytes(g, { index.gateways.find($0) }) else {
+        return nil
+      }
+      renumber.append(row)
     }
-    var deviceRestricted: Column<Bool>? = nil
-    if prefTables.contains("gateway_prefs") {
+    var categoryPrefs: Index.CategoryPrefs? = nil
+    if changed.contains("category_prefs") {
+      categoryPrefs = Index.CategoryPrefs(
+        users: index.users.count,
+        rows: rows.categoryPrefs.map {
+          ($0.user, $0.category, $0.gateway < 0 ? -1 : renumber[Int($0.gateway)], $0.pref)
+        })
+    }
+    var devices: Index.DeviceColumns? = nil
+    if let deviceRows {
+      devices =
+        Load.deviceColumns(
+          deviceRows.devices, tokens: deviceRows.tokens, restricted: rows.restricted,
+          gatewayRenumber: renumber, gateways: index.gateways.count, users: index.users.count,
+          userJSON: index.userJSON
+        ).0
+    } else if changed.contains("gateway_prefs") {
       // A device is restricted where its user restricted its gateway.
       var flags = [Bool](repeating: false, count: index.deviceCount)
       for u in 0..<index.users.count {
@@ -292,11 +327,14 @@ extension SnapshotLoader {
             GatewayPrefRows.restrictionKey(user: Int32(u), gateway: Int32(index.deviceGateway[d])))
         }
       }
-      deviceRestricted = Column(flags)
+      devices = Index.DeviceColumns(
+        userDevices: index.userDevices, deviceIDs: index.deviceIDs,
+        deviceGateway: index.deviceGateway, deviceRestricted: Column(flags),
+        deviceJSON: index.deviceJSON)
     }
     return index.replacing(
-      settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs,
-      deviceRestricted: deviceRestricted, slotSettings: slotSettings)
+      settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs, devices: devices,
+      slotSettings: slotSettings)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

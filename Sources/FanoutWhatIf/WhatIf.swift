@@ -234,9 +234,9 @@ public enum WhatIf {
         }
       }
     }
-    // SQL that writes only settings, users, the levels' rows, category
-    // preferences and restricted gateways makes B from A's index, sharing
-    // every column those tables did not build: A then comes from the index
+    // SQL that writes only settings, users, the levels' rows, devices,
+    // category preferences and restricted gateways makes B from A's index,
+    // sharing every column those tables did not build: A then comes from the index
     // cache, and B reads only the tables its SQL wrote (and the levels'
     // rows when it changed any). Otherwise A is read from SQLite for its
     // rows, and each B is built over them, sharing A's columns wherever its

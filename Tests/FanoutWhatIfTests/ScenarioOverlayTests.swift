@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, the levels' rows, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -125,6 +125,21 @@ struct ScenarioOverlayTests {
         UPDATE gateway_prefs SET restricted = 1 - restricted
         """, true
       ),
+      // Devices: B's device columns built from its rows, under A's gateways.
+      ("DELETE FROM devices WHERE device_id % 3 = 0", true),
+      ("UPDATE devices SET token = token || '-2' WHERE device_id % 2 = 0", true),
+      (
+        """
+        DELETE FROM devices WHERE device_id % 4 = 1;
+        UPDATE gateway_prefs SET restricted = 1 - restricted;
+        UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL
+        """, true
+      ),
+      (
+        "UPDATE devices SET gateway = 'pigeon' WHERE device_id = (SELECT min(device_id) FROM devices)",
+        false
+      ),
+      ("UPDATE devices SET user_id = 'nobody' WHERE device_id % 5 = 0", true),  // refused
       ("UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", true),  // refused
       ("UPDATE channel_prefs SET channel_id = 'nowhere' WHERE rowid = 1", true),  // refused
       ("UPDATE scope_prefs SET scope = 'galaxy' WHERE rowid = 1", true),  // refused
@@ -197,6 +212,12 @@ struct ScenarioOverlayTests {
   @Test(
     "an overlay holds only the tables written, and loads as a whole copy would",
     arguments: [
+      (
+        """
+        DELETE FROM devices WHERE gateway = (SELECT gateway FROM devices GROUP BY gateway
+          ORDER BY count(*) LIMIT 1)
+        """, "devices"
+      ),
       ("UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL", "users"),
       (
         """
@@ -342,7 +363,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "a bad row of the levels' tables over A's index is refused, naming table and column, as a whole load refuses it",
+    "a bad row of the levels' or devices' tables over A's index is refused, naming table and column, as a whole load refuses it",
     arguments: [
       (
         "UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", "channel_prefs",
@@ -357,6 +378,7 @@ struct ScenarioOverlayTests {
         "scope_prefs", "scope"
       ),
       ("UPDATE users SET call_level = 'ring' WHERE rowid = 4", "users", "call_level"),
+      ("UPDATE devices SET user_id = 'nobody' WHERE device_id % 5 = 0", "devices", "user_id"),
     ])
   func levelsRefused(_ sql: String, _ table: String, _ column: String) throws {
     let scenario = try agrees(sql)
