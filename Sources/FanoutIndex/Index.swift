@@ -297,18 +297,23 @@ public final class Index: Sendable {
     }
   }
 
-  /// The membership slots' settings and snooze windows, built for this
-  /// index's members (`replacing(…slotSettings:)`).
-  package struct SlotSettings {
+  /// The membership slots: each channel's members (`channelMembers`,
+  /// `memberUser`), their settings and snooze windows
+  /// (`replacing(…slots:)`).
+  package struct Slots {
+    package var channelMembers: Column<Int>
+    package var memberUser: Column<Int32>
     package var memberSettings: Column<MemberSettings>
     package var memberSnooze: Column<Int32>
     package var snoozeGroups: Column<Int32>
     package var snoozeBounds: Column<Int64>
 
     package init(
+      channelMembers: Column<Int>, memberUser: Column<Int32>,
       memberSettings: Column<MemberSettings>, memberSnooze: Column<Int32>,
       snoozeGroups: Column<Int32>, snoozeBounds: Column<Int64>
     ) {
+      (self.channelMembers, self.memberUser) = (channelMembers, memberUser)
       (self.memberSettings, self.memberSnooze) = (memberSettings, memberSnooze)
       (self.snoozeGroups, self.snoozeBounds) = (snoozeGroups, snoozeBounds)
     }
@@ -335,27 +340,27 @@ public final class Index: Sendable {
   }
 
   /// This index under other settings, and with other `userTimes`,
-  /// `categoryPrefs`, `devices` and membership slots' settings
-  /// (`slotSettings`) if given: every other column shared, the users' quiet actions and
-  /// the channels' default chat levels following the new settings.
-  /// Without `slotSettings`, only for settings with this index's call
-  /// default (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the
-  /// call level down to it.
+  /// `categoryPrefs`, `devices` and membership `slots` if given: every
+  /// other column shared, the users' quiet actions and the channels'
+  /// default chat levels following the new settings. Without `slots`, only
+  /// for settings with this index's call default
+  /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
+  /// level down to it.
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
-    devices: DeviceColumns? = nil, slotSettings: SlotSettings? = nil
+    devices: DeviceColumns? = nil, slots: Slots? = nil
   ) -> Index {
-    precondition(slotSettings != nil || settings.sameSlotDefaults(as: self.settings))
+    precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
     let devices =
       devices
       ?? DeviceColumns(
         userDevices: userDevices, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
         deviceRestricted: deviceRestricted, deviceJSON: deviceJSON)
     let slots =
-      slotSettings
-      ?? SlotSettings(
-        memberSettings: memberSettings, memberSnooze: memberSnooze, snoozeGroups: snoozeGroups,
-        snoozeBounds: snoozeBounds)
+      slots
+      ?? Slots(
+        channelMembers: channelMembers, memberUser: memberUser, memberSettings: memberSettings,
+        memberSnooze: memberSnooze, snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds)
     let times =
       userTimes
       ?? UserTimes(
@@ -371,8 +376,8 @@ public final class Index: Sendable {
       userDevices: devices.userDevices, userCategoryPrefs: prefs.userCategoryPrefs,
       deviceIDs: devices.deviceIDs, deviceGateway: devices.deviceGateway,
       deviceRestricted: devices.deviceRestricted, deviceJSON: devices.deviceJSON,
-      channels: channels, channelScope: channelScope, channelMembers: channelMembers,
-      memberUser: memberUser, memberSettings: slots.memberSettings,
+      channels: channels, channelScope: channelScope, channelMembers: slots.channelMembers,
+      memberUser: slots.memberUser, memberSettings: slots.memberSettings,
       memberSnooze: slots.memberSnooze, snoozeGroups: slots.snoozeGroups,
       snoozeBounds: slots.snoozeBounds, dndWords: times.dndWords,
       zones: times.zones, gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,

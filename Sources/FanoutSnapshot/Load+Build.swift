@@ -79,19 +79,15 @@ extension Load {
     let dnd = DNDPattern.schedules(users: userCount, daily: dailyDND, weekly: weekly)
     info.dndPatterns = dnd.patterns
 
-    let slots: SlotColumns
+    let slots: Index.Slots
     if let pendingSlots {
       var built = pendingSlots.take()
       info.snoozeGroups = built.snoozeGroupCount
-      slots = SlotColumns(
-        channelMembers: Column(taking: &built.channelMembers), memberUser: built.memberUser,
-        memberSettings: built.memberSettings, memberSnooze: built.memberSnooze,
-        snoozeGroups: Column(taking: &built.snoozeGroups),
-        snoozeBounds: Column(taking: &built.snoozeBounds))
+      slots = built.columns()
     } else {
       let base = base!
       info.snoozeGroups = base.snoozeGroups.count - 1
-      slots = SlotColumns(
+      slots = Index.Slots(
         channelMembers: base.channelMembers, memberUser: base.memberUser,
         memberSettings: base.memberSettings, memberSnooze: base.memberSnooze,
         snoozeGroups: base.snoozeGroups, snoozeBounds: base.snoozeBounds)
@@ -180,16 +176,6 @@ extension Load {
       userDevices: Column(devicesOfUser), deviceIDs: Column(ids), deviceGateway: Column(gatewayOf),
       deviceRestricted: Column(restrictedOf), deviceJSON: json)
     return (columns, perGateway)
-  }
-
-  /// The membership slots' columns.
-  private struct SlotColumns {
-    var channelMembers: Column<Int>
-    var memberUser: Column<Int32>
-    var memberSettings: Column<MemberSettings>
-    var memberSnooze: Column<Int32>
-    var snoozeGroups: Column<Int32>
-    var snoozeBounds: Column<Int64>
   }
 
   /// The membership slots, built on a core of their own.

@@ -133,7 +133,7 @@ extension SnapshotLoader {
   /// The tables a what-if overlay (`ScenarioCopy`) may hold for B to be
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
-    "settings", "users", "scope_prefs", "channel_prefs", "devices", "category_prefs",
+    "settings", "users", "members", "scope_prefs", "channel_prefs", "devices", "category_prefs",
     "gateway_prefs",
   ]
 
@@ -161,7 +161,7 @@ extension SnapshotLoader {
     let readers: ConsistentReads
     do {
       readers = try ConsistentReads(
-        path: path, base: base, connections: 2, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        path: path, base: base, connections: 3, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch {
       throw SnapshotError.reading(path, error, waited: busyTimeoutMilliseconds)
     }
@@ -172,7 +172,7 @@ extension SnapshotLoader {
     var settings = index.settings
     // Whether the slots' settings are built again: the levels' rows or
     // the call default they fall back to changed.
-    var levelsChanged = !changed.isDisjoint(with: ["scope_prefs", "channel_prefs"])
+    var levelsChanged = !changed.isDisjoint(with: ["members", "scope_prefs", "channel_prefs"])
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
       if !settings.sameSlotDefaults(as: index.settings) { levelsChanged = true }
@@ -202,69 +202,87 @@ extension SnapshotLoader {
         dndWords: Column(dnd.words), userQuietActions: users.quietActions)
       rows = users
     }
-    var slotSettings: Index.SlotSettings? = nil
+    var slots: Index.Slots? = nil
     if levelsChanged {
       // The base's users where the overlay has none (valid: A was loaded),
-      // read on another core while this one reads the other levels' rows.
+      // read on another core while this one reads the members and levels.
       let baseUsers =
         rows != nil
         ? nil
         : TableRead(readers.take()) { connection throws(SnapshotError) in
           try UserRows.read(connection, tzdb: timeZones, known: index.users).prefs
         }
-      slotSettings = try slots(over: index, settings, changed, main) { () throws(SnapshotError) in
+      slots = try membershipSlots(
+        over: index, settings, changed, main, aside: readers.take
+      ) { () throws(SnapshotError) in
         if let rows { return rows.prefs }
         return try baseUsers!.result()
       }
     }
     return try replacing(
-      index, settings: settings, userTimes: userTimes, slotSettings: slotSettings, changed, main)
+      index, settings: settings, userTimes: userTimes, slots: slots, changed, main)
   }
 
-  /// The membership slots' settings of `index`'s members under the
-  /// overlay's levels' rows (the users' `userPrefs`, then scope_prefs and
-  /// channel_prefs, each the overlay's or else the base's) and call default.
-  private static func slots(
+  /// The membership slots of the overlay's members (else `index`'s, whose
+  /// columns they then share) under its levels' rows (the users'
+  /// `userPrefs`, then scope_prefs and channel_prefs, each the overlay's or
+  /// else the base's) and call default; read in a whole load's order,
+  /// members first (on two connections, the second `aside`).
+  private static func membershipSlots(
     over index: Index, _ settings: AppSettings, _ changed: Set<String>, _ main: Connection,
-    userPrefs: () throws(SnapshotError) -> [LevelRow]
-  ) throws(SnapshotError) -> Index.SlotSettings {
+    aside: () -> HandedConnection, userPrefs: () throws(SnapshotError) -> [LevelRow]
+  ) throws(SnapshotError) -> Index.Slots {
     func present(_ table: String) throws(SnapshotError) -> Bool {
       if changed.contains(table) { return true }
       return try hasBaseTable(main, table)
     }
-    let prefs: (scope: ScopePrefRows?, channel: ChannelPrefRows)
+    var read: (members: [UInt64]?, scope: ScopePrefRows?, channel: ChannelPrefRows) = (
+      nil, nil, ChannelPrefRows()
+    )
     do {
-      prefs.scope = try present("scope_prefs") ? ScopePrefRows.read(main, users: index.users) : nil
-      prefs.channel =
-        try present("channel_prefs")
-        ? ChannelPrefRows.read(
+      if changed.contains("members") {
+        let keys = try MemberRange.readAll(
+          main, aside: aside, users: index.users, channelNames: index.channels.pool)
+        var rowsPerChannel = [Int32](repeating: 0, count: index.channels.count)
+        for key in keys { rowsPerChannel[Int(key >> 32)] += 1 }
+        try ChannelRows(
+          names: index.channels.pool, scopes: index.channelScope,
+          memberCounts: index.declaredMemberCount
+        ).checkMemberCounts(rowsPerChannel: rowsPerChannel)
+        read.members = keys
+      }
+      read.scope = try present("scope_prefs") ? ScopePrefRows.read(main, users: index.users) : nil
+      if try present("channel_prefs") {
+        read.channel = try ChannelPrefRows.read(
           main, users: index.users, channels: index.channels, channelNames: index.channels.pool)
-        : ChannelPrefRows()
+      }
     } catch {
       _ = try? userPrefs()  // the users are read to the end before the refusal
       throw error
     }
-    let (scopePrefs, channelPrefs) = prefs
-    var memberKeys: [UInt64] = []
-    memberKeys.reserveCapacity(index.memberCount)
-    for c in 0..<index.channels.count {
-      for slot in index.channelMembers[c]..<index.channelMembers[c + 1] {
-        memberKeys.append(UInt64(c) << 32 | UInt64(UInt32(bitPattern: index.memberUser[slot])))
+    var memberKeys = read.members ?? []
+    if read.members == nil {
+      memberKeys.reserveCapacity(index.memberCount)
+      for c in 0..<index.channels.count {
+        for slot in index.channelMembers[c]..<index.channelMembers[c + 1] {
+          memberKeys.append(UInt64(c) << 32 | UInt64(UInt32(bitPattern: index.memberUser[slot])))
+        }
       }
     }
     var built = MembershipSlots(
       MembershipSlots.Rows(
         memberKeys: memberKeys, channelScope: index.channelScope, userPrefs: try userPrefs(),
-        scopeRow: scopePrefs?.rowOf ?? Array(repeating: -1, count: index.users.count * 3),
-        scopePrefs: scopePrefs?.prefs ?? [], channelPrefKeys: channelPrefs.keys,
-        channelPrefs: channelPrefs.prefs, defaultCall: settings.defaultCallLevel ?? .all))
-    return Index.SlotSettings(
-      memberSettings: built.memberSettings, memberSnooze: built.memberSnooze,
-      snoozeGroups: Column(taking: &built.snoozeGroups),
-      snoozeBounds: Column(taking: &built.snoozeBounds))
+        scopeRow: read.scope?.rowOf ?? Array(repeating: -1, count: index.users.count * 3),
+        scopePrefs: read.scope?.prefs ?? [], channelPrefKeys: read.channel.keys,
+        channelPrefs: read.channel.prefs, defaultCall: settings.defaultCallLevel ?? .all))
+    var slots = built.columns()
+    if read.members == nil {
+      (slots.channelMembers, slots.memberUser) = (index.channelMembers, index.memberUser)
+    }
+    return slots
   }
 
-  /// `index` with `settings`, `userTimes`, `slotSettings` and, those the
+  /// `index` with `settings`, `userTimes`, `slots` and, those the
   /// overlay wrote, its `devices`, `category_prefs` and `gateway_prefs`
   /// (read last, in schema order, as a whole load reports the first
   /// refusal in that order); nil when the gateways they name are not the
@@ -273,12 +291,12 @@ extension SnapshotLoader {
   /// read, the overlay's or the base's: B's gateways are those they name.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
-    slotSettings: Index.SlotSettings?, _ changed: Set<String>, _ main: Connection
+    slots: Index.Slots?, _ changed: Set<String>, _ main: Connection
   ) throws(SnapshotError) -> Index? {
     var prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
     let devicesChanged = changed.contains("devices")
     guard !prefTables.isEmpty || devicesChanged else {
-      return index.replacing(settings: settings, userTimes: userTimes, slotSettings: slotSettings)
+      return index.replacing(settings: settings, userTimes: userTimes, slots: slots)
     }
     var deviceRows: DeviceRows? = nil
     if devicesChanged {
@@ -334,7 +352,7 @@ extension SnapshotLoader {
     }
     return index.replacing(
       settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs, devices: devices,
-      slotSettings: slotSettings)
+      slots: slots)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

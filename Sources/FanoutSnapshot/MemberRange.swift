@@ -1,3 +1,4 @@
+import CSQLite
 import FanoutIndex
 import FanoutModel
 import FanoutSQLite
@@ -7,6 +8,78 @@ import FanoutSQLite
 struct MemberRange: Sendable {
   var lower: String? = nil
   var upper: String? = nil
+
+  /// The whole table's keys, in order: two ranges, the second read on a
+  /// connection of its own (`aside`, taken only then), split near the
+  /// middle channel id.
+  static func readAll(
+    _ connection: Connection, aside: () -> HandedConnection, users: StringTable,
+    channelNames: BytePool
+  ) throws(SnapshotError) -> [UInt64] {
+    // Even small tables split, so most tests take this path.
+    guard let rowids = rowids(connection), let split = split(connection, rowids) else {
+      return try MemberRange().read(connection, users: users, channelNames: channelNames)
+    }
+    let handed = aside()
+    let second = MemberRange(lower: split)
+    let later = Pending { () -> Result<[UInt64], SnapshotError> in
+      Result { () throws(SnapshotError) in
+        try second.read(handed.connection, users: users, channelNames: channelNames)
+      }
+    }
+    var keys: [UInt64]
+    do {
+      keys = try MemberRange(upper: split).read(
+        connection, users: users, channelNames: channelNames)
+    } catch {
+      _ = later.wait()  // the other range's read ends before the refusal
+      throw error
+    }
+    keys += try later.wait().get()
+    return keys
+  }
+
+  /// The members table's lowest and highest rowid; nil when it has no rows
+  /// or no rowid (`WITHOUT ROWID`).
+  private static func rowids(_ connection: Connection) -> ClosedRange<Int64>? {
+    do {
+      // One aggregate per query: SQLite answers a lone min() or max() from the b-tree's end.
+      let low = try connection.prepare("SELECT min(rowid) FROM members")
+      let high = try connection.prepare("SELECT max(rowid) FROM members")
+      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
+        low.int64(0) <= high.int64(0)
+      else { return nil }
+      return low.int64(0)...high.int64(0)
+    } catch {
+      return nil  // no rowid
+    }
+  }
+
+  /// A channel id near the middle of the members table in byte order, from
+  /// 256 rows sampled at evenly spaced rowids (a few index seeks, where an
+  /// exact median would step through half the table). Nil when the table
+  /// has no text channel id: one range then. The split only balances the
+  /// work; any split gives the same keys.
+  private static func split(_ connection: Connection, _ rowids: ClosedRange<Int64>) -> String? {
+    var samples: [[UInt8]] = []
+    // The span of any two Int64s fits a UInt64; each sample lies between them.
+    let span = UInt64(bitPattern: rowids.upperBound &- rowids.lowerBound)
+    do {
+      let row = try connection.prepare(
+        "SELECT channel_id FROM members WHERE rowid >= ? ORDER BY rowid LIMIT 1")
+      for i in UInt64(0)..<256 {
+        let offset = span / 256 * i + span % 256 * i / 256
+        row.bind(1, rowids.lowerBound &+ Int64(bitPattern: offset))
+        if try row.step(), row.type(0) == SQLITE_TEXT { samples.append(Array(row.textBytes(0))) }
+        row.reset()
+      }
+    } catch {
+      return nil
+    }
+    guard !samples.isEmpty else { return nil }
+    samples.sort { $0.lexicographicallyPrecedes($1) }
+    return String(decoding: samples[samples.count / 2], as: UTF8.self)
+  }
 
   /// The range's `channel << 32 | user` keys, in order.
   ///

@@ -155,6 +155,16 @@ struct MembershipSlots: Sendable {
   }
 }
 
+extension MembershipSlots {
+  /// The slots as the index's columns (the built arrays taken, not copied).
+  mutating func columns() -> Index.Slots {
+    Index.Slots(
+      channelMembers: Column(taking: &channelMembers), memberUser: memberUser,
+      memberSettings: memberSettings, memberSnooze: memberSnooze,
+      snoozeGroups: Column(taking: &snoozeGroups), snoozeBounds: Column(taking: &snoozeBounds))
+  }
+}
+
 /// The non-empty snooze windows that apply to one membership slot.
 struct SnoozeGroupKey: Hashable {
   var windows: [Int64] = []

@@ -1,4 +1,3 @@
-import CSQLite
 import FanoutIndex
 import FanoutModel
 import FanoutSQLite
@@ -515,24 +514,8 @@ struct Load {
   /// the largest table, and each range comes back sorted, so the two simply
   /// follow each other. The first range's error wins, as in one scan.
   mutating func readMembers() throws(SnapshotError) {
-    var keys: [UInt64]
-    // Even small tables split, so most tests take this path.
-    if let rowids = memberRowids(), let split = memberSplit(rowids) {
-      let first = MemberRange(upper: split)
-      let second = MemberRange(lower: split)
-      let (users, channelNames) = (users, channelNames)
-      let handed = readers.take()
-      let later = Pending { () -> Result<[UInt64], SnapshotError> in
-        Result { () throws(SnapshotError) in
-          try second.read(handed.connection, users: users, channelNames: channelNames)
-        }
-      }
-      keys = try first.read(connection, users: users, channelNames: channelNames)
-      keys += try later.wait().get()
-    } else {
-      keys = try MemberRange().read(connection, users: users, channelNames: channelNames)
-    }
-    memberKeys = keys
+    memberKeys = try MemberRange.readAll(
+      connection, aside: readers.take, users: users, channelNames: channelNames)
     count("members", memberKeys.count)
   }
 
@@ -542,49 +525,6 @@ struct Load {
     for key in memberKeys { rows[Int(key >> 32)] += 1 }
     return rows
   }
-
-  /// The members table's lowest and highest rowid; nil when it has no rows
-  /// or no rowid (`WITHOUT ROWID`).
-  func memberRowids() -> ClosedRange<Int64>? {
-    do {
-      // One aggregate per query: SQLite answers a lone min() or max() from the b-tree's end.
-      let low = try connection.prepare("SELECT min(rowid) FROM members")
-      let high = try connection.prepare("SELECT max(rowid) FROM members")
-      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
-        low.int64(0) <= high.int64(0)
-      else { return nil }
-      return low.int64(0)...high.int64(0)
-    } catch {
-      return nil  // no rowid
-    }
-  }
-
-  /// A channel id near the middle of the members table in byte order, from
-  /// 256 rows sampled at evenly spaced rowids (a few index seeks, where an
-  /// exact median would step through half the table). Nil when the table
-  /// has no text channel id: one range then. The split only balances the
-  /// work; any split gives the same keys.
-  func memberSplit(_ rowids: ClosedRange<Int64>) -> String? {
-    var samples: [[UInt8]] = []
-    // The span of any two Int64s fits a UInt64; each sample lies between them.
-    let span = UInt64(bitPattern: rowids.upperBound &- rowids.lowerBound)
-    do {
-      let row = try connection.prepare(
-        "SELECT channel_id FROM members WHERE rowid >= ? ORDER BY rowid LIMIT 1")
-      for i in UInt64(0)..<256 {
-        let offset = span / 256 * i + span % 256 * i / 256
-        row.bind(1, rowids.lowerBound &+ Int64(bitPattern: offset))
-        if try row.step(), row.type(0) == SQLITE_TEXT { samples.append(Array(row.textBytes(0))) }
-        row.reset()
-      }
-    } catch {
-      return nil
-    }
-    guard !samples.isEmpty else { return nil }
-    samples.sort { $0.lexicographicallyPrecedes($1) }
-    return String(decoding: samples[samples.count / 2], as: UTF8.self)
-  }
-
 }
 
 /// A table's read started on another core with a connection of its own;

@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, members, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -125,6 +125,23 @@ struct ScenarioOverlayTests {
         UPDATE gateway_prefs SET restricted = 1 - restricted
         """, true
       ),
+      // Members: B's slots built from its members over A's channels.
+      ("DELETE FROM members WHERE rowid % 7 = 0", true),
+      (
+        """
+        INSERT OR IGNORE INTO members (channel_id, user_id)
+          SELECT c.channel_id, u.user_id FROM channels AS c, users AS u
+          WHERE u.rowid % 9 = 0 AND c.rowid % 5 = 0
+        """, true
+      ),  // (refused where a channel's member_count falls below its rows)
+      (
+        """
+        DELETE FROM members WHERE rowid % 3 = 0;
+        UPDATE channel_prefs SET chat_level = 'none' WHERE rowid % 2 = 0;
+        UPDATE users SET quiet_action = 'defer' WHERE rowid % 2 = 0
+        """, true
+      ),
+      ("UPDATE members SET user_id = 'nobody' WHERE rowid = 3", true),  // refused
       // Devices: B's device columns built from its rows, under A's gateways.
       ("DELETE FROM devices WHERE device_id % 3 = 0", true),
       ("UPDATE devices SET token = token || '-2' WHERE device_id % 2 = 0", true),
@@ -363,7 +380,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "a bad row of the levels' or devices' tables over A's index is refused, naming table and column, as a whole load refuses it",
+    "a bad row of members, the levels' or devices' tables over A's index is refused, naming table and column, as a whole load refuses it",
     arguments: [
       (
         "UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", "channel_prefs",
@@ -379,6 +396,7 @@ struct ScenarioOverlayTests {
       ),
       ("UPDATE users SET call_level = 'ring' WHERE rowid = 4", "users", "call_level"),
       ("UPDATE devices SET user_id = 'nobody' WHERE device_id % 5 = 0", "devices", "user_id"),
+      ("UPDATE members SET user_id = 'nobody' WHERE rowid = 3", "members", "user_id"),
     ])
   func levelsRefused(_ sql: String, _ table: String, _ column: String) throws {
     let scenario = try agrees(sql)
