@@ -319,6 +319,25 @@ public final class Index: Sendable {
     }
   }
 
+  /// The gateways, in name order, and the columns numbering them besides
+  /// the devices' (`replacing(…gateways:)`).
+  package struct GatewayColumns {
+    package var gateways: StringTable
+    package var gatewayJSON: BytePool
+    package var categoryGatewayMandatory: Column<Bool>
+    package var categoryPrefs: CategoryPrefs
+
+    package init(
+      gateways: StringTable, gatewayJSON: BytePool, categoryGatewayMandatory: Column<Bool>,
+      categoryPrefs: CategoryPrefs
+    ) {
+      (self.gateways, self.gatewayJSON) = (gateways, gatewayJSON)
+      (self.categoryGatewayMandatory, self.categoryPrefs) = (
+        categoryGatewayMandatory, categoryPrefs
+      )
+    }
+  }
+
   /// The users' devices, grouped by user (`userDevices`), for this
   /// index's users and gateways (`replacing(…devices:)`).
   package struct DeviceColumns {
@@ -340,14 +359,14 @@ public final class Index: Sendable {
   }
 
   /// This index under other settings, and with other `userTimes`,
-  /// `categoryPrefs`, `devices` and membership `slots` if given: every
-  /// other column shared, the users' quiet actions and the channels'
+  /// `gateways` (with the category preferences), `devices` and membership
+  /// `slots` if given: every other column shared, the users' quiet actions and the channels'
   /// default chat levels following the new settings. Without `slots`, only
   /// for settings with this index's call default
   /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
   /// level down to it.
   package func replacing(
-    settings: AppSettings, userTimes: UserTimes? = nil, categoryPrefs: CategoryPrefs? = nil,
+    settings: AppSettings, userTimes: UserTimes? = nil, gateways: GatewayColumns? = nil,
     devices: DeviceColumns? = nil, slots: Slots? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
@@ -366,11 +385,15 @@ public final class Index: Sendable {
       ?? UserTimes(
         zones: zones, userZone: userZone, userDND: userDND, dndWords: dndWords,
         userQuietActions: userQuietActions)
-    let prefs =
-      categoryPrefs
-      ?? CategoryPrefs(
-        userCategoryPrefs: userCategoryPrefs, category: categoryPrefCategory,
-        gateway: categoryPrefGateway, pref: categoryPref)
+    let gateways =
+      gateways
+      ?? GatewayColumns(
+        gateways: self.gateways, gatewayJSON: gatewayJSON,
+        categoryGatewayMandatory: categoryGatewayMandatory,
+        categoryPrefs: CategoryPrefs(
+          userCategoryPrefs: userCategoryPrefs, category: categoryPrefCategory,
+          gateway: categoryPrefGateway, pref: categoryPref))
+    let prefs = gateways.categoryPrefs
     return Index(
       users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,
       userDevices: devices.userDevices, userCategoryPrefs: prefs.userCategoryPrefs,
@@ -380,9 +403,10 @@ public final class Index: Sendable {
       memberUser: slots.memberUser, memberSettings: slots.memberSettings,
       memberSnooze: slots.memberSnooze, snoozeGroups: slots.snoozeGroups,
       snoozeBounds: slots.snoozeBounds, dndWords: times.dndWords,
-      zones: times.zones, gateways: gateways, gatewayJSON: gatewayJSON, categories: categories,
+      zones: times.zones, gateways: gateways.gateways, gatewayJSON: gateways.gatewayJSON,
+      categories: categories,
       categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
-      categoryGatewayMandatory: categoryGatewayMandatory,
+      categoryGatewayMandatory: gateways.categoryGatewayMandatory,
       categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
       categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,

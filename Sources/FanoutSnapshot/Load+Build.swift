@@ -25,18 +25,10 @@ extension Load {
     let userCount = users.count
     let pendingSlots = shared.contains(.slots) ? nil : startSlots()
 
-    // Gateways, renumbered in name (byte) order so that every listing is sorted.
-    let byName = (0..<gatewaysSeen.count).sorted {
-      gatewaysSeen.pool[$0].lexicographicallyPrecedes(gatewaysSeen.pool[$1])
-    }
-    var gatewayRenumber = [Int32](repeating: 0, count: gatewaysSeen.count)
-    var gateways = StringTable()
-    var gatewayJSON = BytePool()
-    for old in byName {
-      gatewayRenumber[old] = Int32(gateways.count)
-      gatewaysSeen.pool.withBytes(old) { _ = gateways.insert($0) }
-      gatewayJSON.append(JSONText.quoted(gatewaysSeen.pool[old]))
-    }
+    let (gatewayColumns, gatewayRenumber) = Self.gatewayColumns(
+      seen: gatewaysSeen, categories: categories.count, users: userCount,
+      categoryGateways: categoryGateways, categoryPrefs: categoryPrefRows)
+    let gateways = gatewayColumns.gateways
 
     var userJSON = base?.userJSON ?? BytePool()
     if base == nil {
@@ -61,21 +53,6 @@ extension Load {
       devicesPerGateway[$0] > 0 ? (gateways[$0], devicesPerGateway[$0]) : nil
     }
 
-    // Categories.
-    var categoryGatewayMandatory = [Bool](
-      repeating: false, count: categories.count * gateways.count)
-    for (c, g) in categoryGateways {
-      categoryGatewayMandatory[Int(c) * gateways.count + Int(gatewayRenumber[Int(g)])] = true
-    }
-    let categoryPrefs = Index.CategoryPrefs(
-      users: userCount,
-      rows: categoryPrefRows.map { row in
-        (
-          row.user, row.category,
-          row.gateway < 0 ? Int32(-1) : gatewayRenumber[Int(row.gateway)], row.pref
-        )
-      })
-
     let dnd = DNDPattern.schedules(users: userCount, daily: dailyDND, weekly: weekly)
     info.dndPatterns = dnd.patterns
 
@@ -96,7 +73,8 @@ extension Load {
     let index = Index(
       users: users, userJSON: userJSON, userZone: Column(userZone), userDND: Column(dnd.userDND),
       userDevices: devices.userDevices,
-      userCategoryPrefs: categoryPrefs.userCategoryPrefs, deviceIDs: devices.deviceIDs,
+      userCategoryPrefs: gatewayColumns.categoryPrefs.userCategoryPrefs,
+      deviceIDs: devices.deviceIDs,
       deviceGateway: devices.deviceGateway,
       deviceRestricted: devices.deviceRestricted, deviceJSON: devices.deviceJSON,
       channels: channels,
@@ -106,12 +84,13 @@ extension Load {
       snoozeGroups: slots.snoozeGroups, snoozeBounds: slots.snoozeBounds,
       dndWords: Column(dnd.words),
       zones: zones, gateways: gateways,
-      gatewayJSON: gatewayJSON,
+      gatewayJSON: gatewayColumns.gatewayJSON,
       categories: categories, categoryMandatory: Column(categoryMandatory),
       categoryDefault: Column(categoryDefault),
-      categoryGatewayMandatory: Column(categoryGatewayMandatory),
-      categoryPrefCategory: categoryPrefs.category,
-      categoryPrefGateway: categoryPrefs.gateway, categoryPref: categoryPrefs.pref,
+      categoryGatewayMandatory: gatewayColumns.categoryGatewayMandatory,
+      categoryPrefCategory: gatewayColumns.categoryPrefs.category,
+      categoryPrefGateway: gatewayColumns.categoryPrefs.gateway,
+      categoryPref: gatewayColumns.categoryPrefs.pref,
       settings: settings, declaredMemberCount: channelMemberCount,
       mutedBy: MutedBy(users: userCount, mutes: mutes),
       threadPrefs: ThreadPrefs(threads: threadIDs, rows: threadPrefRows),
@@ -119,6 +98,41 @@ extension Load {
       userQuietActions: userQuietActions)
     index.checkInvariants()
     return Snapshot(index: index, info: info)
+  }
+
+  /// The gateways `seen` (numbered as the tables named them), renumbered
+  /// in name (byte) order so that every listing is sorted, with their JSON,
+  /// the mandatory (category, gateway) pairs and the category preferences;
+  /// and each seen number's row.
+  static func gatewayColumns(
+    seen: StringTable, categories: Int, users: Int,
+    categoryGateways: [(category: Int32, gateway: Int32)],
+    categoryPrefs: [(user: Int32, category: Int32, gateway: Int32, pref: Preference)]
+  ) -> (Index.GatewayColumns, renumber: [Int32]) {
+    let byName = (0..<seen.count).sorted {
+      seen.pool[$0].lexicographicallyPrecedes(seen.pool[$1])
+    }
+    var renumber = [Int32](repeating: 0, count: seen.count)
+    var gateways = StringTable()
+    var json = BytePool()
+    for old in byName {
+      renumber[old] = Int32(gateways.count)
+      seen.pool.withBytes(old) { _ = gateways.insert($0) }
+      json.append(JSONText.quoted(seen.pool[old]))
+    }
+    var mandatory = [Bool](repeating: false, count: categories * gateways.count)
+    for (c, g) in categoryGateways {
+      mandatory[Int(c) * gateways.count + Int(renumber[Int(g)])] = true
+    }
+    let prefs = Index.CategoryPrefs(
+      users: users,
+      rows: categoryPrefs.map { row in
+        (row.user, row.category, row.gateway < 0 ? Int32(-1) : renumber[Int(row.gateway)], row.pref)
+      })
+    let columns = Index.GatewayColumns(
+      gateways: gateways, gatewayJSON: json, categoryGatewayMandatory: Column(mandatory),
+      categoryPrefs: prefs)
+    return (columns, renumber)
   }
 
   /// The columns of `devices` (read in device_id order): grouped by user,

@@ -139,20 +139,19 @@ extension SnapshotLoader {
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
   /// but `tablesOverIndex`, loaded as `index` (its base's) with the
-  /// overlay's settings, users' time zones, DND windows and quiet actions,
-  /// category preferences and restricted gateways; where the levels' rows
-  /// (users', scope_prefs, channel_prefs) or the call default changed, its
-  /// membership slots' settings built again from the levels' rows over
-  /// the base's members; where devices changed, its device columns built
-  /// from its devices under the base's gateways. Every other column is
+  /// overlay's settings and users' time zones, DND windows and quiet
+  /// actions; where members, the levels' rows (users', scope_prefs,
+  /// channel_prefs) or the call default changed, its membership slots
+  /// built again from its members (else the base's) and levels' rows;
+  /// where devices, category preferences or restricted gateways changed,
+  /// its gateways and the columns numbering them. Every other column is
   /// shared, no other table read but `dnd_weekly` (which replaces a daily
-  /// window) and, with devices, the tables that name gateways. Nil when
-  /// the overlay holds other tables, or changes what the shared columns
-  /// were built from — users other than the base's, gateways other than
-  /// the base's, or notification groups turned on where a gateway is named
-  /// `updates` (refused on devices then) —: such an overlay is loaded over
-  /// the base's rows (`load(path:base:over:)`), or whole. A refusal is the
-  /// one a whole load of the overlay would report first.
+  /// window) and the small tables that name gateways. Nil when the overlay
+  /// holds other tables, or users other than the base's, or turns
+  /// notification groups on where a gateway is named `updates` (refused
+  /// on devices then): such an overlay is loaded over the base's rows
+  /// (`load(path:base:over:)`), or whole. A refusal is the one a whole load
+  /// of the overlay would report first.
   public static func index(
     overlay path: String, base: String, over index: Index,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
@@ -282,77 +281,76 @@ extension SnapshotLoader {
     return slots
   }
 
-  /// `index` with `settings`, `userTimes`, `slots` and, those the
-  /// overlay wrote, its `devices`, `category_prefs` and `gateway_prefs`
-  /// (read last, in schema order, as a whole load reports the first
-  /// refusal in that order); nil when the gateways they name are not the
-  /// index's (the gateway rows, and every column numbering them, would
-  /// change). With devices written, all the tables that name gateways are
-  /// read, the overlay's or the base's: B's gateways are those they name.
+  /// `index` with `settings`, `userTimes`, `slots` and, where the overlay
+  /// wrote `devices`, `category_prefs` or `gateway_prefs`, its gateways
+  /// and the columns numbering them: B's gateways are those its devices
+  /// (A's, or the overlay's) and the three tables after `categories` name
+  /// (the overlay's or the base's, small, read whole in schema order, as a
+  /// whole load reports the first refusal in that order), numbered as a
+  /// whole load numbers them.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
     slots: Index.Slots?, _ changed: Set<String>, _ main: Connection
   ) throws(SnapshotError) -> Index? {
-    var prefTables = changed.intersection(["category_prefs", "gateway_prefs"])
-    let devicesChanged = changed.contains("devices")
-    guard !prefTables.isEmpty || devicesChanged else {
+    guard !changed.isDisjoint(with: ["devices", "category_prefs", "gateway_prefs"]) else {
       return index.replacing(settings: settings, userTimes: userTimes, slots: slots)
     }
-    var deviceRows: DeviceRows? = nil
-    if devicesChanged {
-      deviceRows = try DeviceRows.read(
+    let deviceRows =
+      changed.contains("devices")
+      ? try DeviceRows.read(
         main, users: index.users, notificationGroups: settings.notificationGroups != nil)
-      for table in ["category_gateways", "category_prefs", "gateway_prefs"] {
-        if changed.contains(table) { continue }
-        if try hasBaseTable(main, table) { prefTables.insert(table) }
+      : nil
+    // The gateways the devices use, in the order a whole load meets them;
+    // with A's devices, A's gateways that have any (`seenOfRow`: each
+    // index row's number there).
+    var seen = deviceRows?.gateways ?? StringTable()
+    var seenOfRow = [Int32](repeating: -1, count: index.gateways.count)
+    if deviceRows == nil {
+      for g in index.deviceGateway where seenOfRow[Int(g)] < 0 {
+        seenOfRow[Int(g)] = Int32(seen.count)
+        index.gateways.pool.withBytes(Int(g)) { _ = seen.insert($0) }
       }
     }
-    // Gateways are numbered as the rows name them (from the devices' on), then
-    // as the index numbers them (by name): the same names, or nil.
+    var present: Set<String> = []
+    for table in ["category_gateways", "category_prefs", "gateway_prefs"] {
+      if changed.contains(table) {
+        present.insert(table)
+      } else if try hasBaseTable(main, table) {
+        present.insert(table)
+      }
+    }
     let rows = try GatewayPrefRows.read(
-      main, present: prefTables, users: index.users, categories: index.categories,
-      gateways: deviceRows?.gateways ?? index.gateways)
-    guard rows.gateways.count == index.gateways.count else { return nil }
-    var renumber: [Int32] = []
-    for g in 0..<rows.gateways.count {
-      guard let row = rows.gateways.pool.withBytes(g, { index.gateways.find($0) }) else {
-        return nil
-      }
-      renumber.append(row)
-    }
-    var categoryPrefs: Index.CategoryPrefs? = nil
-    if changed.contains("category_prefs") {
-      categoryPrefs = Index.CategoryPrefs(
-        users: index.users.count,
-        rows: rows.categoryPrefs.map {
-          ($0.user, $0.category, $0.gateway < 0 ? -1 : renumber[Int($0.gateway)], $0.pref)
-        })
-    }
-    var devices: Index.DeviceColumns? = nil
+      main, present: present, users: index.users, categories: index.categories, gateways: seen)
+    let (gateways, renumber) = Load.gatewayColumns(
+      seen: rows.gateways, categories: index.categories.count, users: index.users.count,
+      categoryGateways: rows.mandatory, categoryPrefs: rows.categoryPrefs)
+    let devices: Index.DeviceColumns
     if let deviceRows {
       devices =
         Load.deviceColumns(
           deviceRows.devices, tokens: deviceRows.tokens, restricted: rows.restricted,
-          gatewayRenumber: renumber, gateways: index.gateways.count, users: index.users.count,
+          gatewayRenumber: renumber, gateways: gateways.gateways.count, users: index.users.count,
           userJSON: index.userJSON
         ).0
-    } else if changed.contains("gateway_prefs") {
-      // A device is restricted where its user restricted its gateway.
-      var flags = [Bool](repeating: false, count: index.deviceCount)
+    } else {
+      // A's devices, under B's gateway rows and restrictions.
+      var gatewayOf = [UInt16](repeating: 0, count: index.deviceCount)
+      var restricted = [Bool](repeating: false, count: index.deviceCount)
       for u in 0..<index.users.count {
         for d in Int(index.userDevices[u])..<Int(index.userDevices[u + 1]) {
-          flags[d] = rows.restricted.contains(
-            GatewayPrefRows.restrictionKey(user: Int32(u), gateway: Int32(index.deviceGateway[d])))
+          let s = seenOfRow[Int(index.deviceGateway[d])]
+          gatewayOf[d] = UInt16(renumber[Int(s)])
+          restricted[d] = rows.restricted.contains(
+            GatewayPrefRows.restrictionKey(user: Int32(u), gateway: s))
         }
       }
       devices = Index.DeviceColumns(
         userDevices: index.userDevices, deviceIDs: index.deviceIDs,
-        deviceGateway: index.deviceGateway, deviceRestricted: Column(flags),
+        deviceGateway: Column(gatewayOf), deviceRestricted: Column(restricted),
         deviceJSON: index.deviceJSON)
     }
     return index.replacing(
-      settings: settings, userTimes: userTimes, categoryPrefs: categoryPrefs, devices: devices,
-      slots: slots)
+      settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots)
   }
 
   /// Whether every row of the overlay's `users` is the base's row of the

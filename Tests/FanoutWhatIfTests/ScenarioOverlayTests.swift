@@ -154,7 +154,7 @@ struct ScenarioOverlayTests {
       ),
       (
         "UPDATE devices SET gateway = 'pigeon' WHERE device_id = (SELECT min(device_id) FROM devices)",
-        false
+        true
       ),
       ("UPDATE devices SET user_id = 'nobody' WHERE device_id % 5 = 0", true),  // refused
       ("UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", true),  // refused
@@ -195,7 +195,7 @@ struct ScenarioOverlayTests {
         INSERT INTO category_prefs (user_id, category, gateway, preference)
           SELECT user_id, (SELECT category FROM categories LIMIT 1), 'pigeon', 'opt_in'
           FROM users LIMIT 3
-        """, false
+        """, true
       ),
       ("UPDATE gateway_prefs SET restricted = 1 - restricted", true),
       (
@@ -208,7 +208,7 @@ struct ScenarioOverlayTests {
       ("UPDATE gateway_prefs SET restricted = 7 WHERE rowid = 1", true),  // refused
       (
         "INSERT OR REPLACE INTO gateway_prefs (user_id, gateway, restricted) "
-          + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2", false
+          + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2", true
       ),
     ])
   func overAsIndex(_ sql: String, _ expected: Bool) throws {
@@ -405,6 +405,34 @@ struct ScenarioOverlayTests {
       return
     }
     #expect(error.table == table && error.column == column, "\(sql): \(error)")
+  }
+
+  @Test(
+    "a gateway gone from B (its devices deleted, or the only preference naming it) is gone from B's index, as from a whole load"
+  )
+  func gatewayGone() throws {
+    let source = SQLiteFixture.copy(
+      self.source,
+      applying: "INSERT INTO gateway_prefs (user_id, gateway, restricted) "
+        + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2")
+    let a = try SnapshotLoader.load(path: source).index
+    // A gateway of the devices that no category makes mandatory.
+    let gateway = try #require(
+      SQLiteSession(source).value(
+        "SELECT gateway FROM devices WHERE gateway NOT IN (SELECT gateway FROM category_gateways) "
+          + "GROUP BY gateway ORDER BY count(*) LIMIT 1"))
+    for sql in [
+      "DELETE FROM gateway_prefs WHERE gateway = 'pigeon'",
+      """
+      DELETE FROM gateway_prefs WHERE gateway = '\(gateway)';
+      DELETE FROM category_prefs WHERE gateway = '\(gateway)';
+      DELETE FROM devices WHERE gateway = '\(gateway)'
+      """,
+    ] {
+      let scenario = try agrees(sql, source: source)
+      let b = try #require(try overIndex(scenario, source: source).get(), "\(sql)")
+      #expect(b.gateways.count == a.gateways.count - 1, "\(sql)")
+    }
   }
 
   @Test(
