@@ -133,20 +133,20 @@ extension SnapshotLoader {
   /// The tables a what-if overlay (`ScenarioCopy`) may hold for B to be
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
-    "settings", "users", "members", "scope_prefs", "channel_prefs", "devices", "category_prefs",
-    "gateway_prefs",
+    "settings", "users", "dnd_weekly", "members", "scope_prefs", "channel_prefs", "devices",
+    "category_prefs", "gateway_prefs",
   ]
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
   /// but `tablesOverIndex`, loaded as `index` (its base's) with the
-  /// overlay's settings and users' time zones, DND windows and quiet
-  /// actions; where members, the levels' rows (users', scope_prefs,
+  /// overlay's settings and users' time zones, DND windows (daily and
+  /// weekly) and quiet actions; where members, the levels' rows (users', scope_prefs,
   /// channel_prefs) or the call default changed, its membership slots
   /// built again from its members (else the base's) and levels' rows;
   /// where devices, category preferences or restricted gateways changed,
   /// its gateways and the columns numbering them. Every other column is
-  /// shared, no other table read but `dnd_weekly` (which replaces a daily
-  /// window) and the small tables that name gateways. Nil when the overlay
+  /// shared, no other table read but `dnd_weekly` with the users (its
+  /// windows replace a daily one) and the small tables that name gateways. Nil when the overlay
   /// holds other tables, or users other than the base's, or turns
   /// notification groups on where a gateway is named `updates` (refused
   /// on devices then): such an overlay is loaded over the base's rows
@@ -181,19 +181,23 @@ extension SnapshotLoader {
     }
     var userTimes: Index.UserTimes? = nil
     var rows: UserRows? = nil
-    if changed.contains("users") {
-      // The rows are read while another core compares the levels.
-      let levels = TableRead(readers.take()) { connection throws(SnapshotError) in
-        try sameLevels(connection)
-      }
+    if !changed.isDisjoint(with: ["users", "dnd_weekly"]) {
+      // The users (the overlay's, else the base's) are read while another
+      // core compares the overlay's levels with the base's.
+      let levels =
+        changed.contains("users")
+        ? TableRead(readers.take()) { connection throws(SnapshotError) in
+          try sameLevels(connection)
+        } : nil
       let read = Result { () throws(SnapshotError) in
         try UserRows.read(main, tzdb: timeZones, known: index.users)
       }
-      if try !levels.result() { levelsChanged = true }
+      if let levels, try !levels.result() { levelsChanged = true }
       let users = try read.get()
       guard users.users.pool.sameStrings(as: index.users.pool) else { return nil }
-      let weekly =
-        try hasBaseTable(main, "dnd_weekly") ? try WeeklyTable.read(main, users: index.users) : []
+      var hasWeekly = changed.contains("dnd_weekly")
+      if !hasWeekly { hasWeekly = try hasBaseTable(main, "dnd_weekly") }
+      let weekly = hasWeekly ? try WeeklyTable.read(main, users: index.users) : []
       let dnd = DNDPattern.schedules(
         users: users.users.count, daily: users.dailyDND, weekly: weekly)
       userTimes = Index.UserTimes(

@@ -74,7 +74,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, members, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -125,6 +125,16 @@ struct ScenarioOverlayTests {
         UPDATE gateway_prefs SET restricted = 1 - restricted
         """, true
       ),
+      // Weekly quiet hours: B's users' DND windows.
+      (
+        """
+        INSERT INTO dnd_weekly (user_id, weekday, start_min, end_min)
+          SELECT user_id, 6, 0, 1439 FROM users WHERE rowid % 2 = 0
+        """, true
+      ),
+      ("DELETE FROM dnd_weekly WHERE rowid % 2 = 1", true),
+      // (Refused: weekday 9.)
+      ("INSERT INTO dnd_weekly VALUES ((SELECT user_id FROM users LIMIT 1), 9, 0, 60)", true),
       // Members: B's slots built from its members over A's channels.
       ("DELETE FROM members WHERE rowid % 7 = 0", true),
       (
@@ -380,7 +390,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "a bad row of members, the levels' or devices' tables over A's index is refused, naming table and column, as a whole load refuses it",
+    "a bad row of dnd_weekly, members, the levels' or devices' tables over A's index is refused, naming table and column, as a whole load refuses it",
     arguments: [
       (
         "UPDATE channel_prefs SET chat_level = 'loud' WHERE rowid = 2", "channel_prefs",
@@ -397,6 +407,10 @@ struct ScenarioOverlayTests {
       ("UPDATE users SET call_level = 'ring' WHERE rowid = 4", "users", "call_level"),
       ("UPDATE devices SET user_id = 'nobody' WHERE device_id % 5 = 0", "devices", "user_id"),
       ("UPDATE members SET user_id = 'nobody' WHERE rowid = 3", "members", "user_id"),
+      (
+        "INSERT INTO dnd_weekly VALUES ((SELECT user_id FROM users LIMIT 1), 9, 0, 60)",
+        "dnd_weekly", "weekday"
+      ),
     ])
   func levelsRefused(_ sql: String, _ table: String, _ column: String) throws {
     let scenario = try agrees(sql)
