@@ -358,6 +358,29 @@ public final class Index: Sendable {
     }
   }
 
+  /// This index's membership slots, devices and gateways, as `replacing`
+  /// takes them.
+  package var slots: Slots {
+    Slots(
+      channelMembers: channelMembers, memberUser: memberUser, memberSettings: memberSettings,
+      memberSnooze: memberSnooze, snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds)
+  }
+
+  package var devices: DeviceColumns {
+    DeviceColumns(
+      userDevices: userDevices, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
+      deviceRestricted: deviceRestricted, deviceJSON: deviceJSON)
+  }
+
+  package var gatewayColumns: GatewayColumns {
+    GatewayColumns(
+      gateways: gateways, gatewayJSON: gatewayJSON,
+      categoryGatewayMandatory: categoryGatewayMandatory,
+      categoryPrefs: CategoryPrefs(
+        userCategoryPrefs: userCategoryPrefs, category: categoryPrefCategory,
+        gateway: categoryPrefGateway, pref: categoryPref))
+  }
+
   /// This index under other settings, and with other `userTimes`,
   /// `gateways` (with the category preferences), `devices` and membership
   /// `slots` if given: every other column shared, the users' quiet actions and the channels'
@@ -370,29 +393,14 @@ public final class Index: Sendable {
     devices: DeviceColumns? = nil, slots: Slots? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
-    let devices =
-      devices
-      ?? DeviceColumns(
-        userDevices: userDevices, deviceIDs: deviceIDs, deviceGateway: deviceGateway,
-        deviceRestricted: deviceRestricted, deviceJSON: deviceJSON)
-    let slots =
-      slots
-      ?? Slots(
-        channelMembers: channelMembers, memberUser: memberUser, memberSettings: memberSettings,
-        memberSnooze: memberSnooze, snoozeGroups: snoozeGroups, snoozeBounds: snoozeBounds)
+    let devices = devices ?? self.devices
+    let slots = slots ?? self.slots
     let times =
       userTimes
       ?? UserTimes(
         zones: zones, userZone: userZone, userDND: userDND, dndWords: dndWords,
         userQuietActions: userQuietActions)
-    let gateways =
-      gateways
-      ?? GatewayColumns(
-        gateways: self.gateways, gatewayJSON: gatewayJSON,
-        categoryGatewayMandatory: categoryGatewayMandatory,
-        categoryPrefs: CategoryPrefs(
-          userCategoryPrefs: userCategoryPrefs, category: categoryPrefCategory,
-          gateway: categoryPrefGateway, pref: categoryPref))
+    let gateways = gateways ?? gatewayColumns
     let prefs = gateways.categoryPrefs
     return Index(
       users: users, userJSON: userJSON, userZone: times.userZone, userDND: times.userDND,

@@ -39,10 +39,7 @@ extension Load {
     let devices: Index.DeviceColumns
     var devicesPerGateway = [Int](repeating: 0, count: gateways.count)
     if shared.contains(.devices), let base {
-      devices = Index.DeviceColumns(
-        userDevices: base.userDevices, deviceIDs: base.deviceIDs,
-        deviceGateway: base.deviceGateway, deviceRestricted: base.deviceRestricted,
-        deviceJSON: base.deviceJSON)
+      devices = base.devices
       for g in devices.deviceGateway { devicesPerGateway[Int(g)] += 1 }
     } else {
       (devices, devicesPerGateway) = Self.deviceColumns(
@@ -64,10 +61,7 @@ extension Load {
     } else {
       let base = base!
       info.snoozeGroups = base.snoozeGroups.count - 1
-      slots = Index.Slots(
-        channelMembers: base.channelMembers, memberUser: base.memberUser,
-        memberSettings: base.memberSettings, memberSnooze: base.memberSnooze,
-        snoozeGroups: base.snoozeGroups, snoozeBounds: base.snoozeBounds)
+      slots = base.slots
     }
 
     let index = Index(

@@ -92,7 +92,7 @@ extension Load {
     if changed.contains("members") { try readMembers() }
     if changed.contains("channels") || changed.contains("members") {
       try ChannelRows(names: channelNames, scopes: channelScope, memberCounts: channelMemberCount)
-        .checkMemberCounts(rowsPerChannel: memberRowsPerChannel())
+        .checkMemberCounts(memberKeys: memberKeys)
     }
     if changed.contains("scope_prefs") { take(try ScopePrefRows.read(main, users: users)) }
     if changed.contains("channel_prefs") {
@@ -195,9 +195,9 @@ extension SnapshotLoader {
       if let levels, try !levels.result() { levelsChanged = true }
       let users = try read.get()
       guard users.users.pool.sameStrings(as: index.users.pool) else { return nil }
-      var hasWeekly = changed.contains("dnd_weekly")
-      if !hasWeekly { hasWeekly = try hasBaseTable(main, "dnd_weekly") }
-      let weekly = hasWeekly ? try WeeklyTable.read(main, users: index.users) : []
+      let weekly =
+        try hasTable("dnd_weekly", changed, main)
+        ? try WeeklyTable.read(main, users: index.users) : []
       let dnd = DNDPattern.schedules(
         users: users.users.count, daily: users.dailyDND, weekly: weekly)
       userTimes = Index.UserTimes(
@@ -235,10 +235,6 @@ extension SnapshotLoader {
     over index: Index, _ settings: AppSettings, _ changed: Set<String>, _ main: Connection,
     aside: () -> HandedConnection, userPrefs: () throws(SnapshotError) -> [LevelRow]
   ) throws(SnapshotError) -> Index.Slots {
-    func present(_ table: String) throws(SnapshotError) -> Bool {
-      if changed.contains(table) { return true }
-      return try hasBaseTable(main, table)
-    }
     var read: (members: [UInt64]?, scope: ScopePrefRows?, channel: ChannelPrefRows) = (
       nil, nil, ChannelPrefRows()
     )
@@ -246,16 +242,16 @@ extension SnapshotLoader {
       if changed.contains("members") {
         let keys = try MemberRange.readAll(
           main, aside: aside, users: index.users, channelNames: index.channels.pool)
-        var rowsPerChannel = [Int32](repeating: 0, count: index.channels.count)
-        for key in keys { rowsPerChannel[Int(key >> 32)] += 1 }
         try ChannelRows(
           names: index.channels.pool, scopes: index.channelScope,
           memberCounts: index.declaredMemberCount
-        ).checkMemberCounts(rowsPerChannel: rowsPerChannel)
+        ).checkMemberCounts(memberKeys: keys)
         read.members = keys
       }
-      read.scope = try present("scope_prefs") ? ScopePrefRows.read(main, users: index.users) : nil
-      if try present("channel_prefs") {
+      read.scope =
+        try hasTable("scope_prefs", changed, main)
+        ? ScopePrefRows.read(main, users: index.users) : nil
+      if try hasTable("channel_prefs", changed, main) {
         read.channel = try ChannelPrefRows.read(
           main, users: index.users, channels: index.channels, channelNames: index.channels.pool)
       }
@@ -316,19 +312,16 @@ extension SnapshotLoader {
       }
     }
     var present: Set<String> = []
-    for table in ["category_gateways", "category_prefs", "gateway_prefs"] {
-      if changed.contains(table) {
-        present.insert(table)
-      } else if try hasBaseTable(main, table) {
-        present.insert(table)
-      }
+    for table in ["category_gateways", "category_prefs", "gateway_prefs"]
+    where try hasTable(table, changed, main) {
+      present.insert(table)
     }
     let rows = try GatewayPrefRows.read(
       main, present: present, users: index.users, categories: index.categories, gateways: seen)
     let (gateways, renumber) = Load.gatewayColumns(
       seen: rows.gateways, categories: index.categories.count, users: index.users.count,
       categoryGateways: rows.mandatory, categoryPrefs: rows.categoryPrefs)
-    let devices: Index.DeviceColumns
+    var devices = index.devices
     if let deviceRows {
       devices =
         Load.deviceColumns(
@@ -348,10 +341,8 @@ extension SnapshotLoader {
             GatewayPrefRows.restrictionKey(user: Int32(u), gateway: s))
         }
       }
-      devices = Index.DeviceColumns(
-        userDevices: index.userDevices, deviceIDs: index.deviceIDs,
-        deviceGateway: Column(gatewayOf), deviceRestricted: Column(restricted),
-        deviceJSON: index.deviceJSON)
+      devices.deviceGateway = Column(gatewayOf)
+      devices.deviceRestricted = Column(restricted)
     }
     return index.replacing(
       settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots)
@@ -381,7 +372,15 @@ extension SnapshotLoader {
     }
   }
 
-  /// Whether the base has table `name` (the overlay holds none of the ones asked about).
+  /// Whether B has table `name`: the overlay holds it (`changed`), or the base does.
+  private static func hasTable(_ name: String, _ changed: Set<String>, _ main: Connection)
+    throws(SnapshotError) -> Bool
+  {
+    if changed.contains(name) { return true }
+    return try hasBaseTable(main, name)
+  }
+
+  /// Whether the base has table `name`.
   private static func hasBaseTable(_ main: Connection, _ name: String) throws(SnapshotError) -> Bool
   {
     do {

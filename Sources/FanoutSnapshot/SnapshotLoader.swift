@@ -300,7 +300,7 @@ struct Load {
     let channelPrefsRead = channelPrefsAside()
     try readMembers()
     try ChannelRows(names: channelNames, scopes: channelScope, memberCounts: channelMemberCount)
-      .checkMemberCounts(rowsPerChannel: memberRowsPerChannel())
+      .checkMemberCounts(memberKeys: memberKeys)
     take(present.contains("scope_prefs") ? try ScopePrefRows.read(main, users: users) : nil)
     awaitChannels()
     take(try channelPrefsRead.result())
@@ -517,13 +517,6 @@ struct Load {
     memberKeys = try MemberRange.readAll(
       connection, aside: readers.take, users: users, channelNames: channelNames)
     count("members", memberKeys.count)
-  }
-
-  /// Each channel's rows in members.
-  func memberRowsPerChannel() -> [Int32] {
-    var rows = [Int32](repeating: 0, count: channelScope.count)
-    for key in memberKeys { rows[Int(key >> 32)] += 1 }
-    return rows
   }
 }
 

@@ -234,11 +234,11 @@ public enum WhatIf {
         }
       }
     }
-    // SQL that writes only settings, users, the levels' rows, devices,
-    // category preferences and restricted gateways makes B from A's index,
-    // sharing every column those tables did not build: A then comes from the index
-    // cache, and B reads only the tables its SQL wrote (and the levels'
-    // rows when it changed any). Otherwise A is read from SQLite for its
+    // SQL that writes only the tables B can be made of from A's index
+    // (`SnapshotLoader.tablesOverIndex`) makes B so, sharing every column
+    // those tables did not build: A then comes from the index cache, and B
+    // reads only the tables its SQL wrote and those the parts it rebuilds
+    // need. Otherwise A is read from SQLite for its
     // rows, and each B is built over them, sharing A's columns wherever its
     // SQL left their tables alone (docs/whatif.md).
     let overIndex = bs.allSatisfy { b in

@@ -46,10 +46,13 @@ struct ChannelRows: Sendable {
     return rows
   }
 
-  /// Refuses a member_count below the channel's rows in members: checked
-  /// once the members are read, so after any error in that table.
-  func checkMemberCounts(rowsPerChannel rows: [Int32]) throws(SnapshotError) {
+  /// Refuses a member_count below the channel's rows in members (their
+  /// `channel << 32 | user` keys): checked once the members are read, so
+  /// after any error in that table.
+  func checkMemberCounts(memberKeys: [UInt64]) throws(SnapshotError) {
     guard !memberCounts.isEmpty else { return }
+    var rows = [Int32](repeating: 0, count: memberCounts.count)
+    for key in memberKeys { rows[Int(key >> 32)] += 1 }
     for c in memberCounts.indices {
       let declared = memberCounts[c]
       if declared >= 0 && declared < rows[c] {
