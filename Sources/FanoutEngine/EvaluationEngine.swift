@@ -23,6 +23,13 @@ public protocol ChunkWork: Sendable {
     _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Worker
   ) -> Output
+  /// What the pass before the ledgers of index `side` keeps of each chunk
+  /// for `evaluate` (`LedgerVerdicts.evaluated`).
+  func ledgerPass(side: Int) -> LedgerPass
+}
+
+extension ChunkWork {
+  public func ledgerPass(side: Int) -> LedgerPass { .deliveredPairs }
 }
 
 /// The one evaluation loop of every command: parse → plan → chunks on the
@@ -87,8 +94,10 @@ public final class EvaluationEngine<Work: ChunkWork> {
     self.sharedCounting = sharedCounting
     let threads = max(1, threads)
     workers = (0..<threads).map { _ in work.makeWorker() }
-    ledgers = work.indexes.map {
-      Ledgers(index: $0, threads: threads, throttleRetention: throttleRetention)
+    ledgers = work.indexes.enumerated().map { side, index in
+      Ledgers(
+        index: index, threads: threads, throttleRetention: throttleRetention,
+        pass: work.ledgerPass(side: side))
     }
     // Counting only, no line carries a notification's fields.
     for ledger in ledgers { ledger?.notifications?.buildsFields = !sharedCounting }
@@ -207,10 +216,14 @@ public final class EvaluationEngine<Work: ChunkWork> {
           for fields in wave.fields { badges[side]?.add(fields) }
         }
       }
-      return batches.indices.map { b in
+      var verdicts = batches.indices.map { b in
         LedgerVerdicts(
           throttled: found?.throttled[b] ?? .none, notifications: found?.notifications?.fields[b])
       }
+      for (k, result) in (found?.evaluated ?? []).enumerated() {
+        verdicts[plan[k].batch].evaluated[plan[k].messages.lowerBound] = result
+      }
+      return verdicts
     }
     reads += batches.reduce(0) { $0 + $1.reads.count }
     let verdicts = batches.indices.map { b in judged.map { $0[b] } }

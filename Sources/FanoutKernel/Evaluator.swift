@@ -26,6 +26,11 @@ public final class Evaluator {
     /// `.outcomes`, and per pair its delivery time and the devices it is
     /// delivered to (`fanout audit` compares them with what was sent).
     case audit
+    /// `.outcomes` and `.deliveredPairs`, evaluated without rule 8: a
+    /// comparison's pass before its ledgers (`LedgerPass.outcomes`), whose
+    /// outcomes rule 8's verdicts then complete (`applyThrottle`) instead
+    /// of a second evaluation.
+    case outcomesAndDeliveredPairs
   }
 
   public let index: Index
@@ -106,10 +111,10 @@ public final class Evaluator {
     sharingThreshold = output == .counts && !timeShifts ? max(1, shareChannelsFrom) : .max
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
-    recordOutcomes = output == .outcomes || output == .audit
+    recordOutcomes = output == .outcomes || output == .audit || output == .outcomesAndDeliveredPairs
     recordDevices = output == .audit
     recordCandidates = output == .throttleCandidates
-    recordDelivered = output == .deliveredPairs
+    recordDelivered = output == .deliveredPairs || output == .outcomesAndDeliveredPairs
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }

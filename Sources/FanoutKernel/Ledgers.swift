@@ -29,8 +29,13 @@ public final class Ledgers {
 
   /// The ledgers `index` needs, fresh; nil when it needs none.
   ///
-  /// - Parameter throttleRetention: see `ThrottleLedger`.
-  public init?(index: Index, threads: Int, throttleRetention: Int64? = nil) {
+  /// - Parameters:
+  ///   - throttleRetention: see `ThrottleLedger`.
+  ///   - pass: what the pass before them keeps of each chunk.
+  public init?(
+    index: Index, threads: Int, throttleRetention: Int64? = nil,
+    pass: LedgerPass = .deliveredPairs
+  ) {
     let threads = max(1, threads)
     let partitions = Self.partitions(threads: threads)
     throttle = index.settings.throttle.map {
@@ -42,8 +47,16 @@ public final class Ledgers {
     guard throttle != nil || notifications != nil else { return nil }
     self.index = index
     // Rule 8 alone needs only the pairs with trigger 'message'.
-    let output: Evaluator.Output = notifications == nil ? .throttleCandidates : .deliveredPairs
-    finders = (0..<threads).map { _ in Evaluator(index: index, output: output) }
+    let output: Evaluator.Output =
+      switch pass {
+      case .deliveredPairs: notifications == nil ? .throttleCandidates : .deliveredPairs
+      case .outcomes: .outcomesAndDeliveredPairs
+      }
+    finders = (0..<threads).map { _ in
+      let finder = Evaluator(index: index, output: output)
+      if case .outcomes(let localHours) = pass { finder.recordsLocalHours = localHours }
+      return finder
+    }
   }
 
   /// The partitions (and walking threads) of the ledgers for `threads`
@@ -67,21 +80,38 @@ public final class Ledgers {
 
   /// What the ledgers find for `batches`, which `plan` cuts into chunks in
   /// input order: per batch, the members rule 8 throttles; contract v3's
-  /// notifications. Updates the ledgers.
+  /// notifications; with `LedgerPass.outcomes`, per chunk, its evaluation
+  /// without rule 8 (else empty). Updates the ledgers.
   public func judge(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
-    -> (throttled: [ThrottledMembers], notifications: NotificationWave?)
+    -> (throttled: [ThrottledMembers], notifications: NotificationWave?, evaluated: [ChunkResult])
   {
-    let delivered = runChunks(count: plan.count, workers: &finders, empty: DeliveredPairs()) {
-      finder, k in
-      var result = ChunkResult(gateways: finder.index.gateways.count)
+    let keepsResults = finders.first?.output == .outcomesAndDeliveredPairs
+    let gateways = index.gateways.count
+    var evaluated = runChunks(
+      count: plan.count, workers: &finders, empty: ChunkResult(gateways: gateways)
+    ) { finder, k in
+      var result = ChunkResult(gateways: gateways)
       finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
-      return result.delivered
+      return result
     }
+    let delivered = evaluated.map(\.delivered)
+    if !keepsResults { evaluated = [] }
     let throttled =
       throttle?.judge(batches, plan: plan, delivered: delivered)
       ?? [ThrottledMembers](repeating: .none, count: batches.count)
     let wave = notifications?.judge(
       batches, plan: plan, delivered: delivered, throttled: throttled)
-    return (throttled, wave)
+    return (throttled, wave, evaluated)
   }
+}
+
+/// What the pass before the ledgers keeps of each chunk it evaluates.
+public enum LedgerPass: Sendable {
+  /// Its pairs delivered before rule 8, for the ledgers.
+  case deliveredPairs
+  /// Those, and every pair's outcome (with the recipient's local hour, if
+  /// asked): a work that compares outcomes (`fanout whatif`) then has
+  /// rule 8's verdicts complete them (`Evaluator.applyThrottle`) instead of
+  /// evaluating every pair again.
+  case outcomes(localHours: Bool)
 }

@@ -6,10 +6,17 @@ import FanoutModel
 public struct LedgerVerdicts: Sendable {
   public var throttled: ThrottledMembers = .none
   public var notifications: NotificationFields? = nil
+  /// With `LedgerPass.outcomes`: the batch's chunks as the pass evaluated
+  /// them, without rule 8, by their first message.
+  public var evaluated: [Int: ChunkResult] = [:]
 
-  public init(throttled: ThrottledMembers = .none, notifications: NotificationFields? = nil) {
+  public init(
+    throttled: ThrottledMembers = .none, notifications: NotificationFields? = nil,
+    evaluated: [Int: ChunkResult] = [:]
+  ) {
     self.throttled = throttled
     self.notifications = notifications
+    self.evaluated = evaluated
   }
 
   public static let none = LedgerVerdicts()

@@ -89,14 +89,21 @@ struct ChunkComparer: ChunkWork {
   }
 
   func makeWorker() -> Worker {
-    let evaluators = indexes.map { Evaluator(index: $0, output: .outcomes) }
-    // Only the sides tallied whole count their pairs' local hours.
-    for (side, evaluator) in evaluators.enumerated() {
-      evaluator.recordsLocalHours = side == 0 || !relative[side - 1]
+    let evaluators = indexes.enumerated().map { side, index in
+      let evaluator = Evaluator(index: index, output: .outcomes)
+      evaluator.recordsLocalHours = recordsLocalHours(side)
+      return evaluator
     }
     return Worker(
       evaluators: evaluators, results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
   }
+
+  /// Only the sides tallied whole count their pairs' local hours.
+  private func recordsLocalHours(_ side: Int) -> Bool { side == 0 || !relative[side - 1] }
+
+  /// A side with ledgers (rule 8, contract v3) keeps its ledgers' pass's
+  /// outcomes: only rule 8 is then left to apply (`evaluate`).
+  func ledgerPass(side: Int) -> LedgerPass { .outcomes(localHours: recordsLocalHours(side)) }
 
   /// Whether every pair's slices are the same in `a` and `b`.
   static func sameSlices(_ a: Index, _ b: Index) -> Bool {
@@ -110,7 +117,19 @@ struct ChunkComparer: ChunkWork {
     _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Worker
   ) -> ComparedChunk {
-    for side in indexes.indices { worker.results[side].removeAll() }
+    // A side with ledgers was evaluated in their pass, without rule 8:
+    // its verdicts complete those outcomes. The others are evaluated here.
+    var evaluatedSides: [Int] = []
+    for side in indexes.indices {
+      if let result = verdicts[side].evaluated[messages.lowerBound] {
+        worker.results[side] = result
+        worker.evaluators[side].applyThrottle(
+          verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
+      } else {
+        worker.results[side].removeAll()
+        evaluatedSides.append(side)
+      }
+    }
     // The slices of A's messages, for every side tallied in them (first:
     // the messages' channel rows are then in cache for the loop below).
     let keysOfA = MessageSlices(batch, messages, indexes[0])
@@ -124,7 +143,7 @@ struct ChunkComparer: ChunkWork {
         pairs &+= indexes[0].memberCount(of: Int(batch.channel[end]))
         end &+= 1
       }
-      for side in indexes.indices {
+      for side in evaluatedSides {
         worker.evaluators[side].evaluate(
           batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
       }

@@ -75,6 +75,7 @@ private func checkAgainstEval(
     let summary = evals[s].summary
     #expect(side["pairs"] as! Int == summary["pairs"] as! Int, "\(key) pairs")
     #expect(side["delivered"] as! Int == summary["delivered"] as! Int, "\(key) delivered")
+    #expect(side["deferred"] as! Int == summary["deferred"] as! Int, "\(key) deferred")
     #expect(
       side["deliveries"] as! NSDictionary == summary["deliveries"] as! NSDictionary,
       "\(key) deliveries")
@@ -294,6 +295,15 @@ let scenarios: [(name: String, sql: String)] =
     (
       "default chat level mentions",
       "INSERT OR REPLACE INTO settings VALUES ('default_chat_level', 'mentions')"
+    ),
+    (
+      // Rule 8 over deferred pairs, and pairs presence delays.
+      "throttle 1 an hour, quiet hours deferred, presence delays",
+      """
+      INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'),
+        ('throttle_messages', '1'), ('throttle_window_ms', '3600000'),
+        ('presence_action', 'delay'), ('presence_delay_ms', '120000')
+      """
     ),
     (
       "weekly DND, restricted email, fewer devices",
