@@ -26,10 +26,15 @@ public protocol ChunkWork: Sendable {
   /// What the pass before the ledgers of index `side` keeps of each chunk
   /// for `evaluate` (`LedgerVerdicts.evaluated`).
   func ledgerPass(side: Int) -> LedgerPass
+  /// Whether the ledgers of index `side` (> 0) take index 0's pass as
+  /// theirs: rules 0–7 decide alike on both (`Index.decidesAlikeBeforeLedgers`)
+  /// and both keep outcomes (`LedgerPass.outcomes`).
+  func sharesFirstPass(side: Int) -> Bool
 }
 
 extension ChunkWork {
   public func ledgerPass(side: Int) -> LedgerPass { .deliveredPairs }
+  public func sharesFirstPass(side: Int) -> Bool { false }
 }
 
 /// The one evaluation loop of every command: parse → plan → chunks on the
@@ -52,6 +57,11 @@ public final class EvaluationEngine<Work: ChunkWork> {
   /// Rule 8 and contract v3, per index of the work that sets a throttle or
   /// turns notification groups on; the ledgers live as long as the engine.
   public private(set) var ledgers: [Ledgers?]
+  /// The sides whose ledgers take index 0's pass as theirs
+  /// (`ChunkWork.sharesFirstPass`), and index 0's pass when it has no
+  /// ledgers of its own to run it.
+  private let sidesSharingFirstPass: [Int]
+  private let firstPass: PassBeforeLedgers?
   /// With ledgers, batches are judged and evaluated in runs of about this
   /// many chunks (`evaluate`).
   public var ledgerChunks = Engine.ledgerChunks
@@ -99,6 +109,14 @@ public final class EvaluationEngine<Work: ChunkWork> {
         index: index, threads: threads, throttleRetention: throttleRetention,
         pass: work.ledgerPass(side: side))
     }
+    let ledgers = ledgers
+    sidesSharingFirstPass = work.indexes.indices.dropFirst().filter {
+      ledgers[$0] != nil && work.sharesFirstPass(side: $0)
+    }
+    firstPass =
+      !sidesSharingFirstPass.isEmpty && ledgers[0] == nil
+      ? PassBeforeLedgers(index: work.indexes[0], threads: threads, work.ledgerPass(side: 0))
+      : nil
     // Counting only, no line carries a notification's fields.
     for ledger in ledgers { ledger?.notifications?.buildsFields = !sharedCounting }
     badges = ledgers.map { $0?.notifications == nil ? nil : BadgeHistogram() }
@@ -206,9 +224,15 @@ public final class EvaluationEngine<Work: ChunkWork> {
     let work = work
     let size = max(1, groupSize)
     let judgingStarted = PhaseTime.start()
+    // Index 0's pass, where other sides' ledgers take it as theirs.
+    let first =
+      sidesSharingFirstPass.isEmpty
+      ? nil : (firstPass ?? ledgers[0]?.passBeforeLedgers)?.run(batches, plan: plan)
     // Per index, per batch.
     let judged = ledgers.enumerated().map { side, ledger in
-      let found = ledger?.judge(batches, plan: plan)
+      let shares = side == 0 || sidesSharingFirstPass.contains(side)
+      let found = ledger?.judge(batches, plan: plan, evaluated: shares ? first : nil)
+      let evaluated = found?.evaluated ?? (side == 0 ? first ?? [] : [])
       if let wave = found?.notifications {
         if side == 0 && keepsUpdates { updates += wave.updates }
         if side == 0 { onNotificationWave?(batches, wave) }
@@ -220,7 +244,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
         LedgerVerdicts(
           throttled: found?.throttled[b] ?? .none, notifications: found?.notifications?.fields[b])
       }
-      for (k, result) in (found?.evaluated ?? []).enumerated() {
+      for (k, result) in evaluated.enumerated() {
         verdicts[plan[k].batch].evaluated[plan[k].messages.lowerBound] = result
       }
       return verdicts

@@ -149,6 +149,9 @@ public final class Index: Sendable {
   public let userDefers: [Bool]
   /// Whether any user defers.
   public let anyUserDefers: Bool
+  /// The index whose columns this one's are, every one (made from it by
+  /// `replacing(settings:)` with no other part), if any.
+  private let columnsOrigin: Index?
 
   package init(
     users: StringTable, userJSON: BytePool, userZone: Column<UInt16>, userDND: Column<Int32>,
@@ -165,8 +168,9 @@ public final class Index: Sendable {
     categoryPrefCategory: Column<Int32>, categoryPrefGateway: Column<Int32>,
     categoryPref: Column<Preference>,
     settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
-    presence: PresenceWindows, userQuietActions: [QuietAction?]
+    presence: PresenceWindows, userQuietActions: [QuietAction?], columnsOrigin: Index? = nil
   ) {
+    self.columnsOrigin = columnsOrigin
     self.users = users
     self.userJSON = userJSON
     self.userZone = userZone
@@ -393,6 +397,7 @@ public final class Index: Sendable {
     devices: DeviceColumns? = nil, slots: Slots? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
+    let settingsOnly = userTimes == nil && gateways == nil && devices == nil && slots == nil
     let devices = devices ?? self.devices
     let slots = slots ?? self.slots
     let times =
@@ -418,7 +423,22 @@ public final class Index: Sendable {
       categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
       categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
-      userQuietActions: times.userQuietActions)
+      userQuietActions: times.userQuietActions,
+      columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil)
+  }
+
+  /// Whether rules 0–7 decide every pair against `other` as against this
+  /// index: both have the same columns (one made from the other, or both
+  /// from a third, by `replacing(settings:)` alone) and the same settings
+  /// but for those only the ledgers read (rule 8's throttle, contract v3's
+  /// notification groups). A what-if side that changes only those takes
+  /// A's evaluation before its ledgers as its own.
+  public func decidesAlikeBeforeLedgers(_ other: Index) -> Bool {
+    guard (columnsOrigin ?? self) === (other.columnsOrigin ?? other) else { return false }
+    var settings = other.settings
+    settings.throttle = self.settings.throttle
+    settings.notificationGroups = self.settings.notificationGroups
+    return settings == self.settings
   }
 
   public var memberCount: Int { memberUser.count }

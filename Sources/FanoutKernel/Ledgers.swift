@@ -25,7 +25,9 @@ public final class Ledgers {
   public let throttle: ThrottleJudge?
   /// Contract v3, when the index turns notification groups on.
   public let notifications: NotificationJudge?
-  private var finders: [Evaluator]
+  private let pass: PassBeforeLedgers
+  /// The pass before these ledgers, for a caller that shares it with others.
+  public var passBeforeLedgers: PassBeforeLedgers { pass }
 
   /// The ledgers `index` needs, fresh; nil when it needs none.
   ///
@@ -47,16 +49,8 @@ public final class Ledgers {
     guard throttle != nil || notifications != nil else { return nil }
     self.index = index
     // Rule 8 alone needs only the pairs with trigger 'message'.
-    let output: Evaluator.Output =
-      switch pass {
-      case .deliveredPairs: notifications == nil ? .throttleCandidates : .deliveredPairs
-      case .outcomes: .outcomesAndDeliveredPairs
-      }
-    finders = (0..<threads).map { _ in
-      let finder = Evaluator(index: index, output: output)
-      if case .outcomes(let localHours) = pass { finder.recordsLocalHours = localHours }
-      return finder
-    }
+    self.pass = PassBeforeLedgers(
+      index: index, threads: threads, pass, candidatesOnly: notifications == nil)
   }
 
   /// The partitions (and walking threads) of the ledgers for `threads`
@@ -82,20 +76,18 @@ public final class Ledgers {
   /// input order: per batch, the members rule 8 throttles; contract v3's
   /// notifications; with `LedgerPass.outcomes`, per chunk, its evaluation
   /// without rule 8 (else empty). Updates the ledgers.
-  public func judge(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
-    -> (throttled: [ThrottledMembers], notifications: NotificationWave?, evaluated: [ChunkResult])
-  {
-    let keepsResults = finders.first?.output == .outcomesAndDeliveredPairs
-    let gateways = index.gateways.count
-    var evaluated = runChunks(
-      count: plan.count, workers: &finders, empty: ChunkResult(gateways: gateways)
-    ) { finder, k in
-      var result = ChunkResult(gateways: gateways)
-      finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
-      return result
-    }
+  ///
+  /// - Parameter evaluated: the chunks evaluated without rule 8 already,
+  ///   by an index whose rules 0–7 decide as this one's
+  ///   (`Index.decidesAlikeBeforeLedgers`), with `LedgerPass.outcomes`;
+  ///   nil to run the pass here.
+  public func judge(
+    _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
+    evaluated: [ChunkResult]? = nil
+  ) -> (throttled: [ThrottledMembers], notifications: NotificationWave?, evaluated: [ChunkResult]) {
+    var evaluated = evaluated ?? pass.run(batches, plan: plan)
     let delivered = evaluated.map(\.delivered)
-    if !keepsResults { evaluated = [] }
+    if !pass.keepsOutcomes { evaluated = [] }
     let throttled =
       throttle?.judge(batches, plan: plan, delivered: delivered)
       ?? [ThrottledMembers](repeating: .none, count: batches.count)
@@ -114,4 +106,48 @@ public enum LedgerPass: Sendable {
   /// rule 8's verdicts complete them (`Evaluator.applyThrottle`) instead of
   /// evaluating every pair again.
   case outcomes(localHours: Bool)
+}
+
+/// The pass before the ledgers: each chunk of a run evaluated without
+/// rule 8, in parallel, keeping its pairs delivered before rule 8 (and,
+/// with `LedgerPass.outcomes`, every pair's outcome).
+public final class PassBeforeLedgers {
+  private var finders: [Evaluator]
+  private let gateways: Int
+  /// Whether the results keep every pair's outcome (`LedgerPass.outcomes`).
+  public let keepsOutcomes: Bool
+
+  /// - Parameter candidatesOnly: with `.deliveredPairs`, keep only the
+  ///   pairs with trigger 'message' (rule 8's candidates: the throttle is
+  ///   the only ledger).
+  public init(index: Index, threads: Int, _ pass: LedgerPass, candidatesOnly: Bool = false) {
+    gateways = index.gateways.count
+    let output: Evaluator.Output
+    switch pass {
+    case .deliveredPairs:
+      output = candidatesOnly ? .throttleCandidates : .deliveredPairs
+      keepsOutcomes = false
+    case .outcomes:
+      output = .outcomesAndDeliveredPairs
+      keepsOutcomes = true
+    }
+    finders = (0..<max(1, threads)).map { _ in
+      let finder = Evaluator(index: index, output: output)
+      if case .outcomes(let localHours) = pass { finder.recordsLocalHours = localHours }
+      return finder
+    }
+  }
+
+  /// `plan`'s chunks of `batches`, evaluated without rule 8.
+  public func run(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
+    -> [ChunkResult]
+  {
+    let gateways = gateways
+    return runChunks(count: plan.count, workers: &finders, empty: ChunkResult(gateways: gateways)) {
+      finder, k in
+      var result = ChunkResult(gateways: gateways)
+      finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
+      return result
+    }
+  }
 }

@@ -105,6 +105,11 @@ struct ChunkComparer: ChunkWork {
   /// outcomes: only rule 8 is then left to apply (`evaluate`).
   func ledgerPass(side: Int) -> LedgerPass { .outcomes(localHours: recordsLocalHours(side)) }
 
+  /// A B whose SQL changed only what the ledgers read (rule 8's throttle,
+  /// contract v3's groups) takes A's pass before them as its own: it is
+  /// then never evaluated at all, only judged.
+  func sharesFirstPass(side: Int) -> Bool { indexes[side].decidesAlikeBeforeLedgers(indexes[0]) }
+
   /// Whether every pair's slices are the same in `a` and `b`.
   static func sameSlices(_ a: Index, _ b: Index) -> Bool {
     a === b

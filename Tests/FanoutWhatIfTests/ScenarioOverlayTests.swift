@@ -487,4 +487,43 @@ struct ScenarioOverlayTests {
     try agrees("UPDATE users SET chat_level = 'all'; DELETE FROM members WHERE rowid % 2 = 1")
     #expect(FileManager.default.contents(atPath: source) == before)
   }
+
+  /// A B whose SQL changed only what the ledgers read takes A's evaluation
+  /// before them as its own (`fanout whatif` then never evaluates it);
+  /// any other change, or a B read from a file, is evaluated.
+  @Test("rules 0–7 decide alike only where the SQL changed only rule 8's and groups' settings")
+  func decidesAlikeBeforeLedgers() throws {
+    let a = try SnapshotLoader.load(path: source).index
+    func b(_ sql: String) throws -> Index {
+      let scenario = try ScenarioCopy(of: source, applying: sql)
+      return try #require(try SnapshotLoader.index(overlay: scenario.path, base: source, over: a))
+    }
+    let throttle = try b(
+      "INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '2'), ('throttle_window_ms', '60000')"
+    )
+    #expect(throttle.decidesAlikeBeforeLedgers(a) && a.decidesAlikeBeforeLedgers(throttle))
+    let groups = try b(
+      "INSERT OR REPLACE INTO settings VALUES ('notification_groups', 'on'), ('notification_group_size_max', '2')"
+    )
+    #expect(groups.decidesAlikeBeforeLedgers(a) && groups.decidesAlikeBeforeLedgers(throttle))
+    #expect(a.decidesAlikeBeforeLedgers(a))
+    for sql in [
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')",
+      "INSERT OR REPLACE INTO settings VALUES ('presence_action', 'suppress')",
+      "UPDATE users SET dnd_start = 0, dnd_end = 60",
+      "DELETE FROM devices WHERE rowid % 2 = 0",
+    ] {
+      let other = try b(sql)
+      #expect(!other.decidesAlikeBeforeLedgers(a), "\(sql)")
+      #expect(!other.decidesAlikeBeforeLedgers(throttle), "\(sql)")
+    }
+    let whole = try SnapshotLoader.load(
+      path: SQLiteFixture.copy(
+        source,
+        applying:
+          "INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '2'), ('throttle_window_ms', '60000')"
+      )
+    ).index
+    #expect(!whole.decidesAlikeBeforeLedgers(a))
+  }
 }

@@ -297,6 +297,14 @@ let scenarios: [(name: String, sql: String)] =
       "INSERT OR REPLACE INTO settings VALUES ('default_chat_level', 'mentions')"
     ),
     (
+      // Rules 0–7 as A's: B takes A's evaluation before its ledgers.
+      "throttle 1 an hour",
+      """
+      INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '1'),
+        ('throttle_window_ms', '3600000')
+      """
+    ),
+    (
       // Rule 8 over deferred pairs, and pairs presence delays.
       "throttle 1 an hour, quiet hours deferred, presence delays",
       """
