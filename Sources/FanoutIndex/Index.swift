@@ -434,11 +434,34 @@ public final class Index: Sendable {
   /// notification groups). A what-if side that changes only those takes
   /// A's evaluation before its ledgers as its own.
   public func decidesAlikeBeforeLedgers(_ other: Index) -> Bool {
-    guard (columnsOrigin ?? self) === (other.columnsOrigin ?? other) else { return false }
+    guard sharesColumns(with: other) else { return false }
     var settings = other.settings
     settings.throttle = self.settings.throttle
     settings.notificationGroups = self.settings.notificationGroups
     return settings == self.settings
+  }
+
+  /// Whether the rules decide every pair against this index as against
+  /// `other`, but where a user this index defers (quiet action 'defer')
+  /// had `other` drop the pair in quiet time: both have the same columns
+  /// (`decidesAlikeBeforeLedgers`) and the same settings but the default
+  /// quiet action, `other` defers no one this index does not, and neither
+  /// has ledgers. A what-if side so made from A decides again only the
+  /// pairs A dropped as snoozed or dnd (`Evaluator.redecideQuietPairs`).
+  public func defersMoreThan(_ other: Index) -> Bool {
+    guard sharesColumns(with: other), settings.throttle == nil,
+      settings.notificationGroups == nil,
+      other.settings.defaultQuietAction != .defer || settings.defaultQuietAction == .defer
+    else { return false }
+    var settings = other.settings
+    settings.defaultQuietAction = self.settings.defaultQuietAction
+    return settings == self.settings
+  }
+
+  /// Whether this index and `other` have the same columns: one made from
+  /// the other, or both from a third, by `replacing(settings:)` alone.
+  private func sharesColumns(with other: Index) -> Bool {
+    (columnsOrigin ?? self) === (other.columnsOrigin ?? other)
   }
 
   public var memberCount: Int { memberUser.count }

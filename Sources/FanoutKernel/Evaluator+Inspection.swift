@@ -72,10 +72,7 @@ extension Evaluator {
     let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
     guard let slot = slot(of: u, in: members) else { return PairInspection(pair: .notMember) }
     if batch.sender[m] == u { return PairInspection(pair: .sender) }
-    let terms = Terms(
-      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
-      mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
-      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
+    let terms = terms(batch, m, channel: channel)
     var inspection = PairInspection(pair: .evaluated)
     let throttledUsers = [u]
     let pair = batch.mentions.withUnsafeBufferPointer { mentions in

@@ -161,6 +161,12 @@ public final class Evaluator {
     } else {
       evaluateMessages(batch, messages, throttled, &result)
     }
+    moveScratchCounters(into: &result)
+  }
+
+  /// Adds the counts kept in scratch space (per gateway, per reason) to
+  /// `result`'s counters, and zeroes them.
+  func moveScratchCounters(into result: inout ChunkResult) {
     for g in 0..<index.gateways.count {
       result.counters.deliveries[g] += scratch.deliveries[g]
       result.counters.blocked[g] += scratch.blocked[g]
@@ -209,10 +215,7 @@ public final class Evaluator {
     let c = columns
     let channel = Int(batch.channel[m])
     let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
-    let terms = Terms(
-      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
-      mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
-      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
+    let terms = terms(batch, m, channel: channel)
     let sender = batch.sender[m]
     var singledOut = singledOut(batch, m, channel, mentions, throttled)
     // A silent message decides every pair by rule 0: nothing to share.
@@ -255,12 +258,8 @@ public final class Evaluator {
       if recordOutcomes {
         let n = pairs &- 1  // the pair's place in the message
         scratch.messageUsers[n] = u
-        scratch.messageOutcomes[n] =
-          verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger)
-        scratch.messageDeliveryHours[n] =
-          verdict.reason == nil && verdict.deliverAt > terms.ts
-          ? UInt8(LocalTime.utcHour(millis: verdict.deliverAt))
-          : UInt8(LocalTime.utcHour(millis: terms.ts))
+        (scratch.messageOutcomes[n], scratch.messageDeliveryHours[n]) = Self.outcome(
+          verdict, ts: terms.ts)
         if recordsLocalHours {
           // (The user's record is in cache: the pair's rules just read it.)
           let zone = Int(c.userState[Int(u)].zone)
@@ -285,6 +284,24 @@ public final class Evaluator {
       for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
       openGateways.removeAll(keepingCapacity: true)
     }
+  }
+
+  /// What message `m` of `batch`, in channel row `channel`, asks of every member.
+  @inline(__always)
+  func terms(_ batch: MessageBatch, _ m: Int, channel: Int) -> Terms {
+    Terms(
+      ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
+      mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
+      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
+  }
+
+  /// A pair's outcome and the UTC hour it is delivered at (its message's,
+  /// at `ts`, unless deferral or presence delay a delivered pair).
+  @inline(__always)
+  static func outcome(_ verdict: Verdict, ts: Int64) -> (Outcome, UInt8) {
+    let outcome = verdict.reason.map(Outcome.suppressed) ?? .delivered(verdict.trigger)
+    let at = verdict.reason == nil && verdict.deliverAt > ts ? verdict.deliverAt : ts
+    return (outcome, UInt8(LocalTime.utcHour(millis: at)))
   }
 
   /// The members message `m` singles out: its mentions and reply_to, the

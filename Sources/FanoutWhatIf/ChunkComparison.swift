@@ -63,12 +63,19 @@ struct ChunkComparer: ChunkWork {
   /// same time zones, channel kinds and channel sizes), so that B is
   /// tallied as its difference from A.
   let relative: [Bool]
+  /// Per side: whether it differs from A only in deferring pairs A drops
+  /// in quiet time (`Index.defersMoreThan`), so that it decides again only
+  /// the pairs A dropped so (`Evaluator.redecideQuietPairs`).
+  let defersMoreThanA: [Bool]
 
   /// - Parameter relativeAllowed: false tallies every B whole (the
   ///   tests' check that both ways agree).
   init(indexes: [Index], relativeAllowed: Bool = true) {
     self.indexes = indexes
     relative = indexes.dropFirst().map { relativeAllowed && Self.sameSlices(indexes[0], $0) }
+    defersMoreThanA = indexes.enumerated().map {
+      $0.offset > 0 && $0.element.defersMoreThan(indexes[0])
+    }
   }
 
   var empty: ComparedChunk { ComparedChunk() }
@@ -123,14 +130,16 @@ struct ChunkComparer: ChunkWork {
     worker: inout Worker
   ) -> ComparedChunk {
     // A side with ledgers was evaluated in their pass, without rule 8:
-    // its verdicts complete those outcomes. The others are evaluated here.
+    // its verdicts complete those outcomes. A side that only defers where
+    // A drops starts from A's outcomes (below). The others are evaluated
+    // here.
     var evaluatedSides: [Int] = []
     for side in indexes.indices {
       if let result = verdicts[side].evaluated[messages.lowerBound] {
         worker.results[side] = result
         worker.evaluators[side].applyThrottle(
           verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
-      } else {
+      } else if !defersMoreThanA[side] {
         worker.results[side].removeAll()
         evaluatedSides.append(side)
       }
@@ -153,6 +162,11 @@ struct ChunkComparer: ChunkWork {
           batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
       }
       start = end
+    }
+    for side in indexes.indices where defersMoreThanA[side] {
+      worker.results[side] = worker.results[0]
+      worker.evaluators[side].redecideQuietPairs(
+        batch, messages: messages, in: &worker.results[side])
     }
     let results = worker.results
     var chunk = ComparedChunk()

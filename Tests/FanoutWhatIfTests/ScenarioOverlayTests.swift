@@ -491,7 +491,9 @@ struct ScenarioOverlayTests {
   /// A B whose SQL changed only what the ledgers read takes A's evaluation
   /// before them as its own (`fanout whatif` then never evaluates it);
   /// any other change, or a B read from a file, is evaluated.
-  @Test("rules 0–7 decide alike only where the SQL changed only rule 8's and groups' settings")
+  @Test(
+    "rules 0–7 decide alike only where the SQL changed only rule 8's and groups' settings; B defers more only where it changed only the default quiet action"
+  )
   func decidesAlikeBeforeLedgers() throws {
     let a = try SnapshotLoader.load(path: source).index
     func b(_ sql: String) throws -> Index {
@@ -525,5 +527,20 @@ struct ScenarioOverlayTests {
       )
     ).index
     #expect(!whole.decidesAlikeBeforeLedgers(a))
+
+    // Deferring where A drops: the default quiet action alone, no ledgers.
+    let deferring = try b(
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')")
+    #expect(deferring.defersMoreThan(a) && !a.defersMoreThan(deferring))
+    let drop = try b("INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'drop')")
+    #expect(deferring.defersMoreThan(drop) && drop.defersMoreThan(a))
+    for sql in [
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'), ('presence_action', 'suppress')",
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'), ('throttle_messages', '2'), ('throttle_window_ms', '60000')",
+      "UPDATE users SET quiet_action = 'defer'",
+    ] {
+      #expect(try !b(sql).defersMoreThan(a), "\(sql)")
+    }
+    #expect(!throttle.defersMoreThan(a))
   }
 }
