@@ -227,7 +227,7 @@ public final class EvaluationEngine<Work: ChunkWork> {
     // Index 0's pass, where other sides' ledgers take it as theirs.
     let first =
       sidesSharingFirstPass.isEmpty
-      ? nil : (firstPass ?? ledgers[0]?.passBeforeLedgers)?.run(batches, plan: plan)
+      ? nil : (firstPass ?? ledgers[0]?.pass)?.run(batches, plan: plan)
     // Per index, per batch.
     let judged = ledgers.enumerated().map { side, ledger in
       let shares = side == 0 || sidesSharingFirstPass.contains(side)

@@ -25,9 +25,8 @@ public final class Ledgers {
   public let throttle: ThrottleJudge?
   /// Contract v3, when the index turns notification groups on.
   public let notifications: NotificationJudge?
-  private let pass: PassBeforeLedgers
-  /// The pass before these ledgers, for a caller that shares it with others.
-  public var passBeforeLedgers: PassBeforeLedgers { pass }
+  /// The pass before these ledgers (a caller may share it with others).
+  public let pass: PassBeforeLedgers
 
   /// The ledgers `index` needs, fresh; nil when it needs none.
   ///
