@@ -84,19 +84,27 @@ extension Evaluator {
   /// `slot` lie (its user record was asked for 3 members earlier).
   @inline(__always)
   func prefetchDeviceOffsets(_ slot: Int, before end: Int) {
-    guard slot < end else { return }
-    let c = columns
-    let first = Int(c.userState[Int(c.memberUser[slot])].firstDevice)
-    cprefetch_read(c.deviceJSON.offsets.baseAddress! + first)
+    if slot < end { prefetchDeviceOffsets(user: Int(columns.memberUser[slot])) }
   }
 
   /// With lines on: asks for the device fragments of the member in `slot`
   /// (where they lie was asked for 3 members earlier), which a delivery copies.
   @inline(__always)
   func prefetchDeviceLines(_ slot: Int, before end: Int) {
-    guard slot < end else { return }
+    if slot < end { prefetchDeviceLines(user: Int(columns.memberUser[slot])) }
+  }
+
+  /// Asks for where user row `u`'s device fragments lie.
+  @inline(__always)
+  func prefetchDeviceOffsets(user u: Int) {
     let c = columns
-    let u = Int(c.memberUser[slot])
+    cprefetch_read(c.deviceJSON.offsets.baseAddress! + Int(c.userState[u].firstDevice))
+  }
+
+  /// Asks for user row `u`'s device fragments.
+  @inline(__always)
+  func prefetchDeviceLines(user u: Int) {
+    let c = columns
     let state = c.userState[u]
     let first = Int(state.firstDevice)
     let devices = c.deviceCount(user: u, state)

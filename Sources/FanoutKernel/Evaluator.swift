@@ -129,7 +129,8 @@ public final class Evaluator {
   ) {
     evaluate(
       batch, messages: messages, throttled: verdicts.throttled,
-      notifications: verdicts.notifications, into: &result)
+      notifications: verdicts.notifications, passed: verdicts.evaluated[messages.lowerBound],
+      into: &result)
   }
 
   /// Evaluates `messages` of `batch` in order, appending to `result`.
@@ -139,29 +140,44 @@ public final class Evaluator {
   ///     sets a throttle (from `ThrottleJudge`, for this index).
   ///   - notifications: the batch's notification fields, when the index
   ///     turns notification groups on (from `NotificationJudge`).
-  /// - Complexity: O(pairs + deliveries); allocates only to grow output
-  ///   buffers. Counting only, a message in a large channel costs
-  ///   O(groups + named users · log members), plus O(timed members) once
-  ///   per channel and minute and O(members) once per channel and category.
+  ///   - passed: the same messages as the pass before the ledgers
+  ///     evaluated them (`LedgerPass.deliveries`): delivery lines are then
+  ///     written from the pairs it delivered (`writeDelivered`), no pair
+  ///     decided again.
+  /// - Complexity: O(pairs + deliveries), O(deliveries) from `passed`;
+  ///   allocates only to grow output buffers. Counting only, a message in
+  ///   a large channel costs O(groups + named users · log members), plus
+  ///   O(timed members) once per channel and minute and O(members) once
+  ///   per channel and category.
   public func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, throttled: ThrottledMembers? = nil,
-    notifications: NotificationFields? = nil, into result: inout ChunkResult
+    notifications: NotificationFields? = nil, passed: ChunkResult? = nil,
+    into result: inout ChunkResult
   ) {
     let throttled = throttled ?? .none
-    if writeLines, let notifications {
-      notifications.withView { view in
-        writesNotes = true
-        notes = view
-        defer {
-          writesNotes = false
-          notes = .empty
-        }
+    withNotes(writeLines ? notifications : nil) {
+      if let passed, output == .deliveries {
+        writeDelivered(batch, messages, passed: passed, throttled: throttled, &result)
+      } else {
         evaluateMessages(batch, messages, throttled, &result)
       }
-    } else {
-      evaluateMessages(batch, messages, throttled, &result)
     }
     moveScratchCounters(into: &result)
+  }
+
+  /// Runs `body` with the batch's notification fields, if any, in view
+  /// (`notes`) for the lines it writes.
+  private func withNotes(_ notifications: NotificationFields?, _ body: () -> Void) {
+    guard let notifications else { return body() }
+    notifications.withView { view in
+      writesNotes = true
+      notes = view
+      defer {
+        writesNotes = false
+        notes = .empty
+      }
+      body()
+    }
   }
 
   /// Adds the counts kept in scratch space (per gateway, per reason) to
@@ -357,25 +373,9 @@ public final class Evaluator {
       if writeLines {
         makeRecipientTail(trigger: trigger, preview: settings.showPreview, deferredTo: deferredTo)
       }
-      let devices = c.deviceCount(user: Int(u), state)
-      var passed = 0
-      for k in 0..<devices {
-        let (g, restricted) = c.deviceGate(k, state)
-        if passesGate(
-          gateway: g, restricted: restricted, user: Int(u), state, category: terms.category)
-        {
-          if recordDevices && !throttled {
-            result.pairDevices.append(state.firstDevice &+ Int32(k))
-            result.pairDeviceGateways.append(UInt16(truncatingIfNeeded: g))
-          }
-          if !throttled {
-            appendDelivery(device: Int(state.firstDevice) &+ k, gateway: g, sign: sign, &result)
-          }
-          passed &+= 1
-        } else {
-          scratch.blocked[g] &+= sign
-        }
-      }
+      let (devices, passed) = gateDevices(
+        user: u, state, category: terms.category, delivering: !throttled, countsBlocked: true,
+        sign: sign, &result)
       verdict.reason =
         Self.gateRule(devices: devices, passed: passed) ?? (throttled ? .throttled : nil)
     }
@@ -385,6 +385,36 @@ public final class Evaluator {
       result.counters.deferred &+= sign
     }
     return verdict
+  }
+
+  /// The gateway gate for each of user row `u`'s devices (`state` its
+  /// record) for a pair that reached it: each device that passes gets the
+  /// pair's delivery if `delivering` (rule 8 may withhold it), each blocked
+  /// one is counted if `countsBlocked`.
+  @inline(__always)
+  func gateDevices(
+    user u: Int32, _ state: UserState, category: Int, delivering: Bool, countsBlocked: Bool,
+    sign: Int, _ result: inout ChunkResult
+  ) -> (devices: Int, passed: Int) {
+    let c = columns
+    let devices = c.deviceCount(user: Int(u), state)
+    var passed = 0
+    for k in 0..<devices {
+      let (g, restricted) = c.deviceGate(k, state)
+      if passesGate(gateway: g, restricted: restricted, user: Int(u), state, category: category) {
+        if recordDevices && delivering {
+          result.pairDevices.append(state.firstDevice &+ Int32(k))
+          result.pairDeviceGateways.append(UInt16(truncatingIfNeeded: g))
+        }
+        if delivering {
+          appendDelivery(device: Int(state.firstDevice) &+ k, gateway: g, sign: sign, &result)
+        }
+        passed &+= 1
+      } else if countsBlocked {
+        scratch.blocked[g] &+= sign
+      }
+    }
+    return (devices, passed)
   }
 
   /// The membership slot of user row `u` in `members` (ordered by user row), if any.

@@ -13,9 +13,12 @@ import Glibc
 ///    order and throttle or count them (`ThrottleJudge`); then the
 ///    notification ledger's partitions (by user) walk the pairs rule 8
 ///    leaves, and the read lines, in input order (`NotificationJudge`);
-/// 3. the caller evaluates the wave as usual with what they found
+/// 3. the caller evaluates the wave with what they found
 ///    (`LedgerVerdicts`): the evaluator singles the throttled members out
-///    and writes the notifications' fields.
+///    and writes the notifications' fields. Delivery lines alone are
+///    written from the pass's delivered pairs (`LedgerPass.deliveries`):
+///    only rule 8 can still take one away, and no other pair can be
+///    delivered.
 ///
 /// What they find depends only on the lines and their order: the same for
 /// any number of threads, chunks or batches.
@@ -73,8 +76,8 @@ public final class Ledgers {
 
   /// What the ledgers find for `batches`, which `plan` cuts into chunks in
   /// input order: per batch, the members rule 8 throttles; contract v3's
-  /// notifications; with `LedgerPass.outcomes`, per chunk, its evaluation
-  /// without rule 8 (else empty). Updates the ledgers.
+  /// notifications; with `LedgerPass.outcomes` or `.deliveries`, per
+  /// chunk, its evaluation without rule 8 (else empty). Updates the ledgers.
   ///
   /// - Parameter evaluated: the chunks evaluated without rule 8 already,
   ///   by an index whose rules 0–7 decide as this one's
@@ -86,7 +89,7 @@ public final class Ledgers {
   ) -> (throttled: [ThrottledMembers], notifications: NotificationWave?, evaluated: [ChunkResult]) {
     var evaluated = evaluated ?? pass.run(batches, plan: plan)
     let delivered = evaluated.map(\.delivered)
-    if !pass.keepsOutcomes { evaluated = [] }
+    if !pass.keepsResults { evaluated = [] }
     let throttled =
       throttle?.judge(batches, plan: plan, delivered: delivered)
       ?? [ThrottledMembers](repeating: .none, count: batches.count)
@@ -100,6 +103,11 @@ public final class Ledgers {
 public enum LedgerPass: Sendable {
   /// Its pairs delivered before rule 8, for the ledgers.
   case deliveredPairs
+  /// Those, all of them, kept with the chunk's counters for the evaluation
+  /// that writes delivery lines: it then writes the pairs the pass
+  /// delivered (`Evaluator.writeDelivered`) instead of deciding every
+  /// pair again.
+  case deliveries
   /// Those, and every pair's outcome (with the recipient's local hour, if
   /// asked): a work that compares outcomes (`fanout whatif`) then has
   /// rule 8's verdicts complete them (`Evaluator.applyThrottle`) instead of
@@ -115,6 +123,8 @@ public final class PassBeforeLedgers {
   private let gateways: Int
   /// Whether the results keep every pair's outcome (`LedgerPass.outcomes`).
   public let keepsOutcomes: Bool
+  /// Whether the results are kept for the evaluation (`LedgerVerdicts.evaluated`).
+  public let keepsResults: Bool
 
   /// - Parameter candidatesOnly: with `.deliveredPairs`, keep only the
   ///   pairs with trigger 'message' (rule 8's candidates: the throttle is
@@ -125,10 +135,13 @@ public final class PassBeforeLedgers {
     switch pass {
     case .deliveredPairs:
       output = candidatesOnly ? .throttleCandidates : .deliveredPairs
-      keepsOutcomes = false
+      (keepsOutcomes, keepsResults) = (false, false)
+    case .deliveries:
+      output = .deliveredPairs
+      (keepsOutcomes, keepsResults) = (false, true)
     case .outcomes:
       output = .outcomesAndDeliveredPairs
-      keepsOutcomes = true
+      (keepsOutcomes, keepsResults) = (true, true)
     }
     finders = (0..<max(1, threads)).map { _ in
       let finder = Evaluator(index: index, output: output)

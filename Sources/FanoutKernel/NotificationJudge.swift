@@ -6,8 +6,8 @@ import FanoutModel
 public struct LedgerVerdicts: Sendable {
   public var throttled: ThrottledMembers = .none
   public var notifications: NotificationFields? = nil
-  /// With `LedgerPass.outcomes`: the batch's chunks as the pass evaluated
-  /// them, without rule 8, by their first message.
+  /// With `LedgerPass.outcomes` or `.deliveries`: the batch's chunks as
+  /// the pass evaluated them, without rule 8, by their first message.
   public var evaluated: [Int: ChunkResult] = [:]
 
   public init(

@@ -138,6 +138,9 @@ struct DeliveryWork: ChunkWork {
 
   var empty: EvaluatedChunk { EvaluatedChunk(gateways: 0) }
   var indexes: [Index] { [index] }
+  /// Delivery lines are written from the pass's delivered pairs (without
+  /// `--decisions`, whose lines name every pair).
+  func ledgerPass(side: Int) -> LedgerPass { output == .deliveries ? .deliveries : .deliveredPairs }
 
   func makeWorker() -> Worker {
     let evaluator = Evaluator(index: index, output: output)

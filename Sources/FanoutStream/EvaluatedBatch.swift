@@ -142,6 +142,8 @@ struct StreamWork: ChunkWork {
 
   var empty: Output { Output(payloads: [], counters: Counters(gateways: 0)) }
   var indexes: [Index] { [index] }
+  /// Delivery lines are written from the pass's delivered pairs.
+  func ledgerPass(side: Int) -> LedgerPass { .deliveries }
 
   func makeWorker() -> Evaluator {
     let evaluator = Evaluator(index: index, output: .deliveries)

@@ -72,5 +72,12 @@ struct DifferentialTests {
       }
     }
     #expect(deliveries == reference.deliveries(), "seed \(seed)")
+
+    // Where a throttle runs, the lines written from the pass before it
+    // are the evaluation's, byte for byte, and so are the counts.
+    if let fromPass = scenario.deliveriesFromPass() {
+      #expect(fromPass.gatewayLines == scenario.result.gatewayLines, "seed \(seed)")
+      #expect(fromPass.counters == scenario.result.counters, "seed \(seed)")
+    }
   }
 }

@@ -19,7 +19,8 @@ struct V3DifferentialTests {
   }
 
   static func run(
-    _ world: RandomWorld, threads: Int, summaryOnly: Bool = false, ledgerChunks: Int? = nil
+    _ world: RandomWorld, threads: Int, summaryOnly: Bool = false, decisions: Bool = true,
+    ledgerChunks: Int? = nil
   ) throws -> Run {
     let folder = makeTemporaryDirectory("fanout-v3")
     let traffic = folder + "/traffic.ndjson"
@@ -27,7 +28,7 @@ struct V3DifferentialTests {
       toFile: traffic, atomically: true, encoding: .utf8)
     var options = EvalOptions(
       snapshot: world.makeSnapshot(), messages: traffic, out: folder + "/out",
-      decisions: !summaryOnly, summaryOnly: summaryOnly, threads: threads)
+      decisions: decisions && !summaryOnly, summaryOnly: summaryOnly, threads: threads)
     options.indexCache = nil
     if let ledgerChunks { options.ledgerChunks = ledgerChunks }
     _ = try Pipeline.eval(options)
@@ -156,6 +157,19 @@ struct V3DifferentialTests {
     #expect(counts["unread"] == expected.counts.unread, "seed \(seed)")
     let reads = world.messages.filter { $0.contains(#""event":"read""#) }.count
     #expect(run.summary["reads"] as? Int == reads)
+
+    // Without decision lines, the delivery lines are written from the
+    // pass before the ledgers: the same files, the same counts.
+    let deliveriesOnly = try Self.run(world, threads: threads, decisions: false)
+    var files = run.bytes
+    files["decisions.ndjson.lz4"] = nil
+    #expect(deliveriesOnly.bytes == files, "seed \(seed)")
+    for key in ["delivered", "deferred", "deliveries", "suppressed", "notifications"] {
+      let (without, with) = (
+        deliveriesOnly.summary[key] as? NSObject, run.summary[key] as? NSObject
+      )
+      #expect(with != nil && without == with, "seed \(seed) \(key)")
+    }
   }
 
   @Test("the v3 worlds reach hides by both caps, removals and cancellations")

@@ -34,6 +34,21 @@ public struct Scenario {
     self.result = result
   }
 
+  /// The delivery lines and counters as `fanout eval` makes them without
+  /// decision lines where a ledger runs (a throttle, notification groups):
+  /// written from the pairs the pass before the ledgers delivered
+  /// (`LedgerPass.deliveries`), not decided again; nil without a ledger.
+  public func deliveriesFromPass() -> ChunkResult? {
+    guard let ledgers = Ledgers(index: index, threads: 2, pass: .deliveries) else { return nil }
+    let found = ledgers.judge([batch], plan: [(0, 0..<batch.count)])
+    let evaluator = Evaluator(index: index, output: .deliveries)
+    var result = ChunkResult(gateways: index.gateways.count)
+    evaluator.evaluate(
+      batch, messages: 0..<batch.count, throttled: found.throttled[0],
+      notifications: found.notifications?.fields[0], passed: found.evaluated[0], into: &result)
+    return result
+  }
+
   /// Decision lines as `message/user` → trigger (delivered) or `-reason`.
   public var decisions: [String: String] {
     var out: [String: String] = [:]

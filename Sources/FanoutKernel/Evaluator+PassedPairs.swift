@@ -1,0 +1,83 @@
+import CPrefetch
+import FanoutModel
+
+/// Delivery lines written from the pass before the ledgers. With a
+/// throttle or notification groups, every chunk is evaluated once before
+/// the ledgers (without rule 8), keeping its pairs delivered so far; once
+/// the ledgers have judged, only rule 8 can still take one of those pairs
+/// away, and no other pair can become delivered. So the lines are written
+/// from those pairs alone, instead of deciding every pair of every message
+/// again: most pairs of chat traffic are suppressed.
+extension Evaluator {
+  /// Writes the delivery lines of `messages` of `batch`, and counts them,
+  /// as `evaluateMessages` would: `passed` is those messages as an
+  /// evaluator of this index evaluated them without rule 8
+  /// (`.deliveredPairs`: its counters, and each message's delivered pairs
+  /// in member order); `throttled` is what rule 8 found for the batch.
+  /// A throttled pair leaves the delivered (and deferred) pairs for
+  /// `throttled`; its devices the gate blocked stay counted, as
+  /// `evaluatePair` counts them.
+  func writeDelivered(
+    _ batch: MessageBatch, _ messages: Range<Int>, passed: ChunkResult,
+    throttled: ThrottledMembers, _ result: inout ChunkResult
+  ) {
+    precondition(
+      passed.delivered.ends.count == messages.count, "the pass's delivered pairs, per message")
+    var counters = passed.counters
+    // (Counted again as they are written: a throttled pair's are not.)
+    for g in counters.deliveries.indices { counters.deliveries[g] = 0 }
+    result.counters.add(counters)
+    let c = columns
+    let pairs = passed.delivered
+    let count = pairs.users.count
+    throttled.users.withUnsafeBufferPointer { throttledUsers in
+      var start = 0
+      for (k, m) in messages.enumerated() {
+        let end = Int(pairs.ends[k])
+        defer { start = end }
+        guard start < end else { continue }
+        stamp &+= 1  // a new message for the gateways' lines
+        buildLinePrefix(batch, m, Int(batch.channel[m]))
+        if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
+        let ts = batch.ts[m]
+        let category = Int(batch.category[m])
+        var throttledHere =
+          throttled.starts.isEmpty
+          ? SortedCursor.empty
+          : SortedCursor(throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+        for i in start..<end {
+          // The user records, then where their devices lie, then the devices.
+          if i &+ Self.membersAhead < count {
+            cprefetch_read(c.userState.baseAddress! + Int(pairs.users[i &+ Self.membersAhead]))
+          }
+          if i &+ Self.deviceOffsetsAhead < count {
+            prefetchDeviceOffsets(user: Int(pairs.users[i &+ Self.deviceOffsetsAhead]))
+          }
+          if i &+ Self.deviceLinesAhead < count {
+            prefetchDeviceLines(user: Int(pairs.users[i &+ Self.deviceLinesAhead]))
+          }
+          let u = pairs.users[i]
+          let trigger = pairs.triggers[i]
+          let deliverAt = pairs.deliverAt[i]
+          findPairNote(u)
+          var pair = PairTerms()
+          pair.throttled = throttledHere.seek(u) != nil
+          if Self.isThrottled(pair, trigger) {
+            result.counters.delivered -= 1
+            result.counters.suppressed[Int(Reason.throttled.rawValue)] += 1
+            if deliverAt > ts { result.counters.deferred -= 1 }
+            continue
+          }
+          makeRecipientTail(
+            trigger: trigger, preview: c.memberSettings[Int(pairs.slots[i])].showPreview,
+            deferredTo: deliverAt > ts ? deliverAt : nil)
+          _ = gateDevices(
+            user: u, c.userState[Int(u)], category: category, delivering: true,
+            countsBlocked: false, sign: 1, &result)
+        }
+        for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
+        openGateways.removeAll(keepingCapacity: true)
+      }
+    }
+  }
+}
