@@ -1,22 +1,26 @@
 import CPrefetch
 import FanoutModel
 
-/// Delivery lines written from the pass before the ledgers. With a
-/// throttle or notification groups, every chunk is evaluated once before
-/// the ledgers (without rule 8), keeping its pairs delivered so far; once
-/// the ledgers have judged, only rule 8 can still take one of those pairs
-/// away, and no other pair can become delivered. So the lines are written
-/// from those pairs alone, instead of deciding every pair of every message
-/// again: most pairs of chat traffic are suppressed.
+/// Delivery lines written, and counted, from the pass before the ledgers.
+/// With a throttle or notification groups, every chunk is evaluated once
+/// before the ledgers (without rule 8), keeping its pairs delivered so far;
+/// once the ledgers have judged, only rule 8 can still take one of those
+/// pairs away, and no other pair can become delivered. So the lines are
+/// written from those pairs alone, and counting only, the pass's counts
+/// need only rule 8's verdicts, instead of deciding every pair of every
+/// message again: most pairs of chat traffic are suppressed.
 extension Evaluator {
-  /// Writes the delivery lines of `messages` of `batch`, and counts them,
-  /// as `evaluateMessages` would: `passed` is those messages as an
-  /// evaluator of this index evaluated them without rule 8
+  /// Writes the delivery lines of `messages` of `batch` (with lines on)
+  /// and counts them, as `evaluateMessages` would: `passed` is those
+  /// messages as an evaluator of this index evaluated them without rule 8
   /// (`.deliveredPairs`: its counters, and each message's delivered pairs
   /// in member order); `throttled` is what rule 8 found for the batch.
   /// A throttled pair leaves the delivered (and deferred) pairs for
   /// `throttled`; its devices the gate blocked stay counted, as
   /// `evaluatePair` counts them.
+  ///
+  /// - Complexity: with lines, O(delivered pairs + deliveries); counting
+  ///   only, O(delivered pairs of the messages with a throttled member).
   func writeDelivered(
     _ batch: MessageBatch, _ messages: Range<Int>, passed: ChunkResult,
     throttled: ThrottledMembers, _ result: inout ChunkResult
@@ -24,8 +28,10 @@ extension Evaluator {
     precondition(
       passed.delivered.ends.count == messages.count, "the pass's delivered pairs, per message")
     var counters = passed.counters
-    // (Counted again as they are written: a throttled pair's are not.)
-    for g in counters.deliveries.indices { counters.deliveries[g] = 0 }
+    if writeLines {
+      // (Counted again as they are written: a throttled pair's are not.)
+      for g in counters.deliveries.indices { counters.deliveries[g] = 0 }
+    }
     result.counters.add(counters)
     let c = columns
     let pairs = passed.delivered
@@ -35,26 +41,28 @@ extension Evaluator {
       for (k, m) in messages.enumerated() {
         let end = Int(pairs.ends[k])
         defer { start = end }
-        guard start < end else { continue }
-        stamp &+= 1  // a new message for the gateways' lines
-        buildLinePrefix(batch, m, Int(batch.channel[m]))
-        if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
-        let ts = batch.ts[m]
-        let category = Int(batch.category[m])
         var throttledHere =
           throttled.starts.isEmpty
           ? SortedCursor.empty
           : SortedCursor(throttledUsers, Int(throttled.starts[m])..<Int(throttled.starts[m &+ 1]))
+        guard start < end, writeLines || throttledHere.head != nil else { continue }
+        stamp &+= 1  // a new message for the gateways' lines
+        if writeLines { buildLinePrefix(batch, m, Int(batch.channel[m])) }
+        if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }
+        let ts = batch.ts[m]
+        let category = Int(batch.category[m])
         for i in start..<end {
-          // The user records, then where their devices lie, then the devices.
-          if i &+ Self.membersAhead < count {
-            cprefetch_read(c.userState.baseAddress! + Int(pairs.users[i &+ Self.membersAhead]))
-          }
-          if i &+ Self.deviceOffsetsAhead < count {
-            prefetchDeviceOffsets(user: Int(pairs.users[i &+ Self.deviceOffsetsAhead]))
-          }
-          if i &+ Self.deviceLinesAhead < count {
-            prefetchDeviceLines(user: Int(pairs.users[i &+ Self.deviceLinesAhead]))
+          if writeLines {
+            // The user records, then where their devices lie, then the devices.
+            if i &+ Self.membersAhead < count {
+              cprefetch_read(c.userState.baseAddress! + Int(pairs.users[i &+ Self.membersAhead]))
+            }
+            if i &+ Self.deviceOffsetsAhead < count {
+              prefetchDeviceOffsets(user: Int(pairs.users[i &+ Self.deviceOffsetsAhead]))
+            }
+            if i &+ Self.deviceLinesAhead < count {
+              prefetchDeviceLines(user: Int(pairs.users[i &+ Self.deviceLinesAhead]))
+            }
           }
           let u = pairs.users[i]
           let trigger = pairs.triggers[i]
@@ -66,8 +74,15 @@ extension Evaluator {
             result.counters.delivered -= 1
             result.counters.suppressed[Int(Reason.throttled.rawValue)] += 1
             if deliverAt > ts { result.counters.deferred -= 1 }
+            if !writeLines {
+              // The pass counted its deliveries: taken back.
+              _ = gateDevices(
+                user: u, c.userState[Int(u)], category: category, delivering: true,
+                countsBlocked: false, sign: -1, &result)
+            }
             continue
           }
+          guard writeLines else { continue }
           makeRecipientTail(
             trigger: trigger, preview: c.memberSettings[Int(pairs.slots[i])].showPreview,
             deferredTo: deliverAt > ts ? deliverAt : nil)
@@ -75,8 +90,10 @@ extension Evaluator {
             user: u, c.userState[Int(u)], category: category, delivering: true,
             countsBlocked: false, sign: 1, &result)
         }
-        for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
-        openGateways.removeAll(keepingCapacity: true)
+        if writeLines {
+          for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
+          openGateways.removeAll(keepingCapacity: true)
+        }
       }
     }
   }

@@ -156,7 +156,7 @@ public final class Evaluator {
   ) {
     let throttled = throttled ?? .none
     withNotes(writeLines ? notifications : nil) {
-      if let passed, output == .deliveries {
+      if let passed, output == .deliveries || output == .counts {
         writeDelivered(batch, messages, passed: passed, throttled: throttled, &result)
       } else {
         evaluateMessages(batch, messages, throttled, &result)

@@ -15,10 +15,10 @@ import Glibc
 ///    leaves, and the read lines, in input order (`NotificationJudge`);
 /// 3. the caller evaluates the wave with what they found
 ///    (`LedgerVerdicts`): the evaluator singles the throttled members out
-///    and writes the notifications' fields. Delivery lines alone are
-///    written from the pass's delivered pairs (`LedgerPass.deliveries`):
-///    only rule 8 can still take one away, and no other pair can be
-///    delivered.
+///    and writes the notifications' fields. Delivery lines alone, or
+///    counts, are made from the pass's delivered pairs and counts
+///    (`LedgerPass.deliveries`): only rule 8 can still take a delivered
+///    pair away, and no other pair can be delivered.
 ///
 /// What they find depends only on the lines and their order: the same for
 /// any number of threads, chunks or batches.
@@ -103,10 +103,10 @@ public final class Ledgers {
 public enum LedgerPass: Sendable {
   /// Its pairs delivered before rule 8, for the ledgers.
   case deliveredPairs
-  /// Those, all of them, kept with the chunk's counters for the evaluation
-  /// that writes delivery lines: it then writes the pairs the pass
-  /// delivered (`Evaluator.writeDelivered`) instead of deciding every
-  /// pair again.
+  /// Those, all of them, kept with the chunk's counters for an evaluation
+  /// that writes delivery lines or only counts: it then starts from what
+  /// the pass found (`Evaluator.writeDelivered`) instead of deciding
+  /// every pair again.
   case deliveries
   /// Those, and every pair's outcome (with the recipient's local hour, if
   /// asked): a work that compares outcomes (`fanout whatif`) then has

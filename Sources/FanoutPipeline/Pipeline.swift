@@ -138,9 +138,11 @@ struct DeliveryWork: ChunkWork {
 
   var empty: EvaluatedChunk { EvaluatedChunk(gateways: 0) }
   var indexes: [Index] { [index] }
-  /// Delivery lines are written from the pass's delivered pairs (without
-  /// `--decisions`, whose lines name every pair).
-  func ledgerPass(side: Int) -> LedgerPass { output == .deliveries ? .deliveries : .deliveredPairs }
+  /// Delivery lines are written, and counts made, from the pass's
+  /// delivered pairs (not with `--decisions`, whose lines name every pair).
+  func ledgerPass(side: Int) -> LedgerPass {
+    output == .deliveriesAndDecisions ? .deliveredPairs : .deliveries
+  }
 
   func makeWorker() -> Worker {
     let evaluator = Evaluator(index: index, output: output)

@@ -34,14 +34,15 @@ public struct Scenario {
     self.result = result
   }
 
-  /// The delivery lines and counters as `fanout eval` makes them without
-  /// decision lines where a ledger runs (a throttle, notification groups):
-  /// written from the pairs the pass before the ledgers delivered
-  /// (`LedgerPass.deliveries`), not decided again; nil without a ledger.
-  public func deliveriesFromPass() -> ChunkResult? {
+  /// The delivery lines (`.deliveries`) or counts alone (`.counts`) and
+  /// the counters, as `fanout eval` makes them without decision lines
+  /// where a ledger runs (a throttle, notification groups): from the pairs
+  /// the pass before the ledgers delivered (`LedgerPass.deliveries`), not
+  /// decided again; nil without a ledger.
+  public func fromPass(_ output: Evaluator.Output) -> ChunkResult? {
     guard let ledgers = Ledgers(index: index, threads: 2, pass: .deliveries) else { return nil }
     let found = ledgers.judge([batch], plan: [(0, 0..<batch.count)])
-    let evaluator = Evaluator(index: index, output: .deliveries)
+    let evaluator = Evaluator(index: index, output: output)
     var result = ChunkResult(gateways: index.gateways.count)
     evaluator.evaluate(
       batch, messages: 0..<batch.count, throttled: found.throttled[0],
