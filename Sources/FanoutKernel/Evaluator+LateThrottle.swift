@@ -25,7 +25,6 @@ extension Evaluator {
     precondition(
       result.delivered.ends.count == messages.count, "outcomes and delivered pairs recorded")
     guard !throttled.starts.isEmpty else { return }
-    let c = columns
     var pairStart = 0
     var deliveredStart = 0
     for (k, m) in messages.enumerated() {
@@ -47,18 +46,32 @@ extension Evaluator {
           "rule 8 throttles only pairs delivered with trigger 'message'")
         result.pairOutcomes[i] = .suppressed(.throttled)
         result.pairDeliveryHours[i] = UInt8(LocalTime.utcHour(millis: ts))
-        result.counters.delivered -= 1
-        result.counters.suppressed[Int(Reason.throttled.rawValue)] += 1
-        if result.delivered.deliverAt[d] > ts { result.counters.deferred -= 1 }
-        let state = c.userState[Int(u)]
-        for k in 0..<c.deviceCount(user: Int(u), state) {
-          let (g, restricted) = c.deviceGate(k, state)
-          if passesGate(gateway: g, restricted: restricted, user: Int(u), state, category: category)
-          {
-            result.counters.deliveries[g] -= 1
-          }
-        }
+        takeBackThrottled(
+          user: u, deliverAt: result.delivered.deliverAt[d], ts: ts, category: category,
+          deliveriesCounted: true, &result)
       }
+    }
+    moveScratchCounters(into: &result)
+  }
+
+  /// Takes back a pair of user row `u` that was counted delivered (at
+  /// `deliverAt`, for a message at `ts` of `category`) before rule 8
+  /// throttled it: it is suppressed as throttled, no longer delivered or
+  /// deferred, and if its deliveries were counted, they are taken back
+  /// (through the scratch counters). Its devices the gate blocked stay
+  /// counted, as `evaluatePair` counts them.
+  @inline(__always)
+  func takeBackThrottled(
+    user u: Int32, deliverAt: Int64, ts: Int64, category: Int, deliveriesCounted: Bool,
+    _ result: inout ChunkResult
+  ) {
+    result.counters.delivered -= 1
+    result.counters.suppressed[Int(Reason.throttled.rawValue)] += 1
+    if deliverAt > ts { result.counters.deferred -= 1 }
+    if deliveriesCounted {
+      _ = gateDevices(
+        user: u, columns.userState[Int(u)], category: category, delivering: true,
+        countsBlocked: false, sign: -1, &result)
     }
   }
 }

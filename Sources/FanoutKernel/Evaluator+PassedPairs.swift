@@ -15,9 +15,7 @@ extension Evaluator {
   /// messages as an evaluator of this index evaluated them without rule 8
   /// (`.deliveredPairs`: its counters, and each message's delivered pairs
   /// in member order); `throttled` is what rule 8 found for the batch.
-  /// A throttled pair leaves the delivered (and deferred) pairs for
-  /// `throttled`; its devices the gate blocked stay counted, as
-  /// `evaluatePair` counts them.
+  /// A throttled pair is taken back (`takeBackThrottled`).
   ///
   /// - Complexity: with lines, O(delivered pairs + deliveries); counting
   ///   only, O(delivered pairs of the messages with a throttled member).
@@ -71,15 +69,10 @@ extension Evaluator {
           var pair = PairTerms()
           pair.throttled = throttledHere.seek(u) != nil
           if Self.isThrottled(pair, trigger) {
-            result.counters.delivered -= 1
-            result.counters.suppressed[Int(Reason.throttled.rawValue)] += 1
-            if deliverAt > ts { result.counters.deferred -= 1 }
-            if !writeLines {
-              // The pass counted its deliveries: taken back.
-              _ = gateDevices(
-                user: u, c.userState[Int(u)], category: category, delivering: true,
-                countsBlocked: false, sign: -1, &result)
-            }
+            // (With lines on, the pass's deliveries are not counted: see above.)
+            takeBackThrottled(
+              user: u, deliverAt: deliverAt, ts: ts, category: category,
+              deliveriesCounted: !writeLines, &result)
             continue
           }
           guard writeLines else { continue }
