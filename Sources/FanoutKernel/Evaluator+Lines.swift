@@ -17,6 +17,15 @@ extension Evaluator {
     linePrefix += Self.kindAndRecipients[Int(batch.kind[m].rawValue)]
   }
 
+  /// `{"message":…,"user":` for message m's decision lines.
+  func buildDecisionPrefix(_ batch: MessageBatch, _ m: Int) {
+    decisionPrefix.removeAll(keepingCapacity: true)
+    appendLineNumber(batch, m, to: &decisionPrefix)
+    decisionPrefix += #""message":"#.utf8
+    decisionPrefix += batch.idJSON[m]
+    decisionPrefix += #","user":"#.utf8
+  }
+
   /// `{`, or `{"line":N,` with `writesLineNumbers`.
   func appendLineNumber(_ batch: MessageBatch, _ m: Int, to bytes: inout [UInt8]) {
     bytes.append(UInt8(ascii: "{"))

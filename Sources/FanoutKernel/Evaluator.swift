@@ -141,9 +141,9 @@ public final class Evaluator {
   ///   - notifications: the batch's notification fields, when the index
   ///     turns notification groups on (from `NotificationJudge`).
   ///   - passed: the same messages as the pass before the ledgers
-  ///     evaluated them (`LedgerPass.deliveries`): delivery lines are then
-  ///     written from the pairs it delivered (`writeDelivered`), no pair
-  ///     decided again.
+  ///     evaluated them (`LedgerPass.deliveries`, or `.outcomes` with
+  ///     decision lines): lines and counts are then made from what it
+  ///     found (`writeDelivered`), no pair decided again.
   /// - Complexity: O(pairs + deliveries), O(deliveries) from `passed`;
   ///   allocates only to grow output buffers. Counting only, a message in
   ///   a large channel costs O(groups + named users · log members), plus
@@ -156,7 +156,7 @@ public final class Evaluator {
   ) {
     let throttled = throttled ?? .none
     withNotes(writeLines ? notifications : nil) {
-      if let passed, output == .deliveries || output == .counts {
+      if let passed, writeLines || output == .counts {
         writeDelivered(batch, messages, passed: passed, throttled: throttled, &result)
       } else {
         evaluateMessages(batch, messages, throttled, &result)
@@ -241,13 +241,7 @@ public final class Evaluator {
     }
 
     if writeLines { buildLinePrefix(batch, m, channel) }
-    if writeDecisions {
-      decisionPrefix.removeAll(keepingCapacity: true)
-      appendLineNumber(batch, m, to: &decisionPrefix)
-      decisionPrefix += #""message":"#.utf8
-      decisionPrefix += batch.idJSON[m]
-      decisionPrefix += #","user":"#.utf8
-    }
+    if writeDecisions { buildDecisionPrefix(batch, m) }
     var pairs = 0
     var delivered = 0
     if writesNotes { noteCursor = Int(notes.starts[m])..<Int(notes.starts[m &+ 1]) }

@@ -212,6 +212,11 @@ public struct Outcome: RawRepresentable, Hashable, Sendable {
   /// Outcomes below this are deliveries, one per trigger.
   @usableFromInline static let triggers = UInt8(Trigger.allCases.count)
 
+  /// The reason of a suppressed pair (nil: delivered, or `notMember`).
+  @inlinable public var reason: Reason? {
+    isDelivered ? nil : Reason(rawValue: rawValue &- Outcome.triggers)
+  }
+
   public var name: String {
     if let trigger = Trigger(rawValue: rawValue) { return trigger.name }
     if let reason = Reason(rawValue: rawValue - UInt8(Trigger.allCases.count)) {

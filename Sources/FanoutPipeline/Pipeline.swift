@@ -138,10 +138,10 @@ struct DeliveryWork: ChunkWork {
 
   var empty: EvaluatedChunk { EvaluatedChunk(gateways: 0) }
   var indexes: [Index] { [index] }
-  /// Delivery lines are written, and counts made, from the pass's
-  /// delivered pairs (not with `--decisions`, whose lines name every pair).
+  /// Lines are written, and counts made, from what the pass found: its
+  /// delivered pairs, and with `--decisions` every pair's outcome.
   func ledgerPass(side: Int) -> LedgerPass {
-    output == .deliveriesAndDecisions ? .deliveredPairs : .deliveries
+    output == .deliveriesAndDecisions ? .outcomes(localHours: false) : .deliveries
   }
 
   func makeWorker() -> Worker {

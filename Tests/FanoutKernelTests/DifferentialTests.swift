@@ -75,8 +75,13 @@ struct DifferentialTests {
 
     // Where a throttle runs, the lines written from the pass before it
     // are the evaluation's, byte for byte, and so are the counts, with
-    // lines or without.
-    if let lines = scenario.fromPass(.deliveries), let counts = scenario.fromPass(.counts) {
+    // decision lines, delivery lines alone, or no lines.
+    if let all = scenario.fromPass(.deliveriesAndDecisions),
+      let lines = scenario.fromPass(.deliveries), let counts = scenario.fromPass(.counts)
+    {
+      #expect(all.decisionLines == scenario.result.decisionLines, "seed \(seed)")
+      #expect(all.gatewayLines == scenario.result.gatewayLines, "seed \(seed)")
+      #expect(all.counters == scenario.result.counters, "seed \(seed)")
       #expect(lines.gatewayLines == scenario.result.gatewayLines, "seed \(seed)")
       #expect(lines.counters == scenario.result.counters, "seed \(seed)")
       #expect(counts.counters == scenario.result.counters, "seed \(seed)")

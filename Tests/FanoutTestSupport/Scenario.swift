@@ -34,13 +34,16 @@ public struct Scenario {
     self.result = result
   }
 
-  /// The delivery lines (`.deliveries`) or counts alone (`.counts`) and
-  /// the counters, as `fanout eval` makes them without decision lines
-  /// where a ledger runs (a throttle, notification groups): from the pairs
-  /// the pass before the ledgers delivered (`LedgerPass.deliveries`), not
-  /// decided again; nil without a ledger.
+  /// The delivery lines (`.deliveries`), with decision lines
+  /// (`.deliveriesAndDecisions`), or counts alone (`.counts`), and the
+  /// counters, as `fanout eval` makes them where a ledger runs (a
+  /// throttle, notification groups): from what the pass before the
+  /// ledgers found (`LedgerPass.deliveries`, or `.outcomes` with
+  /// decisions), no pair decided again; nil without a ledger.
   public func fromPass(_ output: Evaluator.Output) -> ChunkResult? {
-    guard let ledgers = Ledgers(index: index, threads: 2, pass: .deliveries) else { return nil }
+    let pass: LedgerPass =
+      output == .deliveriesAndDecisions ? .outcomes(localHours: false) : .deliveries
+    guard let ledgers = Ledgers(index: index, threads: 2, pass: pass) else { return nil }
     let found = ledgers.judge([batch], plan: [(0, 0..<batch.count)])
     let evaluator = Evaluator(index: index, output: output)
     var result = ChunkResult(gateways: index.gateways.count)
