@@ -26,10 +26,11 @@ public final class Evaluator {
     /// `.outcomes`, and per pair its delivery time and the devices it is
     /// delivered to (`fanout audit` compares them with what was sent).
     case audit
-    /// `.outcomes` and `.deliveredPairs`, evaluated without rule 8: a
-    /// comparison's pass before its ledgers (`LedgerPass.outcomes`), whose
-    /// outcomes rule 8's verdicts then complete (`applyThrottle`) instead
-    /// of a second evaluation.
+    /// `.outcomes` and `.deliveredPairs`, evaluated without rule 8: the
+    /// pass before the ledgers (`LedgerPass.outcomes`) of a comparison,
+    /// whose outcomes rule 8's verdicts then complete (`applyThrottle`),
+    /// or of decision lines (`writeDelivered`), instead of a second
+    /// evaluation.
     case outcomesAndDeliveredPairs
   }
 

@@ -110,8 +110,9 @@ public enum LedgerPass: Sendable {
   case deliveries
   /// Those, and every pair's outcome (with the recipient's local hour, if
   /// asked): a work that compares outcomes (`fanout whatif`) then has
-  /// rule 8's verdicts complete them (`Evaluator.applyThrottle`) instead of
-  /// evaluating every pair again.
+  /// rule 8's verdicts complete them (`Evaluator.applyThrottle`), and one
+  /// that writes decision lines writes them from the outcomes
+  /// (`Evaluator.writeDelivered`), instead of evaluating every pair again.
   case outcomes(localHours: Bool)
 }
 
