@@ -94,6 +94,13 @@ extension Evaluator {
     }
   }
 
+  /// Ends the current message's line in each gateway it was delivered to.
+  @inline(__always)
+  func closeGatewayLines(_ result: inout ChunkResult) {
+    for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
+    openGateways.removeAll(keepingCapacity: true)
+  }
+
   /// Contract v3: finds the notification of the delivered pair of user `u`
   /// (the next of the message's that is `u`'s): `pairNote`, −1 when it has
   /// none (a pair that will not be delivered, or that rule 8 throttles).

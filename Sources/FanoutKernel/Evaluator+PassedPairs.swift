@@ -117,10 +117,7 @@ extension Evaluator {
           }
         }
         if writeDecisions { decideSuppressed(before: -1) }
-        if writeLines {
-          for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
-          openGateways.removeAll(keepingCapacity: true)
-        }
+        if writeLines { closeGatewayLines(&result) }
       }
     }
   }

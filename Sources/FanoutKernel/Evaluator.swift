@@ -291,10 +291,7 @@ public final class Evaluator {
     result.counters.pairs += pairs
     result.counters.delivered += delivered
 
-    if writeLines {
-      for g in openGateways { result.gatewayLines[g] += "]}\n".utf8 }
-      openGateways.removeAll(keepingCapacity: true)
-    }
+    if writeLines { closeGatewayLines(&result) }
   }
 
   /// What message `m` of `batch`, in channel row `channel`, asks of every member.
