@@ -147,7 +147,8 @@ let package = Package(
     .testTarget(
       name: "FanoutWhatIfTests",
       dependencies: [
-        "FanoutWhatIf", "FanoutGenerator", "FanoutSQLite", "FanoutSnapshot", "FanoutTestSupport",
+        "FanoutWhatIf", "FanoutGenerator", "FanoutKernel", "FanoutSQLite", "FanoutSnapshot",
+        "FanoutTestSupport",
       ]),
     .testTarget(
       name: "FanoutExplainTests",

@@ -152,6 +152,10 @@ public final class Index: Sendable {
   /// The index whose columns this one's are, every one (made from it by
   /// `replacing(settings:)` with no other part), if any.
   private let columnsOrigin: Index?
+  /// The index whose columns this one's are, all but the users' times
+  /// (`UserTimes`: made from it by `replacing(settings:userTimes:)` with
+  /// no other part), if any.
+  private let columnsBesideTimesOrigin: Index?
 
   package init(
     users: StringTable, userJSON: BytePool, userZone: Column<UInt16>, userDND: Column<Int32>,
@@ -168,9 +172,11 @@ public final class Index: Sendable {
     categoryPrefCategory: Column<Int32>, categoryPrefGateway: Column<Int32>,
     categoryPref: Column<Preference>,
     settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
-    presence: PresenceWindows, userQuietActions: [QuietAction?], columnsOrigin: Index? = nil
+    presence: PresenceWindows, userQuietActions: [QuietAction?], columnsOrigin: Index? = nil,
+    columnsBesideTimesOrigin: Index? = nil
   ) {
     self.columnsOrigin = columnsOrigin
+    self.columnsBesideTimesOrigin = columnsBesideTimesOrigin
     self.users = users
     self.userJSON = userJSON
     self.userZone = userZone
@@ -397,7 +403,8 @@ public final class Index: Sendable {
     devices: DeviceColumns? = nil, slots: Slots? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
-    let settingsOnly = userTimes == nil && gateways == nil && devices == nil && slots == nil
+    let timesOnly = gateways == nil && devices == nil && slots == nil
+    let settingsOnly = timesOnly && userTimes == nil
     let devices = devices ?? self.devices
     let slots = slots ?? self.slots
     let times =
@@ -424,7 +431,8 @@ public final class Index: Sendable {
       categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
       userQuietActions: times.userQuietActions,
-      columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil)
+      columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil,
+      columnsBesideTimesOrigin: timesOnly ? columnsBesideTimesOrigin ?? self : nil)
   }
 
   /// Whether rules 0–7 decide every pair against `other` as against this
@@ -456,6 +464,21 @@ public final class Index: Sendable {
     var settings = other.settings
     settings.defaultQuietAction = self.settings.defaultQuietAction
     return settings == self.settings
+  }
+
+  /// Whether the rules decide every pair against this index as against
+  /// `other` but through its user's quiet hours (DND schedule, quiet
+  /// action): both have the same columns but those (one made from the
+  /// other, or both from a third, by `replacing(settings:userTimes:)`
+  /// alone), the same settings and users' time zones, and neither has
+  /// ledgers. A what-if side so made from A decides again only the pairs
+  /// whose quiet hours differ at their message's instant
+  /// (`Evaluator.redecideQuietHours`).
+  public func differsOnlyInQuietHours(from other: Index) -> Bool {
+    (columnsBesideTimesOrigin ?? self) === (other.columnsBesideTimesOrigin ?? other)
+      && settings == other.settings && settings.throttle == nil
+      && settings.notificationGroups == nil && zones.map(\.name) == other.zones.map(\.name)
+      && userZone.elementsEqual(other.userZone)
   }
 
   /// Whether this index and `other` have the same columns: one made from

@@ -74,6 +74,22 @@ public struct ChunkResult: Sendable {
     counters = Counters(gateways: gateways)
   }
 
+  /// Appends the pairs of `other`'s `k`-th message (their users, outcomes
+  /// and delivery hours, and local hours if `localHours`) after this
+  /// result's, which hold those of its earlier messages; returns where
+  /// they lie.
+  mutating func appendPairs(ofMessage k: Int, from other: ChunkResult, localHours: Bool)
+    -> Range<Int>
+  {
+    let pairs = pairOutcomes.count..<Int(other.messagePairEnds[k])
+    pairUsers.append(contentsOf: other.pairUsers[pairs])
+    pairOutcomes.append(contentsOf: other.pairOutcomes[pairs])
+    pairDeliveryHours.append(contentsOf: other.pairDeliveryHours[pairs])
+    if localHours { pairLocalHours.append(contentsOf: other.pairLocalHours[pairs]) }
+    messagePairEnds.append(other.messagePairEnds[k])
+    return pairs
+  }
+
   /// Empties the result for the next chunk, keeping its buffers' capacity:
   /// a worker that reuses one result stops growing and faulting in fresh
   /// line buffers once it has seen its largest chunk.

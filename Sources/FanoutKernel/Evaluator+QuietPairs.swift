@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutModel
 
@@ -53,6 +54,124 @@ extension Evaluator {
         }
       }
     }
+    moveScratchCounters(into: &result)
+  }
+}
+
+/// A what-if variant that changes only users' quiet hours (new DND
+/// windows, other quiet actions) changes only the pairs of those users at
+/// instants where their quiet hours differ: every other pair's rules read
+/// the same columns. Such a side takes A's outcomes and decides those
+/// pairs again, instead of every pair.
+extension Evaluator {
+  /// Appends `messages` of `batch` to `result` as `a` decided them in
+  /// `decidedByA` (its pairs for them follow those `result` holds), then
+  /// decides again, against this index, each pair of a user `change`
+  /// names whose time state differs between the two indexes at the
+  /// message's ts — or, for a user who defers on either side, is quiet on
+  /// either side (the instant a deferral ends follows the schedule). Such
+  /// a pair is taken out of the counts as `a` decides it and counted as
+  /// this index does; its outcome and delivery hour become this index's.
+  /// This evaluator's index must differ from `a`'s only in quiet hours
+  /// (`QuietHoursChange`), and `a`'s scratch counts be empty.
+  ///
+  /// `result`'s counters gain only these differences: once the chunk is
+  /// done, add `decidedByA`'s to them.
+  ///
+  /// - Complexity: O(pairs) to copy and to find the pairs (a code per
+  ///   pair, two schedule lookups per pair of a changed user), and the
+  ///   rules at most twice for each pair found.
+  public func redecideQuietHours(
+    _ batch: MessageBatch, messages: Range<Int>, decidedBy a: Evaluator,
+    _ decidedByA: ChunkResult, change: QuietHoursChange, into result: inout ChunkResult
+  ) {
+    let c = columns
+    let userStateOfA = a.columns.userState
+    change.withCodes { codes in
+      // A's user records (in cache: A just decided these messages) and
+      // the codes, asked for ahead: the next message's first members', and
+      // within a message 8 members ahead.
+      func prefetchUsers(_ slots: Range<Int>) {
+        for slot in slots {
+          let u = Int(c.memberUser[slot])
+          cprefetch_read(codes.baseAddress! + u)
+          cprefetch_read(userStateOfA.baseAddress! + u)
+        }
+      }
+      batch.mentions.withUnsafeBufferPointer { mentions in
+        for m in messages {
+          if m &+ 1 < messages.upperBound {
+            prefetchUsers(leadingSlots(of: batch.channel[m &+ 1], Self.membersAhead))
+          }
+          let pairs = result.appendPairs(
+            ofMessage: result.messagePairEnds.count, from: decidedByA,
+            localHours: recordsLocalHours)
+          // Force and silent messages never read quiet hours.
+          guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
+          stamp &+= 1  // a new message for the zones' and deferrals' caches
+          a.stamp &+= 1
+          let channel = Int(batch.channel[m])
+          let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
+          let (ts, sender) = (batch.ts[m], batch.sender[m])
+          // What the rules need, made for the message's first pair found.
+          var found: (terms: Terms, singled: SingledOut)? = nil
+          var i = pairs.lowerBound
+          for slot in members {
+            let ahead = slot &+ Self.membersAhead
+            if ahead < members.upperBound { prefetchUsers(ahead..<ahead &+ 1) }
+            let u = c.memberUser[slot]
+            if u == sender { continue }
+            defer { i &+= 1 }
+            let code = codes[Int(u)]
+            guard code != 0 else { continue }
+            // Rule 1 (sender_muted) decides before the time rules, alike.
+            if result.pairOutcomes[i] == .suppressed(.senderMuted) { continue }
+            let stateOfA = userStateOfA[Int(u)]
+            let (pattern, defers) =
+              code == QuietHoursChange.elsewhere
+              ? (c.userState[Int(u)].dnd, c.userState[Int(u)].defers) : change.quietHours(code)
+            let settings = c.memberSettings[slot]
+            let snoozed = settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], ts)
+            let quietForA = snoozed || a.isInDND(stateOfA, ts)
+            let quiet = snoozed || isInDND(pattern: pattern, zone: stateOfA.zone, ts)
+            let differs = stateOfA.defers || defers ? quietForA || quiet : quietForA != quiet
+            guard differs else { continue }
+            if found == nil {
+              // (A's terms are this index's, the settings being the same,
+              // and in cache: A just decided the message.)
+              found = (
+                a.terms(batch, m, channel: channel),
+                a.singledOut(batch, m, channel, mentions, .empty)
+              )
+            }
+            let terms = found!.terms
+            let pair = found!.singled.terms(for: u)
+            // A's decision taken back: a pair dropped in quiet time counted
+            // its reason alone; any other is decided again, counted −1.
+            let before = result.pairOutcomes[i]
+            if let reason = before.reason, reason == .snoozed || reason == .dnd {
+              scratch.suppressed[Int(reason.rawValue)] &-= 1
+            } else {
+              _ = a.evaluatePair(slot, u, terms, pair, sign: -1, &result)
+            }
+            // This side's: a pair it drops in quiet time (rules 2 and 3; a
+            // call is never deferred) reads nothing more.
+            let after: Verdict
+            if quiet && (!defers || terms.kind == .call) {
+              after = Verdict(
+                reason: snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: ts)
+              scratch.suppressed[Int(after.reason!.rawValue)] &+= 1
+            } else {
+              after = evaluatePair(slot, u, terms, pair, sign: 1, &result)
+            }
+            result.counters.delivered &+=
+              (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
+            (result.pairOutcomes[i], result.pairDeliveryHours[i]) = Self.outcome(after, ts: ts)
+          }
+        }
+      }
+    }
+    a.moveScratchCounters(into: &result)
     moveScratchCounters(into: &result)
   }
 }

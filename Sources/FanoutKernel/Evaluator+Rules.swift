@@ -313,10 +313,15 @@ extension Evaluator {
   /// Rule 2: the local minute of the week lies in the user's DND pattern.
   @inline(__always)
   func isInDND(_ state: UserState, _ ts: Int64) -> Bool {
-    let pattern = Int(state.dnd)
+    isInDND(pattern: state.dnd, zone: state.zone, ts)
+  }
+
+  /// Rule 2 for DND pattern `pattern` (−1: none) in zone `zone`.
+  @inline(__always)
+  func isInDND(pattern: Int32, zone: UInt16, _ ts: Int64) -> Bool {
     if pattern < 0 { return false }
-    let minute = localMinute(zone: Int(state.zone), ts)
-    return columns.dndWords[pattern &* DNDPattern.wordCount &+ minute &>> 6]
+    let minute = localMinute(zone: Int(zone), ts)
+    return columns.dndWords[Int(pattern) &* DNDPattern.wordCount &+ minute &>> 6]
       & (1 &<< UInt64(minute & 63)) != 0
   }
 }

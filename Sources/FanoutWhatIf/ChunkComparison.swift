@@ -67,14 +67,24 @@ struct ChunkComparer: ChunkWork {
   /// in quiet time (`Index.defersMoreThan`), so that it decides again only
   /// the pairs A dropped so (`Evaluator.redecideQuietPairs`).
   let defersMoreThanA: [Bool]
+  /// Per side: the users whose quiet hours alone it changes from A
+  /// (`QuietHoursChange`), so that it decides again only their pairs
+  /// where those differ (`Evaluator.redecideQuietHours`); nil for A and
+  /// the sides evaluated otherwise.
+  let quietHoursChanges: [QuietHoursChange?]
 
-  /// - Parameter relativeAllowed: false tallies every B whole (the
-  ///   tests' check that both ways agree).
-  init(indexes: [Index], relativeAllowed: Bool = true) {
+  /// - Parameter sharingAllowed: false evaluates and tallies every B
+  ///   whole (the tests' check that both ways agree).
+  init(indexes: [Index], sharingAllowed: Bool = true) {
     self.indexes = indexes
-    relative = indexes.dropFirst().map { relativeAllowed && Self.sameSlices(indexes[0], $0) }
-    defersMoreThanA = indexes.enumerated().map {
+    relative = indexes.dropFirst().map { sharingAllowed && Self.sameSlices(indexes[0], $0) }
+    let defersMoreThanA = indexes.enumerated().map {
       $0.offset > 0 && $0.element.defersMoreThan(indexes[0])
+    }
+    self.defersMoreThanA = defersMoreThanA
+    quietHoursChanges = indexes.enumerated().map { side, index in
+      side > 0 && sharingAllowed && !defersMoreThanA[side]
+        ? QuietHoursChange(index, from: indexes[0]) : nil
     }
   }
 
@@ -139,10 +149,15 @@ struct ChunkComparer: ChunkWork {
         worker.results[side] = result
         worker.evaluators[side].applyThrottle(
           verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
+      } else if quietHoursChanges[side] != nil {
+        worker.results[side].removeAll()
       } else if !defersMoreThanA[side] {
         worker.results[side].removeAll()
         evaluatedSides.append(side)
       }
+    }
+    let quietHoursSides = indexes.indices.filter {
+      quietHoursChanges[$0] != nil && verdicts[$0].evaluated[messages.lowerBound] == nil
     }
     // The slices of A's messages, for every side tallied in them (first:
     // the messages' channel rows are then in cache for the loop below).
@@ -161,8 +176,14 @@ struct ChunkComparer: ChunkWork {
         worker.evaluators[side].evaluate(
           batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
       }
+      for side in quietHoursSides {
+        worker.evaluators[side].redecideQuietHours(
+          batch, messages: start..<end, decidedBy: worker.evaluators[0], worker.results[0],
+          change: quietHoursChanges[side]!, into: &worker.results[side])
+      }
       start = end
     }
+    for side in quietHoursSides { worker.results[side].counters.add(worker.results[0].counters) }
     for side in indexes.indices where defersMoreThanA[side] {
       worker.results[side] = worker.results[0]
       worker.evaluators[side].redecideQuietPairs(

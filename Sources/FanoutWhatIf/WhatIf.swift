@@ -51,9 +51,11 @@ public struct WhatIfOptions: Sendable {
   /// `--against`; with `--sql`, A is read from SQLite for its rows, over
   /// which each B is built); nil for none.
   public var indexCache: IndexCache? = nil
-  /// Whether a B whose pairs fall in A's slices is tallied as its
-  /// difference from A (false: whole, as the tests compare).
-  var tallyRelativeToA = true
+  /// Whether a B shares A's work where it can: tallied as its difference
+  /// from A when its pairs fall in A's slices, deciding again only the
+  /// pairs whose quiet hours it changed (false: every B evaluated and
+  /// tallied whole, as the tests compare).
+  var sharesWorkWithA = true
   /// Called after each wave of messages with the fraction of the input read
   /// (nil when the input's size is unknown, as for standard input).
   public var progress: (@Sendable (_ messages: Int, _ fraction: Double?) -> Void)?
@@ -307,7 +309,7 @@ public enum WhatIf {
           try LZ4FrameFile(directory: options.out, name: name)
         })
     }
-    let work = ChunkComparer(indexes: indexes, relativeAllowed: options.tallyRelativeToA)
+    let work = ChunkComparer(indexes: indexes, sharingAllowed: options.sharesWorkWithA)
     let engine = EvaluationEngine(index: a, threads: options.threads, work: work)
     engine.countsBadges = true
     var rejectedLines = 0

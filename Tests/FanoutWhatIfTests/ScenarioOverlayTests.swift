@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutKernel
 import FanoutTestSupport
 import Foundation
 import Testing
@@ -542,5 +543,27 @@ struct ScenarioOverlayTests {
       #expect(try !b(sql).defersMoreThan(a), "\(sql)")
     }
     #expect(!throttle.defersMoreThan(a))
+
+    // Other quiet hours alone: DND windows, daily or weekly, and quiet actions.
+    for sql in [
+      "UPDATE users SET dnd_start = 0, dnd_end = 60",
+      "UPDATE users SET quiet_action = 'defer'",
+      "INSERT INTO dnd_weekly SELECT user_id, 1, 0, 60 FROM users",
+    ] {
+      let other = try b(sql)
+      #expect(other.differsOnlyInQuietHours(from: a) && a.differsOnlyInQuietHours(from: other))
+      let change = try #require(QuietHoursChange(other, from: a), "\(sql)")
+      #expect(change.users > 0, "\(sql)")
+    }
+    #expect(a.differsOnlyInQuietHours(from: a) && QuietHoursChange(a, from: a)?.users == 0)
+    for sql in [
+      "UPDATE users SET timezone = 'Asia/Tokyo'",
+      "UPDATE users SET chat_level = 'none'",
+      "UPDATE users SET dnd_start = 0, dnd_end = 60; DELETE FROM devices WHERE rowid % 2 = 0",
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')",
+    ] {
+      #expect(try !b(sql).differsOnlyInQuietHours(from: a), "\(sql)")
+    }
+    #expect(!throttle.differsOnlyInQuietHours(from: a))
   }
 }

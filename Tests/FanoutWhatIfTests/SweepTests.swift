@@ -107,20 +107,32 @@ extension SweepTests {
 
 extension SweepTests {
   /// A B whose pairs fall in A's slices is tallied as its difference from
-  /// A; tallied whole instead, every report figure is the same.
-  @Test("B tallied as its difference from A reports what B tallied whole does")
-  func relativeTallyEqualsWhole() throws {
+  /// A, and one of other quiet hours decides only the pairs they change;
+  /// evaluated and tallied whole instead, every report figure is the same.
+  @Test("B sharing A's work reports what B evaluated and tallied whole does")
+  func sharedWorkEqualsWhole() throws {
     let data = try generatedDataset
-    let variants =
-      (scenarios + [
+    try expectSharedEqualsWhole(
+      data,
+      scenarios + [
         ("other time zones", "UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0")
-      ]).enumerated().map { WhatIfOptions.Variant(name: "v\($0.offset)", sql: $0.element.sql) }
+      ])
+    // Users who defer, presence that delays (v2 data without its throttle).
+    try expectSharedEqualsWhole(try quietHoursBase.get(), quietHoursScenarios)
+  }
+
+  private func expectSharedEqualsWhole(
+    _ data: (snapshot: String, traffic: String), _ scenarios: [(name: String, sql: String)]
+  ) throws {
+    let variants = scenarios.enumerated().map {
+      WhatIfOptions.Variant(name: "v\($0.offset)", sql: $0.element.sql)
+    }
     var reports: [[UInt8]] = []
-    for relative in [true, false] {
+    for shared in [true, false] {
       let out = makeTemporaryDirectory() + "/sweep"
       var options = WhatIfOptions(
         snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out, threads: 2)
-      options.tallyRelativeToA = relative
+      options.sharesWorkWithA = shared
       _ = try WhatIf.sweep(options, variants: variants)
       reports.append(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))))
     }

@@ -351,6 +351,59 @@ struct WhatIfAgreesWithEvalTests {
   }
 }
 
+/// Scenarios that change only users' quiet hours (B decides again only
+/// the pairs where they differ: `Evaluator.redecideQuietHours`), over
+/// generated v2 data without its throttle: users who defer, presence
+/// that delays, snoozes, calls and forced messages.
+let quietHoursScenarios: [(name: String, sql: String)] = [
+  (
+    "quiet hours moved, added and removed",
+    """
+    UPDATE users SET dnd_start = 21 * 60, dnd_end = 7 * 60 WHERE rowid % 3 = 0;
+    UPDATE users SET dnd_start = NULL, dnd_end = NULL WHERE rowid % 3 = 1;
+    UPDATE users SET dnd_start = 12 * 60, dnd_end = 14 * 60 WHERE dnd_start IS NULL AND rowid % 3 = 2
+    """
+  ),
+  (
+    "quiet actions turned, quiet hours for deferring users",
+    """
+    UPDATE users SET quiet_action = CASE quiet_action WHEN 'defer' THEN 'drop' ELSE 'defer' END
+      WHERE rowid % 4 = 0;
+    UPDATE users SET dnd_start = 22 * 60, dnd_end = 8 * 60 WHERE quiet_action = 'defer'
+    """
+  ),
+  (
+    "weekly quiet hours",
+    """
+    INSERT INTO dnd_weekly SELECT user_id, 1 + rowid % 7, 9 * 60, 17 * 60 FROM users WHERE rowid % 2 = 0
+    """
+  ),
+]
+
+@Suite("fanout whatif agrees with two fanout eval runs: quiet hours decided again")
+struct WhatIfQuietHoursAgreesWithEvalTests {
+  @Test("on generated v2 data without a throttle", arguments: quietHoursScenarios)
+  func generatedV2(_ scenario: (name: String, sql: String)) throws {
+    let a = try quietHoursBase.get()
+    let b = SQLiteFixture.copy(a.snapshot, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: a.snapshot, b: b, scenario: .sql(scenario.sql), messages: a.traffic)
+  }
+}
+
+/// Generated v2 data (users who defer, presence delays) without its
+/// throttle, so that a B of other quiet hours decides only their pairs.
+let quietHoursBase = Result { () throws -> (snapshot: String, traffic: String) in
+  var options = GeneratorOptions(
+    users: 1_500, messages: 1_500, seed: 14, profile: .chat,
+    out: makeTemporaryDirectory("fanout-whatif-quiet"))
+  options.v2 = true
+  let data = try Generator.run(options)
+  let snapshot = SQLiteFixture.copy(
+    data.snapshotPath, applying: "DELETE FROM settings WHERE key LIKE 'throttle%'")
+  return (snapshot, data.trafficPath)
+}
+
 /// Contract v3 scenarios over generated v3 data (caps 4 and 3).
 let v3Scenarios: [(name: String, sql: String)] = [
   (
