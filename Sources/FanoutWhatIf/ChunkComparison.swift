@@ -156,9 +156,8 @@ struct ChunkComparer: ChunkWork {
         evaluatedSides.append(side)
       }
     }
-    let quietHoursSides = indexes.indices.filter {
-      quietHoursChanges[$0] != nil && verdicts[$0].evaluated[messages.lowerBound] == nil
-    }
+    // (Sides of other quiet hours have no ledgers: never evaluated in a pass.)
+    let quietHoursSides = indexes.indices.filter { quietHoursChanges[$0] != nil }
     // The slices of A's messages, for every side tallied in them (first:
     // the messages' channel rows are then in cache for the loop below).
     let keysOfA = MessageSlices(batch, messages, indexes[0])
