@@ -86,10 +86,18 @@ struct AuditWork: ChunkWork {
 
   func makeWorker() -> Evaluator { Evaluator(index: index, output: .audit) }
 
+  /// With ledgers, their pass records what the audit reads.
+  func ledgerPass(side: Int) -> LedgerPass { .audit }
+
   func evaluate(
     _ batch: MessageBatch, messages: Range<Int>, verdicts: [LedgerVerdicts],
     worker: inout Evaluator
   ) -> Chunk {
+    // A chunk the ledgers' pass evaluated needs only rule 8's verdicts.
+    if var result = verdicts[0].evaluated[messages.lowerBound] {
+      worker.applyThrottle(verdicts[0].throttled, batch, messages: messages, to: &result)
+      return Chunk(batch: batch, messages: messages, result: result)
+    }
     var result = ChunkResult(gateways: index.gateways.count)
     worker.evaluate(batch, messages: messages, verdicts: verdicts[0], into: &result)
     return Chunk(batch: batch, messages: messages, result: result)

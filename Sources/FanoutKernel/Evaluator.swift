@@ -26,6 +26,10 @@ public final class Evaluator {
     /// `.outcomes`, and per pair its delivery time and the devices it is
     /// delivered to (`fanout audit` compares them with what was sent).
     case audit
+    /// `.audit` and `.deliveredPairs`, evaluated without rule 8: the pass
+    /// before the ledgers of `fanout audit` (`LedgerPass.audit`), whose
+    /// outcomes rule 8's verdicts then complete (`applyThrottle`).
+    case auditAndDeliveredPairs
     /// `.outcomes` and `.deliveredPairs`, evaluated without rule 8: the
     /// pass before the ledgers (`LedgerPass.outcomes`) of a comparison,
     /// whose outcomes rule 8's verdicts then complete (`applyThrottle`),
@@ -112,10 +116,13 @@ public final class Evaluator {
     sharingThreshold = output == .counts && !timeShifts ? max(1, shareChannelsFrom) : .max
     writeLines = output == .deliveries || output == .deliveriesAndDecisions
     writeDecisions = output == .deliveriesAndDecisions
-    recordOutcomes = output == .outcomes || output == .audit || output == .outcomesAndDeliveredPairs
-    recordDevices = output == .audit
+    let audit = output == .audit || output == .auditAndDeliveredPairs
+    recordOutcomes = output == .outcomes || audit || output == .outcomesAndDeliveredPairs
+    recordDevices = audit
     recordCandidates = output == .throttleCandidates
-    recordDelivered = output == .deliveredPairs || output == .outcomesAndDeliveredPairs
+    recordDelivered =
+      output == .deliveredPairs || output == .outcomesAndDeliveredPairs
+      || output == .auditAndDeliveredPairs
     columns = IndexColumns(index)
     scratch = EvaluatorScratch(zones: index.zones.count, gateways: index.gateways.count)
   }

@@ -114,6 +114,10 @@ public enum LedgerPass: Sendable {
   /// that writes decision lines writes them from the outcomes
   /// (`Evaluator.writeDelivered`), instead of evaluating every pair again.
   case outcomes(localHours: Bool)
+  /// Those, and every pair's outcome, delivery time and devices: `fanout
+  /// audit` then has rule 8's verdicts complete the outcomes
+  /// (`Evaluator.applyThrottle`) instead of evaluating every pair again.
+  case audit
 }
 
 /// The pass before the ledgers: each chunk of a run evaluated without
@@ -142,6 +146,9 @@ public final class PassBeforeLedgers {
       (keepsOutcomes, keepsResults) = (false, true)
     case .outcomes:
       output = .outcomesAndDeliveredPairs
+      (keepsOutcomes, keepsResults) = (true, true)
+    case .audit:
+      output = .auditAndDeliveredPairs
       (keepsOutcomes, keepsResults) = (true, true)
     }
     finders = (0..<max(1, threads)).map { _ in

@@ -201,8 +201,9 @@ struct AuditCommandTests {
     // Duplicate: a push sent twice.
     pushes.insert(pushes[800], at: 801)
     expected.append(key("duplicate", pushes[800]))
-    // Spurious: pairs the rules suppress for DND and for an opt-out.
-    for reason in ["dnd", "opted_out"] {
+    // Spurious: pairs the rules suppress for DND, an opt-out and the
+    // throttle (rule 8, which completes the ledgers' pass).
+    for reason in ["dnd", "opted_out", "throttled"] {
       let decision = try #require(day.decisions.first { $0["reason"] as? String == reason })
       let message = decision["message"] as! String
       let order = try #require(
@@ -234,14 +235,15 @@ struct AuditCommandTests {
     #expect(inOrder.findings.count == expected.count)
     #expect((inOrder.summary["log"] as? [String: Any])?["order"] as? String == "traffic")
     let counts = inOrder.summary["findings"] as? [String: Int]
-    #expect(counts?["missed"] == 4 && counts?["spurious"] == 2 && counts?["early"] == 2)
+    #expect(counts?["missed"] == 4 && counts?["spurious"] == 3 && counts?["early"] == 2)
     #expect((inOrder.summary["spurious"] as? [String: Int])?["dnd"] == 1)
+    #expect((inOrder.summary["spurious"] as? [String: Int])?["throttled"] == 1)
     // Findings in traffic order: lines never go down (unknown messages last).
     let lines = inOrder.findings.compactMap { $0["line"] as? Int }
     #expect(lines == lines.sorted())
     #expect(inOrder.findings.last?["kind"] as? String == "unknown_message")
     let headline = try #require(inOrder.summary["headline"] as? String)
-    #expect(headline.contains("4 missed") && headline.contains("2 spurious"), "\(headline)")
+    #expect(headline.contains("4 missed") && headline.contains("3 spurious"), "\(headline)")
     let command = try #require(inOrder.findings.first?["explain"] as? String)
     #expect(
       command.hasPrefix("fanout explain --snapshot \(day.snapshot) --messages \(day.traffic)"))
