@@ -45,9 +45,11 @@ public final class Ledgers {
     throttle = index.settings.throttle.map {
       ThrottleJudge(index: index, throttle: $0, threads: partitions, retention: throttleRetention)
     }
-    notifications = index.settings.notificationGroups.map {
-      NotificationJudge(index: index, caps: $0, threads: partitions)
-    }
+    notifications =
+      pass.readsNotifications
+      ? index.settings.notificationGroups.map {
+        NotificationJudge(index: index, caps: $0, threads: partitions)
+      } : nil
     guard throttle != nil || notifications != nil else { return nil }
     self.index = index
     // Rule 8 alone needs only the pairs with trigger 'message'.
@@ -118,6 +120,13 @@ public enum LedgerPass: Sendable {
   /// audit` then has rule 8's verdicts complete the outcomes
   /// (`Evaluator.applyThrottle`) instead of evaluating every pair again.
   case audit
+
+  /// Whether what the pass serves reads contract v3's notifications: an
+  /// audit reads only which pairs are delivered, when and on which devices,
+  /// which notifications never change.
+  var readsNotifications: Bool {
+    if case .audit = self { false } else { true }
+  }
 }
 
 /// The pass before the ledgers: each chunk of a run evaluated without

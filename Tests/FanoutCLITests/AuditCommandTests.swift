@@ -45,22 +45,28 @@ struct AuditCommandTests {
   /// in traffic order (each sent at its delivery time).
   struct Day {
     let dir: String
-    var snapshot: String { dir + "/snapshot.sqlite" }
+    let snapshot: String
     var traffic: String { dir + "/traffic.ndjson" }
     var eval: String { dir + "/eval" }
     let pushes: [Push]
     let decisions: [[String: Any]]
 
-    init() {
+    /// - Parameters:
+    ///   - contract: `gen`'s `--v2` (a throttle) or `--v3` (notification
+    ///     groups too).
+    ///   - sql: applied to a copy of the generated snapshot, the day's.
+    init(contract: String = "--v2", sql: String? = nil) {
       dir = makeTemporaryDirectory()
       let gen = runProcess(
         fanoutExecutable,
-        ["gen", "--users", "2000", "--messages", "4000", "--seed", "3", "--v2", "--out", dir])
+        ["gen", "--users", "2000", "--messages", "4000", "--seed", "3", contract, "--out", dir])
       #expect(gen.status == 0, "\(gen.stderr)")
+      let generated = dir + "/snapshot.sqlite"
+      snapshot = sql.map { SQLiteFixture.copy(generated, applying: $0) } ?? generated
       let eval = runProcess(
         fanoutExecutable,
         [
-          "eval", "--snapshot", dir + "/snapshot.sqlite", "--messages", dir + "/traffic.ndjson",
+          "eval", "--snapshot", snapshot, "--messages", dir + "/traffic.ndjson",
           "--out", dir + "/eval", "--decisions",
         ])
       #expect(eval.status == 0, "\(eval.stderr)")
@@ -70,7 +76,9 @@ struct AuditCommandTests {
         if let id = decodeRecord(line)?["id"] as? String, order[id] == nil { order[id] = k }
       }
       for name in listDirectory(dir + "/eval")
-      where name.hasSuffix(".ndjson.lz4") && name != "decisions.ndjson.lz4" {
+      where name.hasSuffix(".ndjson.lz4") && name != "decisions.ndjson.lz4"
+        && name != "updates.ndjson.lz4"
+      {
         let gateway = String(name.dropLast(".ndjson.lz4".count))
         for line in (lz4CommandLineDecode(dir + "/eval/" + name) ?? "").split(separator: "\n") {
           guard let m = decodeRecord(line) else { continue }
@@ -167,6 +175,23 @@ struct AuditCommandTests {
     #expect(own.summary["agree"] as? Int == day.pushes.count)
     // Each gateway file is in traffic order: read side by side, not sorted.
     #expect((own.summary["log"] as? [String: Any])?["order"] as? String == "traffic")
+  }
+
+  @Test(
+    "contract v3 days (notification groups on), with and without a throttle: eval's own files agree",
+    arguments: [true, false])
+  func contractV3(throttle: Bool) throws {
+    let day = Day(
+      contract: "--v3", sql: throttle ? nil : "DELETE FROM settings WHERE key LIKE 'throttle%'")
+    #expect(day.pushes.count > 10_000)
+    #expect(day.decisions.contains { $0["reason"] as? String == "throttled" } == throttle)
+    let gatewayFiles = listDirectory(day.eval).filter {
+      $0.hasSuffix(".ndjson.lz4") && $0 != "decisions.ndjson.lz4" && $0 != "updates.ndjson.lz4"
+    }.map { day.eval + "/" + $0 }
+    let own = day.audit(gatewayFiles)
+    #expect(own.status == 0, "\(own.stderr)")
+    #expect(own.findings.isEmpty, "\(own.findings.prefix(3))")
+    #expect(own.summary["agree"] as? Int == day.pushes.count)
   }
 
   @Test("injected faults are found exactly, by kind and reason, in order or shuffled, any threads")
