@@ -48,6 +48,14 @@ struct AuditCommandTests {
     let snapshot: String
     var traffic: String { dir + "/traffic.ndjson" }
     var eval: String { dir + "/eval" }
+    /// `eval`'s gateway files (not its decisions or update lines).
+    var gatewayFiles: [String] { Self.gatewayFiles(in: eval) }
+
+    static func gatewayFiles(in folder: String) -> [String] {
+      listDirectory(folder).filter {
+        $0.hasSuffix(".ndjson.lz4") && $0 != "decisions.ndjson.lz4" && $0 != "updates.ndjson.lz4"
+      }.map { folder + "/" + $0 }
+    }
     let pushes: [Push]
     let decisions: [[String: Any]]
 
@@ -75,12 +83,9 @@ struct AuditCommandTests {
       for (k, line) in readText(dir + "/traffic.ndjson").split(separator: "\n").enumerated() {
         if let id = decodeRecord(line)?["id"] as? String, order[id] == nil { order[id] = k }
       }
-      for name in listDirectory(dir + "/eval")
-      where name.hasSuffix(".ndjson.lz4") && name != "decisions.ndjson.lz4"
-        && name != "updates.ndjson.lz4"
-      {
-        let gateway = String(name.dropLast(".ndjson.lz4".count))
-        for line in (lz4CommandLineDecode(dir + "/eval/" + name) ?? "").split(separator: "\n") {
+      for file in Self.gatewayFiles(in: dir + "/eval") {
+        let gateway = String(file.split(separator: "/").last!.dropLast(".ndjson.lz4".count))
+        for line in (lz4CommandLineDecode(file) ?? "").split(separator: "\n") {
           guard let m = decodeRecord(line) else { continue }
           let ts = (m["ts"] as! NSNumber).int64Value
           for r in m["recipients"] as! [[String: Any]] {
@@ -166,10 +171,7 @@ struct AuditCommandTests {
     #expect(plain.summary["agree"] as? Int == day.pushes.count)
     #expect(plain.summary["expected"] as? Int == day.pushes.count)
     #expect((plain.summary["log"] as? [String: Any])?["order"] as? String == "traffic")
-    let gatewayFiles = listDirectory(day.eval).filter {
-      $0.hasSuffix(".ndjson.lz4") && $0 != "decisions.ndjson.lz4"
-    }.map { day.eval + "/" + $0 }
-    let own = day.audit(gatewayFiles)
+    let own = day.audit(day.gatewayFiles)
     #expect(own.status == 0, "\(own.stderr)")
     #expect(own.findings.isEmpty, "\(own.findings.prefix(3))")
     #expect(own.summary["agree"] as? Int == day.pushes.count)
@@ -185,10 +187,7 @@ struct AuditCommandTests {
       contract: "--v3", sql: throttle ? nil : "DELETE FROM settings WHERE key LIKE 'throttle%'")
     #expect(day.pushes.count > 10_000)
     #expect(day.decisions.contains { $0["reason"] as? String == "throttled" } == throttle)
-    let gatewayFiles = listDirectory(day.eval).filter {
-      $0.hasSuffix(".ndjson.lz4") && $0 != "decisions.ndjson.lz4" && $0 != "updates.ndjson.lz4"
-    }.map { day.eval + "/" + $0 }
-    let own = day.audit(gatewayFiles)
+    let own = day.audit(day.gatewayFiles)
     #expect(own.status == 0, "\(own.stderr)")
     #expect(own.findings.isEmpty, "\(own.findings.prefix(3))")
     #expect(own.summary["agree"] as? Int == day.pushes.count)
