@@ -313,27 +313,52 @@ public final class NotificationJudge {
     ledger: NotificationLedger
   ) -> NotificationFields {
     var fields = NotificationFields()
-    fields.notes.reserveCapacity(chunks.reduce(0) { $0 + delivered[$1].users.count })
+    let count = chunks.reduce(0) { $0 + delivered[$1].users.count }
+    fields.notes.reserveCapacity(count)
+    fields.starts.reserveCapacity(chunks.reduce(1) { $0 + delivered[$1].ends.count })
     var next = walked.map { $0.batchStarts[b].pairs }
     var nextHide = walked.map { $0.batchStarts[b].hides }
-    for k in chunks {
-      let pairs = delivered[k]
-      let base = Int32(fields.notes.count)
-      for end in pairs.ends { fields.starts.append(base &+ end) }
-      for u in pairs.users {
-        let p = ledger.partition(ofUser: u)
-        var note = walked[p].notes[next[p]]
-        next[p] &+= 1
-        let hidesEnd = Int(note.hidesEnd)
-        if hidesEnd > nextHide[p] {
-          fields.hides += walked[p].hides[nextHide[p]..<hidesEnd]
-          nextHide[p] = hidesEnd
+    let mask = ledger.partitionMask
+    // (Through views: an array read out of `walked` per pair is retained.)
+    withViews(of: walked) { notes, hides in
+      for k in chunks {
+        let pairs = delivered[k]
+        let base = Int32(fields.notes.count)
+        for end in pairs.ends { fields.starts.append(base &+ end) }
+        pairs.users.withUnsafeBufferPointer { users in
+          for u in users {
+            let p = Int(u & mask)
+            var note = notes[p][next[p]]
+            next[p] &+= 1
+            let hidesEnd = Int(note.hidesEnd)
+            if hidesEnd > nextHide[p] {
+              fields.hides.append(contentsOf: hides[p][nextHide[p]..<hidesEnd])
+              nextHide[p] = hidesEnd
+            }
+            note.hidesEnd = Int32(truncatingIfNeeded: fields.hides.count)
+            fields.notes.append(note)
+          }
         }
-        note.hidesEnd = Int32(truncatingIfNeeded: fields.hides.count)
-        fields.notes.append(note)
       }
     }
     return fields
+  }
+
+  /// Calls `body` with each partition's walked notes and hidden ids as
+  /// buffers, for its duration.
+  private static func withViews<R>(
+    of walked: [Walk],
+    _ body: ([UnsafeBufferPointer<PairNote>], [UnsafeBufferPointer<Int64>]) -> R
+  ) -> R {
+    func nest(
+      _ p: Int, _ notes: [UnsafeBufferPointer<PairNote>], _ hides: [UnsafeBufferPointer<Int64>]
+    ) -> R {
+      guard p < walked.count else { return body(notes, hides) }
+      return walked[p].notes.withUnsafeBufferPointer { n in
+        walked[p].hides.withUnsafeBufferPointer { h in nest(p + 1, notes + [n], hides + [h]) }
+      }
+    }
+    return nest(0, [], [])
   }
 
   /// The partitions' update lines, merged by line number.
@@ -367,13 +392,17 @@ public final class NotificationJudge {
     {
       pair.removeAll(keepingCapacity: true)
       message.removeAll(keepingCapacity: true)
-      var start = 0
-      for (j, end) in pairs.ends.enumerated() {
-        for i in start..<Int(end) where ledger.partition(ofUser: pairs.users[i]) == p {
-          pair.append(Int32(truncatingIfNeeded: i))
-          message.append(Int32(truncatingIfNeeded: j))
+      let mask = ledger.partitionMask
+      let mine = Int32(truncatingIfNeeded: p)
+      pairs.users.withUnsafeBufferPointer { users in
+        var start = 0
+        for (j, end) in pairs.ends.enumerated() {
+          for i in start..<Int(end) where users[i] & mask == mine {
+            pair.append(Int32(truncatingIfNeeded: i))
+            message.append(Int32(truncatingIfNeeded: j))
+          }
+          start = Int(end)
         }
-        start = Int(end)
       }
     }
   }

@@ -51,6 +51,7 @@ public final class NotificationLedger: @unchecked Sendable {
     slotGroups.populate(threads: partitions)
     // (Never appended to again: its values stay where they are.)
     let slotGroups = slotGroups.base
+    partitionMask = Int32(truncatingIfNeeded: (1 << shift) - 1)
     self.partitions = (0..<(1 << shift)).map { p in
       NotificationPartition(
         caps: caps, shift: shift, partition: p, users: index.users.count,
@@ -58,8 +59,11 @@ public final class NotificationLedger: @unchecked Sendable {
     }
   }
 
+  /// User row u's partition is `u & partitionMask`: its low bits.
+  let partitionMask: Int32
+
   @inline(__always)
-  func partition(ofUser u: Int32) -> Int { Int(u) & (partitions.count &- 1) }
+  func partition(ofUser u: Int32) -> Int { Int(u & partitionMask) }
 
   /// Notifications hidden, removed and cancelled so far, and unread now.
   public var counters: NotificationCounters {

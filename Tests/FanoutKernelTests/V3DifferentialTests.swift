@@ -77,14 +77,20 @@ struct V3DifferentialTests {
 
   @Test(
     "random v3 worlds in time order, read a few notifications at a time: as the reference",
-    arguments: differentialSeeds(UInt64(341)...348))
+    arguments: differentialSeeds(Self.inTimeOrderSeeds))
   func inTimeOrder(_ seed: UInt64) throws {
     var world = RandomWorld(seed: seed, users: 12, messages: 500, v3: true)
     world.messages = Self.inTimeOrder(world.messages, members: world.members, seed: seed)
-    let removed = ReferenceEvaluator(world).notifications().counts.removed
-    #expect(removed > 50, "seed \(seed): \(removed)")
+    // (The suite's own seeds must reach the removed prefixes; a wider
+    // campaign's seeds may draw fewer reads.)
+    if Self.inTimeOrderSeeds.contains(seed) {
+      let removed = ReferenceEvaluator(world).notifications().counts.removed
+      #expect(removed > 50, "seed \(seed): \(removed)")
+    }
     try Self.expectAgreement(world, threads: 1 + Int(seed % 3), seed)
   }
+
+  static let inTimeOrderSeeds = UInt64(341)...348
 
   /// `lines` sorted by ts, one in ten then swapped with the next (out of
   /// order), and after each message a read by a member of its channel up
