@@ -452,7 +452,8 @@ struct NotificationState {
   @inline(__always)
   func prefetchGroup(record r: Int, slot: Int, type: UInt8) -> Int {
     guard r < users.count, users[r].hasState else { return -1 }
-    visibleGroups.prefetch(users[r].visibleBlock, 0)
+    // (Up to the entry a new visible group would take.)
+    visibleGroups.prefetch(users[r].visibleBlock, entries: 0...Int(users[r].visibleCount))
     guard let g = existingGroup(slot: slot, type: type) else { return -1 }
     groups.prefetch(g)
     return g
@@ -465,8 +466,10 @@ struct NotificationState {
   func prefetchBlocks(record r: Int, group g: Int) -> Int {
     guard r < users.count, users[r].hasState else { return -1 }
     if g >= 0 {
-      notes.prefetch(groups[g].block, Int(groups[g].count))
-      notes.prefetch(groups[g].block, Int(groups[g].visibleStart))
+      let count = Int(groups[g].count)
+      notes.prefetch(groups[g].block, entries: count...count)
+      let start = Int(groups[g].visibleStart)
+      notes.prefetch(groups[g].block, entries: start...start)
     }
     guard let count = caps.countMax, Int64(users[r].visibleCount) >= count,
       let oldest = countCapChoice(record: r, besides: g)
@@ -479,8 +482,9 @@ struct NotificationState {
   /// cap would hide.
   @inline(__always)
   func prefetchHidden(group g: Int) {
-    guard g >= 0 else { return }
-    notes.prefetch(groups[g].block, Int(groups[g].visibleStart))
+    guard g >= 0, groups[g].count > groups[g].visibleStart else { return }
+    notes.prefetch(
+      groups[g].block, entries: Int(groups[g].visibleStart)...Int(groups[g].count &- 1))
   }
 
   // MARK: Pools
@@ -872,11 +876,14 @@ struct BlockPool {
     return bigger
   }
 
-  /// Asks for the cache line of entry `i` of `block` (none for `none`).
+  /// Asks for the cache lines of entries `entries` of `block` (none for
+  /// `none`): the first's and the last's, as blocks are not aligned to
+  /// lines and a few entries span two (a wider range is not asked whole).
   @inline(__always)
-  func prefetch(_ block: Int, _ i: Int) {
+  func prefetch(_ block: Int, entries: ClosedRange<Int>) {
     guard block != Self.none else { return }
-    cprefetch_read(address(block, i, 0))
+    cprefetch_read(address(block, entries.lowerBound, 0))
+    cprefetch_read(address(block, entries.upperBound, width &- 1))
   }
 }
 
