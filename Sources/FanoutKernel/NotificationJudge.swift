@@ -243,7 +243,11 @@ public final class NotificationJudge {
           for k in chunksOf[b] {
             let pairs = delivered[k]
             let messages = plan[k].messages
-            mine.collect(pairs, partition: p, of: ledger)
+            let mask = ledger.partitionMask
+            let partition = Int32(truncatingIfNeeded: p)
+            pairs.users.withUnsafeBufferPointer { users in
+              mine.collect(pairs) { i in users[i] & mask == partition }
+            }
             var ahead = Lookahead(mine, pairs, state)
             var current = -1
             var throttledUsers: ArraySlice<Int32> = []
@@ -378,32 +382,6 @@ public final class NotificationJudge {
       let from = i == 0 ? 0 : walked[best].updateEnds[i - 1]
       bytes += walked[best].updates[from..<walked[best].updateEnds[i]]
       next[best] += 1
-    }
-  }
-
-  /// A chunk's pairs of one partition's users, in order: where each is in
-  /// the chunk's `DeliveredPairs`, and its message (in the chunk).
-  private struct PartitionPairs {
-    var pair: [Int32] = []
-    var message: [Int32] = []
-    var count: Int { pair.count }
-
-    mutating func collect(_ pairs: DeliveredPairs, partition p: Int, of ledger: NotificationLedger)
-    {
-      pair.removeAll(keepingCapacity: true)
-      message.removeAll(keepingCapacity: true)
-      let mask = ledger.partitionMask
-      let mine = Int32(truncatingIfNeeded: p)
-      pairs.users.withUnsafeBufferPointer { users in
-        var start = 0
-        for (j, end) in pairs.ends.enumerated() {
-          for i in start..<Int(end) where users[i] & mask == mine {
-            pair.append(Int32(truncatingIfNeeded: i))
-            message.append(Int32(truncatingIfNeeded: j))
-          }
-          start = Int(end)
-        }
-      }
     }
   }
 

@@ -75,26 +75,42 @@ public final class ThrottleJudge {
     ) { p in
       let partition = ledger.partitions[p]
       var verdicts = Verdicts()
+      var mine = PartitionPairs()
       for (k, chunk) in plan.enumerated() {
         let batch = batches[chunk.batch]
-        var start = 0
-        for (j, m) in chunk.messages.enumerated() {
-          let end = Int(delivered[k].ends[j])
-          defer { start = end }
-          guard start < end, ledger.partition(ofChannel: Int(batch.channel[m])) == p else {
-            continue
+        let pairs = delivered[k]
+        let first = chunk.messages.lowerBound
+        mine.collect(
+          pairs,
+          message: { j in ledger.partition(ofChannel: Int(batch.channel[first &+ j])) == p },
+          pair: { i in pairs.triggers[i] == .message })
+        var current = -1  // the message of the pairs admitted last
+        var before = 0  // where its throttled users start
+        func closeMessage() {
+          guard current >= 0, verdicts.users.count > before else { return }
+          verdicts.messages.append(firstNumber[chunk.batch] + current)
+          verdicts.ends.append(verdicts.users.count)
+        }
+        for x in 0..<mine.count {
+          // A lookup is a cache miss in the table, then one in the list's
+          // newest node: both asked for some pairs ahead.
+          if x &+ Self.entriesAhead < mine.count {
+            partition.prefetchEntry(slot: pairs.slots[Int(mine.pair[x &+ Self.entriesAhead])])
           }
-          let before = verdicts.users.count
-          for i in start..<end where delivered[k].triggers[i] == .message {
-            if !partition.admit(slot: delivered[k].slots[i], ts: batch.ts[m], throttle) {
-              verdicts.users.append(delivered[k].users[i])
-            }
+          if x &+ Self.listsAhead < mine.count {
+            partition.prefetchList(slot: pairs.slots[Int(mine.pair[x &+ Self.listsAhead])])
           }
-          if verdicts.users.count > before {
-            verdicts.messages.append(firstNumber[chunk.batch] + m)
-            verdicts.ends.append(verdicts.users.count)
+          let i = Int(mine.pair[x])
+          let m = first &+ Int(mine.message[x])
+          if m != current {
+            closeMessage()
+            (current, before) = (m, verdicts.users.count)
+          }
+          if !partition.admit(slot: pairs.slots[i], ts: batch.ts[m], throttle) {
+            verdicts.users.append(pairs.users[i])
           }
         }
+        closeMessage()
       }
       if let horizon, horizon > .min { partition.sweep(olderThan: horizon) }
       return verdicts
@@ -123,6 +139,11 @@ public final class ThrottleJudge {
 
   /// One partition's throttled pairs of a wave: per message (numbered in
   /// the wave) that has any, its end in `users`.
+  /// How many pairs ahead the walk asks for a pair's table entry, and
+  /// for its list's newest node.
+  private static let entriesAhead = 16
+  private static let listsAhead = 8
+
   private struct Verdicts: Sendable {
     var messages: [Int] = []
     var ends: [Int] = []
