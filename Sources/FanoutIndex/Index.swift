@@ -137,7 +137,7 @@ public final class Index: Sendable {
   /// Per channel: the chat level of a member who set none at their own
   /// levels (`MemberSettings.channelDefaultChat`), from the settings, the
   /// channel's kind and size (`AppSettings.defaultChatLevel(scope:members:)`).
-  public let channelDefaultChat: [Level]
+  public let channelDefaultChat: Column<Level>
   public let mutedBy: MutedBy
   public let threadPrefs: ThreadPrefs
   public let presence: PresenceWindows
@@ -208,8 +208,9 @@ public final class Index: Sendable {
     self.categoryPref = categoryPref
     self.settings = settings
     self.declaredMemberCount = declaredMemberCount
-    channelDefaultChat = Self.defaultChatLevels(
-      settings, scopes: channelScope, starts: channelMembers, declared: declaredMemberCount)
+    channelDefaultChat = Column(
+      Self.defaultChatLevels(
+        settings, scopes: channelScope, starts: channelMembers, declared: declaredMemberCount))
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
     self.presence = presence

@@ -4,15 +4,16 @@ import CPrefetch
 /// for ahead of time (see `prefetch(_:ahead:end:)`).
 extension Evaluator {
   /// Asks for the cache lines later messages start with, far enough ahead
-  /// that each arrives in time: a message's member list bounds 8 messages
-  /// ahead, its first slots 4 ahead, its first members' user records 3
-  /// ahead, where the users who muted its sender lie 8 ahead; with lines
-  /// on, where its channel's name lies 8 ahead and the name 4 ahead, where
-  /// its first members' device fragments lie 2 ahead and the fragments of
-  /// the first two 1 ahead. (Within a message, `evaluateMessage` asks 8
-  /// members ahead, and for fragments from the third member on: in direct
-  /// and small channels, most messages have no member that far in.)
-  /// Without this, each message waits on dependent cache misses.
+  /// that each arrives in time: a message's member list bounds and its
+  /// channel's default chat level 8 messages ahead, its first slots 4
+  /// ahead, its first members' user records 3 ahead, where the users who
+  /// muted its sender lie 8 ahead; with lines on, where its channel's name
+  /// lies 8 ahead and the name 4 ahead, where its first members' device
+  /// fragments lie 2 ahead and the fragments of the first two 1 ahead.
+  /// (Within a message, `evaluateMessage` asks 8 members ahead, and for
+  /// fragments from the third member on: in direct and small channels,
+  /// most messages have no member that far in.) Without this, each message
+  /// waits on dependent cache misses.
   @inline(__always)
   func prefetch(
     _ channels: UnsafeBufferPointer<Int32>, _ senders: UnsafeBufferPointer<Int32>, ahead m: Int,
@@ -21,6 +22,7 @@ extension Evaluator {
     let c = columns
     if m &+ 8 < end {
       cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8]))
+      cprefetch_read(c.channelDefaultChat.baseAddress! + Int(channels[m &+ 8]))
       if senders[m &+ 8] >= 0 {
         cprefetch_read(c.muterOffsets.baseAddress! + Int(senders[m &+ 8]))
       }

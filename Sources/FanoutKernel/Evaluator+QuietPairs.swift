@@ -88,9 +88,12 @@ extension Evaluator {
     let c = columns
     let userStateOfA = a.columns.userState
     change.withCodes { codes in
-      // A's user records (in cache: A just decided these messages) and
-      // the codes, asked for ahead: the next message's first members', and
-      // within a message 8 members ahead.
+      // A's user records and the codes, asked for ahead: within a message
+      // 8 members ahead; for later messages, as `prefetch(_:ahead:end:)`
+      // does for a whole evaluation, where their member lists, channel
+      // default and sender's muters lie 8 messages ahead, their first slots 4 ahead, their first members 2
+      // ahead (a chunk's messages are long gone from the cache since A
+      // decided them).
       func prefetchUsers(_ slots: Range<Int>) {
         for slot in slots {
           let u = Int(c.memberUser[slot])
@@ -98,11 +101,28 @@ extension Evaluator {
           cprefetch_read(userStateOfA.baseAddress! + u)
         }
       }
+      func prefetchMessages(after m: Int) {
+        let end = messages.upperBound
+        if m &+ 8 < end {
+          cprefetch_read(c.channelMembers.baseAddress! + Int(batch.channel[m &+ 8]))
+          cprefetch_read(c.channelDefaultChat.baseAddress! + Int(batch.channel[m &+ 8]))
+          if batch.sender[m &+ 8] >= 0 {
+            cprefetch_read(c.muterOffsets.baseAddress! + Int(batch.sender[m &+ 8]))
+          }
+        }
+        if m &+ 4 < end {
+          let first = c.channelMembers[Int(batch.channel[m &+ 4])]
+          cprefetch_read(c.memberUser.baseAddress! + first)
+          cprefetch_read(c.memberSettings.baseAddress! + first)
+          if let snoozes = c.memberSnooze.baseAddress { cprefetch_read(snoozes + first) }
+        }
+        if m &+ 2 < end {
+          prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
+        }
+      }
       batch.mentions.withUnsafeBufferPointer { mentions in
         for m in messages {
-          if m &+ 1 < messages.upperBound {
-            prefetchUsers(leadingSlots(of: batch.channel[m &+ 1], Self.membersAhead))
-          }
+          prefetchMessages(after: m)
           let pairs = result.appendPairs(
             ofMessage: result.messagePairEnds.count, from: decidedByA,
             localHours: recordsLocalHours)

@@ -307,7 +307,7 @@ public final class Evaluator {
     Terms(
       ts: batch.ts[m], kind: batch.kind[m], force: batch.force[m], silent: batch.silent[m],
       mentionAll: batch.mentionAll[m] && index.mentionAllApplies(in: channel),
-      category: Int(batch.category[m]), defaultChat: index.channelDefaultChat[channel])
+      category: Int(batch.category[m]), defaultChat: columns.channelDefaultChat[channel])
   }
 
   /// A pair's outcome and the UTC hour it is delivered at (its message's,

@@ -8,6 +8,7 @@ import FanoutModel
 /// (`Column`). The evaluator holds both.
 struct IndexColumns {
   let channelMembers: UnsafeBufferPointer<Int>
+  let channelDefaultChat: UnsafeBufferPointer<Level>
   let memberUser: UnsafeBufferPointer<Int32>
   let memberSettings: UnsafeBufferPointer<MemberSettings>
   let memberSnooze: UnsafeBufferPointer<Int32>
@@ -52,6 +53,7 @@ struct IndexColumns {
 
   init(_ index: Index) {
     channelMembers = index.channelMembers.buffer
+    channelDefaultChat = index.channelDefaultChat.buffer
     memberUser = index.memberUser.buffer
     memberSettings = index.memberSettings.buffer
     memberSnooze = index.memberSnooze.buffer
