@@ -20,19 +20,15 @@ extension Evaluator {
     end: Int
   ) {
     let c = columns
+    if writeLines { prefetchChannelNames(channels, ahead: m, end: end) }
     if m &+ 8 < end {
       cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8]))
       cprefetch_read(c.channelDefaultChat.baseAddress! + Int(channels[m &+ 8]))
       if senders[m &+ 8] >= 0 {
         cprefetch_read(c.muterOffsets.baseAddress! + Int(senders[m &+ 8]))
       }
-      if writeLines { cprefetch_read(c.channelNames.offsets.baseAddress! + Int(channels[m &+ 8])) }
     }
     if m &+ 4 < end {
-      if writeLines {
-        let name = c.channelNames.offsets[Int(channels[m &+ 4])]
-        cprefetch_read(c.channelNames.bytes.baseAddress! + name)
-      }
       let first = c.channelMembers[Int(channels[m &+ 4])]
       cprefetch_read(c.memberUser.baseAddress! + first)
       cprefetch_read(c.memberSettings.baseAddress! + first)
@@ -50,6 +46,18 @@ extension Evaluator {
     if m &+ 1 < end {
       let slots = leadingSlots(of: channels[m &+ 1], Self.deviceLinesAhead)
       for slot in slots { prefetchDeviceLines(slot, before: slots.upperBound) }
+    }
+  }
+
+  /// The channel names later messages' lines start with
+  /// (`buildLinePrefix`): where a name lies 8 messages ahead, its bytes 4
+  /// ahead.
+  @inline(__always)
+  func prefetchChannelNames(_ channels: UnsafeBufferPointer<Int32>, ahead m: Int, end: Int) {
+    let names = columns.channelNames
+    if m &+ 8 < end { cprefetch_read(names.offsets.baseAddress! + Int(channels[m &+ 8])) }
+    if m &+ 4 < end {
+      cprefetch_read(names.bytes.baseAddress! + names.offsets[Int(channels[m &+ 4])])
     }
   }
 
