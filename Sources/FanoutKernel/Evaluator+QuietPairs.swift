@@ -88,12 +88,13 @@ extension Evaluator {
     let c = columns
     let userStateOfA = a.columns.userState
     change.withCodes { codes in
-      // A's user records and the codes, asked for ahead: within a message
-      // 8 members ahead; for later messages, as `prefetch(_:ahead:end:)`
-      // does for a whole evaluation, where their member lists, channel
-      // default and sender's muters lie 8 messages ahead, their first slots 4 ahead, their first members 2
-      // ahead (a chunk's messages are long gone from the cache since A
-      // decided them).
+      // A's user records and the codes, asked for ahead: within a
+      // message 8 members ahead; for later messages, as
+      // `prefetch(_:ahead:end:)` does for a whole evaluation, where their
+      // member lists, channel default and sender's muters lie 8 messages
+      // ahead, their first slots 4 ahead, their first members 2 ahead (a
+      // chunk's messages are long gone from the cache since A decided
+      // them). The default and muters are A's: A's terms are taken.
       func prefetchUsers(_ slots: Range<Int>) {
         for slot in slots {
           let u = Int(c.memberUser[slot])
@@ -105,9 +106,10 @@ extension Evaluator {
         let end = messages.upperBound
         if m &+ 8 < end {
           cprefetch_read(c.channelMembers.baseAddress! + Int(batch.channel[m &+ 8]))
-          cprefetch_read(c.channelDefaultChat.baseAddress! + Int(batch.channel[m &+ 8]))
+          cprefetch_read(
+            a.columns.channelDefaultChat.baseAddress! + Int(batch.channel[m &+ 8]))
           if batch.sender[m &+ 8] >= 0 {
-            cprefetch_read(c.muterOffsets.baseAddress! + Int(batch.sender[m &+ 8]))
+            cprefetch_read(a.columns.muterOffsets.baseAddress! + Int(batch.sender[m &+ 8]))
           }
         }
         if m &+ 4 < end {
