@@ -53,7 +53,9 @@ extension Evaluator {
   /// (`buildLinePrefix`): where a name lies 8 messages ahead, its bytes 4
   /// ahead.
   @inline(__always)
-  func prefetchChannelNames(_ channels: UnsafeBufferPointer<Int32>, ahead m: Int, end: Int) {
+  func prefetchChannelNames<Channels: RandomAccessCollection<Int32>>(
+    _ channels: Channels, ahead m: Int, end: Int
+  ) where Channels.Index == Int {
     let names = columns.channelNames
     if m &+ 8 < end { cprefetch_read(names.offsets.baseAddress! + Int(channels[m &+ 8])) }
     if m &+ 4 < end {

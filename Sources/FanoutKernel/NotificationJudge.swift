@@ -243,10 +243,8 @@ public final class NotificationJudge {
           for k in chunksOf[b] {
             let pairs = delivered[k]
             let messages = plan[k].messages
-            let mask = ledger.partitionMask
-            let partition = Int32(truncatingIfNeeded: p)
             pairs.users.withUnsafeBufferPointer { users in
-              mine.collect(pairs) { i in users[i] & mask == partition }
+              mine.collect(pairs) { i in ledger.partition(ofUser: users[i]) == p }
             }
             var ahead = Lookahead(mine, pairs, state)
             var current = -1
@@ -317,12 +315,10 @@ public final class NotificationJudge {
     ledger: NotificationLedger
   ) -> NotificationFields {
     var fields = NotificationFields()
-    let count = chunks.reduce(0) { $0 + delivered[$1].users.count }
-    fields.notes.reserveCapacity(count)
+    fields.notes.reserveCapacity(chunks.reduce(0) { $0 + delivered[$1].users.count })
     fields.starts.reserveCapacity(chunks.reduce(1) { $0 + delivered[$1].ends.count })
     var next = walked.map { $0.batchStarts[b].pairs }
     var nextHide = walked.map { $0.batchStarts[b].hides }
-    let mask = ledger.partitionMask
     // (Through views: an array read out of `walked` per pair is retained.)
     withViews(of: walked) { notes, hides in
       for k in chunks {
@@ -331,7 +327,7 @@ public final class NotificationJudge {
         for end in pairs.ends { fields.starts.append(base &+ end) }
         pairs.users.withUnsafeBufferPointer { users in
           for u in users {
-            let p = Int(u & mask)
+            let p = ledger.partition(ofUser: u)
             var note = notes[p][next[p]]
             next[p] &+= 1
             let hidesEnd = Int(note.hidesEnd)

@@ -60,7 +60,7 @@ public final class NotificationLedger: @unchecked Sendable {
   }
 
   /// User row u's partition is `u & partitionMask`: its low bits.
-  let partitionMask: Int32
+  private let partitionMask: Int32
 
   @inline(__always)
   func partition(ofUser u: Int32) -> Int { Int(u & partitionMask) }
