@@ -439,12 +439,16 @@ public struct RandomWorld {
 
 /// The seeds of a seeded differential test: `seeds`, as CI runs them, and
 /// with `FANOUT_DIFFERENTIAL_SEEDS=N` N more of their own (from
-/// 100,000 + 1,000 × the first), for a longer campaign than the suite's
-/// minutes allow. A test's checks that its worlds reach given rules hold
-/// for `seeds` alone: other seeds may draw worlds that do not.
+/// 100,000 + 1,000 × the first, plus `FANOUT_DIFFERENTIAL_FROM` if set, so
+/// that a new campaign can draw seeds no earlier one drew), for a longer
+/// campaign than the suite's minutes allow. A test's checks that its worlds
+/// reach given rules hold for `seeds` alone: other seeds may draw worlds
+/// that do not.
 public func differentialSeeds(_ seeds: ClosedRange<UInt64>) -> [UInt64] {
-  let more = ProcessInfo.processInfo.environment["FANOUT_DIFFERENTIAL_SEEDS"].flatMap { Int($0) }
+  let environment = ProcessInfo.processInfo.environment
+  let more = environment["FANOUT_DIFFERENTIAL_SEEDS"].flatMap { Int($0) }
   guard let more, more > 0 else { return Array(seeds) }
-  let first = 100_000 + 1_000 * seeds.lowerBound
-  return Array(seeds) + Array(first..<first + UInt64(more))
+  let from = environment["FANOUT_DIFFERENTIAL_FROM"].flatMap { UInt64($0) } ?? 0
+  let first = 100_000 + 1_000 * seeds.lowerBound &+ from
+  return Array(seeds) + (0..<UInt64(more)).map { first &+ $0 }
 }
