@@ -39,7 +39,8 @@ public final class ThrottleJudge {
     self.index = index
     self.throttle = throttle
     self.threads = max(1, threads)
-    ledger = ThrottleLedger(partitions: self.threads, retention: retention)
+    ledger = ThrottleLedger(
+      partitions: self.threads, memberships: index.memberCount, retention: retention)
   }
 
   /// Carries `previous`'s counted deliveries over to this judge's index,

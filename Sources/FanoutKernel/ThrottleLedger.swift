@@ -18,9 +18,11 @@ public final class ThrottleLedger: @unchecked Sendable {
   public let retention: Int64?
   let partitions: [ThrottlePartition]
 
-  public init(partitions: Int, retention: Int64? = nil) {
+  /// A ledger for an index of `memberships` member slots.
+  public init(partitions: Int, memberships: Int, retention: Int64? = nil) {
     self.retention = retention
-    self.partitions = (0..<max(1, partitions)).map { _ in ThrottlePartition() }
+    let heads = ThrottlePartition.Heads(memberships: memberships, threads: max(1, partitions))
+    self.partitions = (0..<max(1, partitions)).map { _ in ThrottlePartition(heads: heads) }
   }
 
   @inline(__always)
@@ -34,7 +36,8 @@ public final class ThrottleLedger: @unchecked Sendable {
   public func rekeyed(from previous: Index, to index: Index, partitions count: Int)
     -> ThrottleLedger
   {
-    let ledger = ThrottleLedger(partitions: count, retention: retention)
+    let ledger = ThrottleLedger(
+      partitions: count, memberships: index.memberCount, retention: retention)
     for part in partitions {
       part.forEachKey { slot, times in
         let oldChannel = previous.channel(ofMemberSlot: Int(slot))
@@ -52,9 +55,11 @@ public final class ThrottleLedger: @unchecked Sendable {
   }
 }
 
-/// One partition of a `ThrottleLedger`: an open-addressing table from
-/// member slot to a list of counted times, newest first, in a node pool —
-/// no allocation per entry.
+/// One partition of a `ThrottleLedger`: per member slot, a list of
+/// counted times, newest first, in a node pool — no allocation per entry.
+/// A slot's list is found by the slot itself: the ledger keeps one head per
+/// member slot (`Heads`), which its partitions share, each reading and
+/// writing only its own channels' slots.
 ///
 /// While the partition holds fewer times than `throttle_messages`, no line
 /// can be throttled: each time goes to its list's head, in order or not (a
@@ -66,16 +71,24 @@ public final class ThrottleLedger: @unchecked Sendable {
 /// at its tail: no time in it counts against them. Only a line whose time
 /// falls between the list's newest and oldest walks past the later ones.
 ///
-/// A lookup and a node visited are one cache miss each: a table entry holds
-/// its key beside its list's head, a node its time beside its next, and the
-/// head node where the list's tail is. The pool grows in place
-/// (`MappedArray`): grown as an `Array`, each doubling copied the nodes
-/// into fresh pages.
+/// A lookup and a node visited are one cache miss each: the slot's head,
+/// then a node holding its time beside its next, and the head node where
+/// the list's tail is. The pool grows in place (`MappedArray`): grown as an
+/// `Array`, each doubling copied the nodes into fresh pages.
 final class ThrottlePartition: @unchecked Sendable {
-  /// A table entry: a member slot (−1: free) and its list's newest node.
-  struct Entry {
-    var key: Int32 = -1
-    var head: Int32 = -1
+  /// Per member slot of the index: its list's newest node + 1, 0 when it
+  /// has none. Four bytes a membership, given their pages up front on
+  /// every thread (a head is read before it is written: a page read first
+  /// would map the zero page, and the write would fault again); where a
+  /// hash table by slot grew, each doubling rehashed into fresh pages
+  /// (docs/performance.md, rule 8).
+  final class Heads: @unchecked Sendable {
+    fileprivate let array = MappedArray<Int32>(.throttle)
+
+    init(memberships: Int, threads: Int) {
+      array.appendZeroed(count: memberships)
+      array.populate(threads: threads)
+    }
   }
 
   /// A counted time and the next (older) node of its list, or −1; in a
@@ -87,8 +100,11 @@ final class ThrottlePartition: @unchecked Sendable {
     var tail: Int32
   }
 
-  private var table = [Entry](repeating: Entry(), count: 1024)
-  private var keyCount = 0
+  /// The ledger's heads (kept alive here), and their first.
+  private let heads: Heads
+  private let head: UnsafeMutablePointer<Int32>
+  /// The slots with a list, in the order their first times came.
+  private var keys: [Int32] = []
   private let nodes = MappedArray<Node>(.throttle)
   /// Whether every list is newest first (see above: not always while the
   /// partition holds fewer times than the limit).
@@ -96,26 +112,35 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Pool size after the last sweep; the next sweep waits until it doubles.
   private var sweptAt = 0
 
+  init(heads: Heads) {
+    self.heads = heads
+    // (Never appended to again: its values stay where they are.)
+    head = heads.array.base
+  }
+
+  /// The newest node of `slot`'s list, or −1.
+  @inline(__always)
+  private func newest(_ slot: Int32) -> Int32 { head[Int(slot)] &- 1 }
+
   /// Rule 8 for one candidate pair at `ts`: true if counted (delivered),
   /// false if throttled.
   func admit(slot: Int32, ts: Int64, _ throttle: AppSettings.Throttle) -> Bool {
-    let k = find(slot)
-    let head = table[k].head
+    let head = newest(slot)
     guard head >= 0 else {
-      insert(ts, after: -1, at: k)
+      insert(ts, after: -1, slot: slot)
       return true
     }
     // Fewer times than the limit in the whole partition: none can reach it.
     guard Int64(nodes.count) >= throttle.messages else {
       if ts < nodes[Int(head)].time { listsInOrder = false }
-      insert(ts, after: -1, at: k)
+      insert(ts, after: -1, slot: slot)
       return true
     }
     if !listsInOrder { putListsInOrder() }
     let newest = nodes[Int(head)]
     if newest.time > ts && nodes[Int(newest.tail)].time > ts {
       // Older than every time in the list: none counts against it.
-      insert(ts, after: newest.tail, at: k)
+      insert(ts, after: newest.tail, slot: slot)
       return true
     }
     // Newest first: past the times later than ts (none for lines in time
@@ -137,20 +162,20 @@ final class ThrottlePartition: @unchecked Sendable {
       }
       node = nodes[Int(node)].next
     }
-    insert(ts, after: before, at: k)
+    insert(ts, after: before, slot: slot)
     return true
   }
 
-  /// Adds time `t` to table entry `k`'s list after node `before` (−1: as
-  /// its head).
+  /// Adds time `t` to `slot`'s list after node `before` (−1: as its head).
   @inline(__always)
-  private func insert(_ t: Int64, after before: Int32, at k: Int) {
-    let head = table[k].head
+  private func insert(_ t: Int64, after before: Int32, slot: Int32) {
+    let head = newest(slot)
     // (Allocated first: the pool may move as it grows.)
     let next = before < 0 ? head : nodes[Int(before)].next
     let fresh = allocate(t, next: next)
     if before < 0 {
-      table[k].head = fresh
+      if head < 0 { keys.append(slot) }
+      self.head[Int(slot)] = fresh &+ 1
       nodes[Int(fresh)].tail = head < 0 ? fresh : nodes[Int(head)].tail
     } else {
       nodes[Int(before)].next = fresh
@@ -167,7 +192,7 @@ final class ThrottlePartition: @unchecked Sendable {
       let live = times.prefix { $0 > horizon }
       if !live.isEmpty { kept.append((slot, Array(live))) }
     }
-    reset(capacity: kept.count)
+    reset()
     for (slot, times) in kept { adopt(slot: slot, times: times) }
     sweptAt = nodes.count
   }
@@ -175,29 +200,29 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Calls `body` with each key and its times, newest first.
   func forEachKey(_ body: (Int32, [Int64]) -> Void) {
     if !listsInOrder { putListsInOrder() }
-    forEachList { entry, times in body(entry.key, times) }
+    forEachList { slot, times in body(slot, times) }
   }
 
-  /// Calls `body` with each list's entry and its times as they are linked.
-  private func forEachList(_ body: (Entry, inout [Int64]) -> Void) {
+  /// Calls `body` with each slot that has a list and its times as they
+  /// are linked.
+  private func forEachList(_ body: (Int32, inout [Int64]) -> Void) {
     var times: [Int64] = []
-    for entry in table where entry.key >= 0 {
+    for slot in keys {
       times.removeAll(keepingCapacity: true)
-      var node = entry.head
+      var node = newest(slot)
       while node >= 0 {
         times.append(nodes[Int(node)].time)
         node = nodes[Int(node)].next
       }
-      body(entry, &times)
+      body(slot, &times)
     }
   }
 
   /// Adds `times` (newest first) to `slot`'s list, which must be empty.
   func adopt(slot: Int32, times: [Int64]) {
-    let k = find(slot)
     for t in times {
-      let head = table[k].head
-      insert(t, after: head < 0 ? -1 : nodes[Int(head)].tail, at: k)
+      let head = newest(slot)
+      insert(t, after: head < 0 ? -1 : nodes[Int(head)].tail, slot: slot)
     }
   }
 
@@ -205,9 +230,9 @@ final class ThrottlePartition: @unchecked Sendable {
   /// linked (each list keeps its nodes, so its head and tail stay).
   @inline(never)
   private func putListsInOrder() {
-    forEachList { entry, times in
+    forEachList { slot, times in
       times.sort(by: >)
-      var node = entry.head
+      var node = newest(slot)
       for t in times {
         nodes[Int(node)].time = t
         node = nodes[Int(node)].next
@@ -216,11 +241,10 @@ final class ThrottlePartition: @unchecked Sendable {
     listsInOrder = true
   }
 
-  private func reset(capacity: Int) {
-    var size = 1024
-    while size < 2 * capacity { size *= 2 }
-    table = [Entry](repeating: Entry(), count: size)
-    keyCount = 0
+  /// Empties every list.
+  private func reset() {
+    for slot in keys { head[Int(slot)] = 0 }
+    keys.removeAll(keepingCapacity: true)
     nodes.removeAll()
     listsInOrder = true
   }
@@ -234,50 +258,14 @@ final class ThrottlePartition: @unchecked Sendable {
     return Int32(truncatingIfNeeded: nodes.count &- 1)
   }
 
-  /// Where `slot`'s search in the table starts.
+  /// Asks for `slot`'s head (`admit` ahead).
   @inline(__always)
-  private func home(_ slot: Int32) -> Int {
-    Int(UInt32(bitPattern: slot) &* 0x9E37_79B1 >> 7) & (table.count &- 1)
-  }
+  func prefetchEntry(slot: Int32) { cprefetch_read(head + Int(slot)) }
 
-  /// Asks for the cache line where `slot`'s lookup starts (`admit` ahead).
-  @inline(__always)
-  func prefetchEntry(slot: Int32) {
-    table.withUnsafeBufferPointer { cprefetch_read($0.baseAddress! + home(slot)) }
-  }
-
-  /// Asks for the newest node of `slot`'s list, if its entry is where its
-  /// search starts (as most are) and has one.
+  /// Asks for the newest node of `slot`'s list, if it has one.
   @inline(__always)
   func prefetchList(slot: Int32) {
-    let entry = table[home(slot)]
-    if entry.key == slot && entry.head >= 0 { nodes.prefetch(Int(entry.head)) }
-  }
-
-  /// The table position of `slot`, inserted if absent.
-  @inline(__always)
-  private func find(_ slot: Int32) -> Int {
-    if 2 * (keyCount + 1) > table.count { grow() }
-    let mask = table.count - 1
-    var k = home(slot)
-    while true {
-      let key = table[k].key
-      if key == slot { return k }
-      if key < 0 {
-        table[k].key = slot
-        keyCount += 1
-        return k
-      }
-      k = (k + 1) & mask
-    }
-  }
-
-  private func grow() {
-    let old = table
-    table = [Entry](repeating: Entry(), count: old.count * 2)
-    keyCount = 0
-    for entry in old where entry.key >= 0 {
-      table[find(entry.key)] = entry
-    }
+    let newest = newest(slot)
+    if newest >= 0 { nodes.prefetch(Int(newest)) }
   }
 }

@@ -26,7 +26,8 @@ struct ThrottlePartitionTests {
   static func ledger(_ lines: [(slot: Int32, ts: Int64)], _ throttle: AppSettings.Throttle)
     -> [Bool]
   {
-    let partition = ThrottlePartition()
+    let slots = Int(lines.map(\.slot).max() ?? 0) + 1
+    let partition = ThrottlePartition(heads: .init(memberships: slots, threads: 1))
     return lines.map { partition.admit(slot: $0.slot, ts: $0.ts, throttle) }
   }
 
