@@ -68,7 +68,31 @@ struct ThrottlePartitionTests {
     #expect(verdicts.contains(false))
   }
 
-  @Test("a table that grows keeps every list whole")
+  @Test("retention (the stream stage): times swept as the newest moves on, verdicts unchanged")
+  func retention() {
+    var random = SystemRandomNumberGenerator()
+    // 40 slots, a line every 100 ms, each up to 4 s late: within the retention.
+    let lines = (0..<40_000).map { i in
+      (slot: Int32(i * 7 % 40), ts: Int64(i) * 100 + Int64.random(in: 0..<4_000, using: &random))
+    }
+    let throttle = AppSettings.Throttle(messages: 2, windowMilliseconds: 9_000)
+    let retention: Int64 = 5_000
+    let partition = ThrottlePartition(heads: .init(memberships: 40, threads: 1))
+    var newest = Int64.min
+    let verdicts = lines.enumerated().map { k, line in
+      // As `ThrottleJudge` sweeps after each wave (a sweep waits until the pool doubles).
+      if k % 500 == 0 && newest > .min {
+        partition.sweep(olderThan: newest - throttle.windowMilliseconds - retention)
+      }
+      newest = max(newest, line.ts)
+      return partition.admit(slot: line.slot, ts: line.ts, throttle)
+    }
+    #expect(verdicts == Self.literal(lines, throttle))
+    #expect(verdicts.contains(false))
+    #expect(verdicts.contains(true))
+  }
+
+  @Test("many lists keep every list whole")
   func growth() {
     let lines = (0..<20_000).map { i in (slot: Int32(i % 5_000), ts: Int64(i) * 10) }
     let throttle = AppSettings.Throttle(messages: 2, windowMilliseconds: 200_000)
