@@ -93,10 +93,10 @@ public final class ThrottleJudge {
           verdicts.ends.append(verdicts.users.count)
         }
         for x in 0..<mine.count {
-          // A lookup is a cache miss in the table, then one in the list's
+          // A lookup is a cache miss in the heads, then one in the list's
           // newest node: both asked for some pairs ahead.
-          if x &+ Self.entriesAhead < mine.count {
-            partition.prefetchEntry(slot: pairs.slots[Int(mine.pair[x &+ Self.entriesAhead])])
+          if x &+ Self.headsAhead < mine.count {
+            partition.prefetchHead(slot: pairs.slots[Int(mine.pair[x &+ Self.headsAhead])])
           }
           if x &+ Self.listsAhead < mine.count {
             partition.prefetchList(slot: pairs.slots[Int(mine.pair[x &+ Self.listsAhead])])
@@ -138,13 +138,13 @@ public final class ThrottleJudge {
     }
   }
 
-  /// One partition's throttled pairs of a wave: per message (numbered in
-  /// the wave) that has any, its end in `users`.
-  /// How many pairs ahead the walk asks for a pair's table entry, and
+  /// How many pairs ahead the walk asks for a pair's list head, and
   /// for its list's newest node.
-  private static let entriesAhead = 16
+  private static let headsAhead = 16
   private static let listsAhead = 8
 
+  /// One partition's throttled pairs of a wave: per message (numbered in
+  /// the wave) that has any, its end in `users`.
   private struct Verdicts: Sendable {
     var messages: [Int] = []
     var ends: [Int] = []

@@ -8,12 +8,13 @@ import FanoutModel
 /// by channel, each walked by one thread in input order: the verdicts are
 /// the same whatever the number of partitions.
 ///
-/// Only the (user, channel) pairs that received a counted delivery have an
-/// entry. Without `retention` nothing is forgotten, so the verdicts are
-/// exact whatever the order of the lines' times; with it (the stream stage,
-/// which runs for ever), times older than the newest one seen minus the
-/// window minus `retention` are dropped, which is exact for any line at
-/// most `retention` older than the newest line before it.
+/// Only the (user, channel) pairs that received a counted delivery have a
+/// list (and every membership a 4-byte head). Without `retention` nothing
+/// is forgotten, so the verdicts are exact whatever the order of the lines'
+/// times; with it (the stream stage, which runs for ever), times older
+/// than the newest one seen minus the window minus `retention` are dropped,
+/// which is exact for any line at most `retention` older than the newest
+/// line before it.
 public final class ThrottleLedger: @unchecked Sendable {
   public let retention: Int64?
   let partitions: [ThrottlePartition]
@@ -100,9 +101,9 @@ final class ThrottlePartition: @unchecked Sendable {
     var tail: Int32
   }
 
-  /// The ledger's heads (kept alive here), and their first.
+  /// The ledger's heads, kept alive here and read through `slotHeads`.
   private let heads: Heads
-  private let head: UnsafeMutablePointer<Int32>
+  private let slotHeads: UnsafeMutablePointer<Int32>
   /// The slots with a list, in the order their first times came.
   private var keys: [Int32] = []
   private let nodes = MappedArray<Node>(.throttle)
@@ -115,12 +116,12 @@ final class ThrottlePartition: @unchecked Sendable {
   init(heads: Heads) {
     self.heads = heads
     // (Never appended to again: its values stay where they are.)
-    head = heads.array.base
+    slotHeads = heads.array.base
   }
 
   /// The newest node of `slot`'s list, or −1.
   @inline(__always)
-  private func newest(_ slot: Int32) -> Int32 { head[Int(slot)] &- 1 }
+  private func newest(_ slot: Int32) -> Int32 { slotHeads[Int(slot)] &- 1 }
 
   /// Rule 8 for one candidate pair at `ts`: true if counted (delivered),
   /// false if throttled.
@@ -175,7 +176,7 @@ final class ThrottlePartition: @unchecked Sendable {
     let fresh = allocate(t, next: next)
     if before < 0 {
       if head < 0 { keys.append(slot) }
-      self.head[Int(slot)] = fresh &+ 1
+      slotHeads[Int(slot)] = fresh &+ 1
       nodes[Int(fresh)].tail = head < 0 ? fresh : nodes[Int(head)].tail
     } else {
       nodes[Int(before)].next = fresh
@@ -243,7 +244,7 @@ final class ThrottlePartition: @unchecked Sendable {
 
   /// Empties every list.
   private func reset() {
-    for slot in keys { head[Int(slot)] = 0 }
+    for slot in keys { slotHeads[Int(slot)] = 0 }
     keys.removeAll(keepingCapacity: true)
     nodes.removeAll()
     listsInOrder = true
@@ -260,7 +261,7 @@ final class ThrottlePartition: @unchecked Sendable {
 
   /// Asks for `slot`'s head (`admit` ahead).
   @inline(__always)
-  func prefetchEntry(slot: Int32) { cprefetch_read(head + Int(slot)) }
+  func prefetchHead(slot: Int32) { cprefetch_read(slotHeads + Int(slot)) }
 
   /// Asks for the newest node of `slot`'s list, if it has one.
   @inline(__always)
