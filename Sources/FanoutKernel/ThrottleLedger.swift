@@ -119,9 +119,13 @@ final class ThrottlePartition: @unchecked Sendable {
     slotHeads = heads.array.base
   }
 
-  /// The newest node of `slot`'s list, or −1.
+  /// The newest node of `slot`'s list, or −1. (Slots are the index's:
+  /// checked in debug builds, as the pools' indexes are.)
   @inline(__always)
-  private func newest(_ slot: Int32) -> Int32 { slotHeads[Int(slot)] &- 1 }
+  private func newest(_ slot: Int32) -> Int32 {
+    assert(slot >= 0 && Int(slot) < heads.array.count)
+    return slotHeads[Int(slot)] &- 1
+  }
 
   /// Rule 8 for one candidate pair at `ts`: true if counted (delivered),
   /// false if throttled.
