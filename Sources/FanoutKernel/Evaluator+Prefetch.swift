@@ -21,18 +21,7 @@ extension Evaluator {
   ) {
     let c = columns
     if writeLines { prefetchChannelNames(channels, ahead: m, end: end) }
-    if m &+ 8 < end {
-      cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8]))
-      cprefetch_read(c.channelDefaultChat.baseAddress! + Int(channels[m &+ 8]))
-      if senders[m &+ 8] >= 0 {
-        cprefetch_read(c.muterOffsets.baseAddress! + Int(senders[m &+ 8]))
-      }
-    }
-    if m &+ 4 < end {
-      let first = c.channelMembers[Int(channels[m &+ 4])]
-      cprefetch_read(c.memberUser.baseAddress! + first)
-      cprefetch_read(c.memberSettings.baseAddress! + first)
-    }
+    prefetchMessageStarts(channels, senders, ahead: m, end: end, terms: c)
     if m &+ 3 < end {
       for slot in leadingSlots(of: channels[m &+ 3], Self.membersAhead) {
         cprefetch_read(c.userState.baseAddress! + Int(c.memberUser[slot]))
@@ -46,6 +35,31 @@ extension Evaluator {
     if m &+ 1 < end {
       let slots = leadingSlots(of: channels[m &+ 1], Self.deviceLinesAhead)
       for slot in slots { prefetchDeviceLines(slot, before: slots.upperBound) }
+    }
+  }
+
+  /// What deciding later messages reads first: where their member lists
+  /// lie, their channel's default chat level and where their sender's
+  /// muters lie 8 messages ahead, their first members and member settings
+  /// 4 ahead. The default and muters are `terms`'s: the columns of the
+  /// index whose message terms are taken (this evaluator's, or A's for a
+  /// what-if side that decides again only A's quiet pairs).
+  @inline(__always)
+  func prefetchMessageStarts<Rows: RandomAccessCollection<Int32>>(
+    _ channels: Rows, _ senders: Rows, ahead m: Int, end: Int, terms: IndexColumns
+  ) where Rows.Index == Int {
+    let c = columns
+    if m &+ 8 < end {
+      cprefetch_read(c.channelMembers.baseAddress! + Int(channels[m &+ 8]))
+      cprefetch_read(terms.channelDefaultChat.baseAddress! + Int(channels[m &+ 8]))
+      if senders[m &+ 8] >= 0 {
+        cprefetch_read(terms.muterOffsets.baseAddress! + Int(senders[m &+ 8]))
+      }
+    }
+    if m &+ 4 < end {
+      let first = c.channelMembers[Int(channels[m &+ 4])]
+      cprefetch_read(c.memberUser.baseAddress! + first)
+      cprefetch_read(c.memberSettings.baseAddress! + first)
     }
   }
 

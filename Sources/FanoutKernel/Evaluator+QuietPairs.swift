@@ -89,12 +89,11 @@ extension Evaluator {
     let userStateOfA = a.columns.userState
     change.withCodes { codes in
       // A's user records and the codes, asked for ahead: within a
-      // message 8 members ahead; for later messages, as
-      // `prefetch(_:ahead:end:)` does for a whole evaluation, where their
-      // member lists, channel default and sender's muters lie 8 messages
-      // ahead, their first slots 4 ahead, their first members 2 ahead (a
-      // chunk's messages are long gone from the cache since A decided
-      // them). The default and muters are A's: A's terms are taken.
+      // message 8 members ahead; for later messages, as a whole
+      // evaluation does (`prefetchMessageStarts`, with A's terms: A's
+      // are taken), and their first slots' snoozes 4 ahead and first
+      // members 2 ahead (a chunk's messages are long gone from the cache
+      // since A decided them).
       func prefetchUsers(_ slots: Range<Int>) {
         for slot in slots {
           let u = Int(c.memberUser[slot])
@@ -104,19 +103,9 @@ extension Evaluator {
       }
       func prefetchMessages(after m: Int) {
         let end = messages.upperBound
-        if m &+ 8 < end {
-          cprefetch_read(c.channelMembers.baseAddress! + Int(batch.channel[m &+ 8]))
-          cprefetch_read(
-            a.columns.channelDefaultChat.baseAddress! + Int(batch.channel[m &+ 8]))
-          if batch.sender[m &+ 8] >= 0 {
-            cprefetch_read(a.columns.muterOffsets.baseAddress! + Int(batch.sender[m &+ 8]))
-          }
-        }
-        if m &+ 4 < end {
-          let first = c.channelMembers[Int(batch.channel[m &+ 4])]
-          cprefetch_read(c.memberUser.baseAddress! + first)
-          cprefetch_read(c.memberSettings.baseAddress! + first)
-          if let snoozes = c.memberSnooze.baseAddress { cprefetch_read(snoozes + first) }
+        prefetchMessageStarts(batch.channel, batch.sender, ahead: m, end: end, terms: a.columns)
+        if m &+ 4 < end, let snoozes = c.memberSnooze.baseAddress {
+          cprefetch_read(snoozes + c.channelMembers[Int(batch.channel[m &+ 4])])
         }
         if m &+ 2 < end {
           prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
