@@ -16,32 +16,33 @@ extension Array: ByteOutput where Element == UInt8 {
 /// A byte buffer reused from pair to pair (the recipient entries' common
 /// tail): its appends check only the capacity, where an array's also
 /// check that its storage is unique and retain it when it is copied out.
-/// Owned by one evaluator; freed with it (`deallocate`).
-struct ByteScratch: ByteOutput {
+/// Owned by one evaluator and freed with it (`deallocate`), or held by a
+/// `ByteScratchBox`.
+public struct ByteScratch: ByteOutput {
   private var base: UnsafeMutablePointer<UInt8>
   private var capacity: Int
   private(set) var count = 0
 
-  init(capacity: Int = 256) {
+  public init(capacity: Int = 256) {
     self.capacity = capacity
     base = .allocate(capacity: capacity)
   }
 
   /// The bytes appended since the last `removeAll`.
-  var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+  public var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
   @inline(__always)
-  mutating func removeAll() { count = 0 }
+  public mutating func removeAll() { count = 0 }
 
   @inline(__always)
-  mutating func append(_ byte: UInt8) {
+  public mutating func append(_ byte: UInt8) {
     reserve(1)
     base[count] = byte
     count &+= 1
   }
 
   @inline(__always)
-  mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
+  public mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
     guard let source = bytes.baseAddress else { return }
     reserve(bytes.count)
     (base + count).update(from: source, count: bytes.count)
@@ -51,7 +52,7 @@ struct ByteScratch: ByteOutput {
   /// `value` in decimal, as `JSONText.appendDecimal` writes it, straight
   /// into the buffer.
   @inline(__always)
-  mutating func appendDecimal(_ value: Int64) {
+  public mutating func appendDecimal(_ value: Int64) {
     reserve(JSONText.decimalWidth)
     count &+= JSONText.writeDecimal(value, to: base + count)
   }
@@ -73,4 +74,14 @@ struct ByteScratch: ByteOutput {
 
   /// Frees the buffer; the scratch must not be used again.
   func deallocate() { base.deallocate() }
+}
+
+/// A `ByteScratch` kept from call to call by a value that cannot free it
+/// itself (a worker struct): taken out (`scratch`), used, and put back.
+public final class ByteScratchBox {
+  public var scratch: ByteScratch
+
+  public init(capacity: Int) { scratch = ByteScratch(capacity: capacity) }
+
+  deinit { scratch.deallocate() }
 }

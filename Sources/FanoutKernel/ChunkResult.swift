@@ -56,6 +56,13 @@ public struct ChunkResult: Sendable {
   /// recipient's local hour (0–23) at its message's ts.
   public var pairLocalHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
+  /// A side that decides again only some of another side's pairs
+  /// (`Evaluator.redecideQuietHours`): each pair it decided otherwise, as
+  /// its place among the other side's pairs of the chunk, with its outcome
+  /// and delivery hour here; every other pair is the other side's.
+  public var redecidedPairs: [Int32] = []
+  public var redecidedOutcomes: [Outcome] = []
+  public var redecidedDeliveryHours: [UInt8] = []
   /// With `.audit`: per pair, its delivery time (the message's ts unless
   /// deferral or presence delay it; meaningful for delivered pairs), and
   /// the end of its delivered devices' rows in `pairDevices` (their
@@ -74,22 +81,6 @@ public struct ChunkResult: Sendable {
     counters = Counters(gateways: gateways)
   }
 
-  /// Appends the pairs of `other`'s `k`-th message (their users, outcomes
-  /// and delivery hours, and local hours if `localHours`) after this
-  /// result's, which hold those of its earlier messages; returns where
-  /// they lie.
-  mutating func appendPairs(ofMessage k: Int, from other: ChunkResult, localHours: Bool)
-    -> Range<Int>
-  {
-    let pairs = pairOutcomes.count..<Int(other.messagePairEnds[k])
-    pairUsers.append(contentsOf: other.pairUsers[pairs])
-    pairOutcomes.append(contentsOf: other.pairOutcomes[pairs])
-    pairDeliveryHours.append(contentsOf: other.pairDeliveryHours[pairs])
-    if localHours { pairLocalHours.append(contentsOf: other.pairLocalHours[pairs]) }
-    messagePairEnds.append(other.messagePairEnds[k])
-    return pairs
-  }
-
   /// Empties the result for the next chunk, keeping its buffers' capacity:
   /// a worker that reuses one result stops growing and faulting in fresh
   /// line buffers once it has seen its largest chunk.
@@ -101,6 +92,9 @@ public struct ChunkResult: Sendable {
     pairDeliveryHours.removeAll(keepingCapacity: true)
     pairLocalHours.removeAll(keepingCapacity: true)
     messagePairEnds.removeAll(keepingCapacity: true)
+    redecidedPairs.removeAll(keepingCapacity: true)
+    redecidedOutcomes.removeAll(keepingCapacity: true)
+    redecidedDeliveryHours.removeAll(keepingCapacity: true)
     pairDeliverAt.removeAll(keepingCapacity: true)
     pairDeviceEnds.removeAll(keepingCapacity: true)
     pairDevices.removeAll(keepingCapacity: true)

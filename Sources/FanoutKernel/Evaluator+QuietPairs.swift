@@ -8,29 +8,34 @@ import FanoutModel
 /// deferred under A defers under B too. Such a side starts from A's
 /// outcomes and decides those pairs again, instead of every pair.
 extension Evaluator {
-  /// Decides again, against this index, the pairs `result` holds as
-  /// suppressed `snoozed` or `dnd`: `result` is `messages` of `batch` as
-  /// an evaluator of another index recorded them (`.outcomes`), one whose
-  /// rules differ from this index's only in the users' quiet actions and
-  /// defer no one this index does not (`Index.defersMoreThan`). Each such
-  /// pair's suppression is taken back and the pair counted as this index
-  /// decides it; its outcome and delivery hour become this index's.
+  /// Decides again, against this index, the pairs of `messages` of
+  /// `batch` that `decidedByA` holds as suppressed `snoozed` or `dnd`:
+  /// `decidedByA` is them as an evaluator of another index recorded them
+  /// (`.outcomes`), one whose rules differ from this index's only in the
+  /// users' quiet actions and defer no one this index does not
+  /// (`Index.defersMoreThan`). Each such pair's suppression is taken back
+  /// and the pair counted as this index decides it; if its outcome or
+  /// delivery hour differ, it is listed in `result.redecidedPairs`
+  /// (`result` holds only the messages' pair ends beside them: every pair
+  /// not listed is `decidedByA`'s, whose counters `result`'s then lack).
   ///
   /// - Complexity: O(pairs of the messages) to find them, and the rules
   ///   for each pair found.
   public func redecideQuietPairs(
-    _ batch: MessageBatch, messages: Range<Int>, in result: inout ChunkResult
+    _ batch: MessageBatch, messages: Range<Int>, decidedBy decidedByA: ChunkResult,
+    into result: inout ChunkResult
   ) {
     let snoozed = Outcome.suppressed(.snoozed)
     let dnd = Outcome.suppressed(.dnd)
     batch.mentions.withUnsafeBufferPointer { mentions in
       var start = 0
       for (k, m) in messages.enumerated() {
-        let end = Int(result.messagePairEnds[k])
+        let end = Int(decidedByA.messagePairEnds[k])
         defer { start = end }
+        result.messagePairEnds.append(decidedByA.messagePairEnds[k])
         guard
           let first = (start..<end).first(where: {
-            result.pairOutcomes[$0] == snoozed || result.pairOutcomes[$0] == dnd
+            decidedByA.pairOutcomes[$0] == snoozed || decidedByA.pairOutcomes[$0] == dnd
           })
         else { continue }
         stamp += 1  // a new message for the zones' and deferrals' caches
@@ -39,9 +44,9 @@ extension Evaluator {
         let terms = terms(batch, m, channel: channel)
         var singled = singledOut(batch, m, channel, mentions, .empty)
         for i in first..<end {
-          let before = result.pairOutcomes[i]
+          let before = decidedByA.pairOutcomes[i]
           guard before == snoozed || before == dnd else { continue }
-          let u = result.pairUsers[i]
+          let u = decidedByA.pairUsers[i]
           guard let slot = slot(of: u, in: members) else {
             preconditionFailure("a pair's user is a member of its message's channel")
           }
@@ -49,8 +54,12 @@ extension Evaluator {
           scratch.suppressed[
             Int(before == snoozed ? Reason.snoozed.rawValue : Reason.dnd.rawValue)] &-= 1
           if verdict.reason == nil { result.counters.delivered += 1 }
-          (result.pairOutcomes[i], result.pairDeliveryHours[i]) = Self.outcome(
-            verdict, ts: terms.ts)
+          let (outcome, deliveryHour) = Self.outcome(verdict, ts: terms.ts)
+          if outcome != before || deliveryHour != decidedByA.pairDeliveryHours[i] {
+            result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
+            result.redecidedOutcomes.append(outcome)
+            result.redecidedDeliveryHours.append(deliveryHour)
+          }
         }
       }
     }
@@ -64,23 +73,24 @@ extension Evaluator {
 /// the same columns. Such a side takes A's outcomes and decides those
 /// pairs again, instead of every pair.
 extension Evaluator {
-  /// Appends `messages` of `batch` to `result` as `a` decided them in
-  /// `decidedByA` (its pairs for them follow those `result` holds), then
-  /// decides again, against this index, each pair of a user `change`
+  /// Decides again, against this index, each pair of `messages` of
+  /// `batch` (as `a` decided them in `decidedByA`) of a user `change`
   /// names whose time state differs between the two indexes at the
   /// message's ts — or, for a user who defers on either side, is quiet on
   /// either side (the instant a deferral ends follows the schedule). Such
   /// a pair is taken out of the counts as `a` decides it and counted as
-  /// this index does; its outcome and delivery hour become this index's.
+  /// this index does; if its outcome or delivery hour differ from `a`'s,
+  /// it is listed in `result.redecidedPairs` (`result` holds only the
+  /// messages' pair ends beside them: every pair not listed is `a`'s).
   /// This evaluator's index must differ from `a`'s only in quiet hours
   /// (`QuietHoursChange`), and `a`'s scratch counts be empty.
   ///
   /// `result`'s counters gain only these differences: once the chunk is
   /// done, add `decidedByA`'s to them.
   ///
-  /// - Complexity: O(pairs) to copy and to find the pairs (a code per
-  ///   pair, two schedule lookups per pair of a changed user), and the
-  ///   rules at most twice for each pair found.
+  /// - Complexity: O(pairs) to find the pairs (a code per pair, two
+  ///   schedule lookups per pair of a changed user), and the rules at most
+  ///   twice for each pair found.
   public func redecideQuietHours(
     _ batch: MessageBatch, messages: Range<Int>, decidedBy a: Evaluator,
     _ decidedByA: ChunkResult, change: QuietHoursChange, into result: inout ChunkResult
@@ -114,9 +124,10 @@ extension Evaluator {
       batch.mentions.withUnsafeBufferPointer { mentions in
         for m in messages {
           prefetchMessages(after: m)
-          let pairs = result.appendPairs(
-            ofMessage: result.messagePairEnds.count, from: decidedByA,
-            localHours: recordsLocalHours)
+          let k = result.messagePairEnds.count
+          let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<Int(
+            decidedByA.messagePairEnds[k])
+          result.messagePairEnds.append(decidedByA.messagePairEnds[k])
           // Force and silent messages never read quiet hours.
           guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
           stamp &+= 1  // a new message for the zones' and deferrals' caches
@@ -136,7 +147,7 @@ extension Evaluator {
             let code = codes[Int(u)]
             guard code != 0 else { continue }
             // Rule 1 (sender_muted) decides before the time rules, alike.
-            if result.pairOutcomes[i] == .suppressed(.senderMuted) { continue }
+            if decidedByA.pairOutcomes[i] == .suppressed(.senderMuted) { continue }
             let stateOfA = userStateOfA[Int(u)]
             let (pattern, defers) =
               code == QuietHoursChange.elsewhere
@@ -159,7 +170,7 @@ extension Evaluator {
             let pair = found!.singled.terms(for: u)
             // A's decision taken back: a pair dropped in quiet time counted
             // its reason alone; any other is decided again, counted −1.
-            let before = result.pairOutcomes[i]
+            let before = decidedByA.pairOutcomes[i]
             if let reason = before.reason, reason == .snoozed || reason == .dnd {
               scratch.suppressed[Int(reason.rawValue)] &-= 1
             } else {
@@ -177,7 +188,12 @@ extension Evaluator {
             }
             result.counters.delivered &+=
               (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
-            (result.pairOutcomes[i], result.pairDeliveryHours[i]) = Self.outcome(after, ts: ts)
+            let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
+            if outcome != before || deliveryHour != decidedByA.pairDeliveryHours[i] {
+              result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
+              result.redecidedOutcomes.append(outcome)
+              result.redecidedDeliveryHours.append(deliveryHour)
+            }
           }
         }
       }

@@ -34,7 +34,12 @@ public enum LZ4Frame {
   /// - Complexity: O(n); allocates the result once, at its largest possible
   ///   size (nothing is zero-filled or copied twice).
   public static func blocks(_ bytes: [UInt8]) -> [UInt8] {
-    bytes.withUnsafeBytes { blocks($0, pieceSize: maxBlockSize) }
+    bytes.withUnsafeBytes { blocks($0) }
+  }
+
+  /// `bytes` as complete frame blocks, as `blocks(_:)` for an array.
+  public static func blocks(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    blocks(bytes, pieceSize: maxBlockSize)
   }
 
   static func blocks(_ src: UnsafeRawBufferPointer, pieceSize: Int) -> [UInt8] {

@@ -67,6 +67,10 @@ struct ChunkComparer: ChunkWork {
   /// in quiet time (`Index.defersMoreThan`), so that it decides again only
   /// the pairs A dropped so (`Evaluator.redecideQuietPairs`).
   let defersMoreThanA: [Bool]
+  /// Per side: whether it decides again only some of A's pairs (it
+  /// defers more than A, or changes only quiet hours), holding only those
+  /// it decides otherwise (`ChunkResult.redecidedPairs`).
+  let redecides: [Bool]
   /// Per side: the users whose quiet hours alone it changes from A
   /// (`QuietHoursChange`), so that it decides again only their pairs
   /// where those differ (`Evaluator.redecideQuietHours`); nil for A and
@@ -78,14 +82,17 @@ struct ChunkComparer: ChunkWork {
   init(indexes: [Index], sharingAllowed: Bool = true) {
     self.indexes = indexes
     relative = indexes.dropFirst().map { sharingAllowed && Self.sameSlices(indexes[0], $0) }
-    let defersMoreThanA = indexes.enumerated().map {
-      $0.offset > 0 && $0.element.defersMoreThan(indexes[0])
+    // (A side that decides again only some of A's pairs holds only those
+    // it decides otherwise: it is tallied relative to A.)
+    let defersMoreThanA = indexes.enumerated().map { [relative] side, index in
+      side > 0 && relative[side - 1] && index.defersMoreThan(indexes[0])
     }
     self.defersMoreThanA = defersMoreThanA
-    quietHoursChanges = indexes.enumerated().map { side, index in
-      side > 0 && sharingAllowed && !defersMoreThanA[side]
+    quietHoursChanges = indexes.enumerated().map { [relative] side, index in
+      side > 0 && relative[side - 1] && !defersMoreThanA[side]
         ? QuietHoursChange(index, from: indexes[0]) : nil
     }
+    redecides = zip(defersMoreThanA, quietHoursChanges).map { $0 || $1 != nil }
   }
 
   var empty: ComparedChunk { ComparedChunk() }
@@ -102,7 +109,7 @@ struct ChunkComparer: ChunkWork {
     var evaluators: [Evaluator]
     var results: [ChunkResult]
     /// The changed pairs' lines of one comparison, before compression.
-    var changeLines: [UInt8] = []
+    let changeLines = ByteScratchBox(capacity: 1 << 16)
   }
 
   func makeWorker() -> Worker {
@@ -149,11 +156,9 @@ struct ChunkComparer: ChunkWork {
         worker.results[side] = result
         worker.evaluators[side].applyThrottle(
           verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
-      } else if quietHoursChanges[side] != nil {
+      } else {
         worker.results[side].removeAll()
-      } else if !defersMoreThanA[side] {
-        worker.results[side].removeAll()
-        evaluatedSides.append(side)
+        if !redecides[side] { evaluatedSides.append(side) }
       }
     }
     // (Sides of other quiet hours have no ledgers: never evaluated in a pass.)
@@ -182,11 +187,12 @@ struct ChunkComparer: ChunkWork {
       }
       start = end
     }
-    for side in quietHoursSides { worker.results[side].counters.add(worker.results[0].counters) }
     for side in indexes.indices where defersMoreThanA[side] {
-      worker.results[side] = worker.results[0]
       worker.evaluators[side].redecideQuietPairs(
-        batch, messages: messages, in: &worker.results[side])
+        batch, messages: messages, decidedBy: worker.results[0], into: &worker.results[side])
+    }
+    for side in indexes.indices where redecides[side] {
+      worker.results[side].counters.add(worker.results[0].counters)
     }
     let results = worker.results
     var chunk = ComparedChunk()
@@ -196,6 +202,7 @@ struct ChunkComparer: ChunkWork {
       chunk.lastTs = max(chunk.lastTs, batch.ts[m])
     }
     chunk.sides.append(tally(messages, results[0], keysOfA))
+    let outcomesOfA = redecides.contains(true) ? outcomeCounts(results[0]) : []
     for b in 1..<indexes.count {
       let relative = relative[b - 1]
       var side =
@@ -203,9 +210,13 @@ struct ChunkComparer: ChunkWork {
         ? SideChunk(counters: results[b].counters)
         : tally(messages, results[b], MessageSlices(batch, messages, indexes[b]))
       chunk.changes.append(
-        compare(
-          batch, messages, a: results[0], b: results[b], relative: relative ? keysOfA : nil,
-          into: &side, lines: &worker.changeLines))
+        redecides[b]
+          ? compareRedecided(
+            batch, messages, a: results[0], outcomesOfA, b: results[b], slices: keysOfA,
+            into: &side, lines: worker.changeLines)
+          : compare(
+            batch, messages, a: results[0], b: results[b], relative: relative ? keysOfA : nil,
+            into: &side, lines: worker.changeLines))
       chunk.sides.append(side)
     }
     return chunk
@@ -238,7 +249,7 @@ struct ChunkComparer: ChunkWork {
   /// pairs' lines.
   private func compare(
     _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, b: ChunkResult,
-    relative slices: MessageSlices?, into side: inout SideChunk, lines: inout [UInt8]
+    relative slices: MessageSlices?, into side: inout SideChunk, lines: ByteScratchBox
   ) -> PairChanges {
     let width = Outcome.allCases.count
     var transitions = [Int](repeating: 0, count: width * width)
@@ -300,46 +311,99 @@ struct ChunkComparer: ChunkWork {
       tally?.end(into: &side)
     }
     changes.transitions = transitions
-    changes.changedPairs = changes.changedUsers.count
-    writeLines(batch, changes.changedUsers, changedMessages, changedTransitions, into: &lines)
-    changes.changeBlocks = LZ4Frame.blocks(lines)
+    writeLines(batch, changedMessages, changedTransitions, into: &changes, lines)
     return changes
   }
 
-  /// The changed pairs' lines. Their users are scattered rows: each user's
-  /// id is asked for ahead (its offsets, then its bytes), or every line
-  /// would wait for two cache misses.
+  /// A's pairs per outcome (`Outcome.rawValue`).
+  private func outcomeCounts(_ a: ChunkResult) -> [Int] {
+    var counts = [Int](repeating: 0, count: Outcome.allCases.count)
+    for outcome in a.pairOutcomes { counts[Int(outcome.rawValue)] &+= 1 }
+    return counts
+  }
+
+  /// A B that decided again only some of A's pairs (`ChunkResult.
+  /// redecidedPairs`) against A: every other pair is A's, the same on both
+  /// sides, so only those listed are compared and tallied (relative to A,
+  /// in A's message `slices`), as `compare` would.
+  private func compareRedecided(
+    _ batch: MessageBatch, _ messages: Range<Int>, a: ChunkResult, _ outcomesOfA: [Int],
+    b: ChunkResult, slices: MessageSlices, into side: inout SideChunk, lines: ByteScratchBox
+  ) -> PairChanges {
+    let width = Outcome.allCases.count
+    var changes = PairChanges()
+    // Every pair as A's, on the diagonal; each one listed moves out of it.
+    for (outcome, pairs) in outcomesOfA.enumerated() {
+      changes.transitions[outcome &* (width &+ 1)] = pairs
+    }
+    var changedTransitions: [UInt16] = []
+    var changedMessages: [Int32] = []
+    var tally = SideTally(slices)
+    var r = 0
+    for (k, m) in messages.enumerated() {
+      tally.begin(message: k)
+      let end = Int(a.messagePairEnds[k])
+      while r < b.redecidedPairs.count && Int(b.redecidedPairs[r]) < end {
+        let i = Int(b.redecidedPairs[r])
+        let (outcomeA, outcomeB) = (a.pairOutcomes[i], b.redecidedOutcomes[r])
+        let user = a.pairUsers[i]
+        let localHour = a.pairLocalHours[i]
+        tally.count(
+          user, outcomeA, localHour: localHour, deliveryHour: a.pairDeliveryHours[i], by: -1,
+          into: &side)
+        tally.count(
+          user, outcomeB, localHour: localHour, deliveryHour: b.redecidedDeliveryHours[r],
+          by: 1, into: &side)
+        r &+= 1
+        let transition = Int(outcomeA.rawValue) &* width &+ Int(outcomeB.rawValue)
+        changes.transitions[Int(outcomeA.rawValue) &* (width &+ 1)] &-= 1
+        changes.transitions[transition] &+= 1
+        guard outcomeA != outcomeB else { continue }
+        changes.changedUsers.append(user)
+        changes.changedChannels.append(batch.channel[m])
+        changes.changedLines.append(batch.lines[m])
+        changedTransitions.append(UInt16(transition))
+        changedMessages.append(Int32(m))
+      }
+      tally.end(into: &side)
+    }
+    writeLines(batch, changedMessages, changedTransitions, into: &changes, lines)
+    return changes
+  }
+
+  /// The changed pairs' lines, compressed into `changes`, with their
+  /// count. Their users are scattered rows: each user's id is asked for
+  /// ahead (its offsets, then its bytes), or every line would wait for two
+  /// cache misses. (Written into a scratch buffer: an array's appends
+  /// retained and checked its storage, a tenth of a 1M sweep's lines'
+  /// time.)
   private func writeLines(
-    _ batch: MessageBatch, _ users: [Int32], _ messages: [Int32], _ transitions: [UInt16],
-    into lines: inout [UInt8]
+    _ batch: MessageBatch, _ messages: [Int32], _ transitions: [UInt16],
+    into changes: inout PairChanges, _ buffer: ByteScratchBox
   ) {
-    lines.removeAll(keepingCapacity: true)
+    let users = changes.changedUsers
+    changes.changedPairs = users.count
+    var lines = buffer.scratch
+    defer { buffer.scratch = lines }  // (its storage, if it grew)
+    lines.removeAll()
     // Views valid while `batch` and `indexes` are held (for the whole call).
     let ids = batch.idJSON.view
     let userJSON = indexes[0].userJSON.view
-    var linePrefix: [UInt8] = []
-    var prefixOf = -1
     for n in users.indices {
       if n &+ 16 < users.count { userJSON.prefetchOffsets(Int(users[n &+ 16])) }
       if n &+ 8 < users.count { userJSON.prefetchBytes(Int(users[n &+ 8])) }
-      let m = Int(messages[n])
-      if m != prefixOf {
-        prefixOf = m
-        linePrefix.removeAll(keepingCapacity: true)
-        linePrefix += Self.messageKey
-        linePrefix.append(contentsOf: ids[m])
-        linePrefix += Self.userKey
-      }
-      lines += linePrefix
+      lines.append(contentsOf: Self.lineKeys[0])
+      lines.append(contentsOf: ids[Int(messages[n])])
+      lines.append(contentsOf: Self.lineKeys[1])
       lines.append(contentsOf: userJSON[Int(users[n])])
       lines.append(contentsOf: Self.changeEnds[Int(transitions[n])])
     }
+    changes.changeBlocks = LZ4Frame.blocks(UnsafeRawBufferPointer(lines.bytes))
     withExtendedLifetime(batch) {}
   }
 
   /// A change line is `{"message":ID,"user":ID,"a":"A","b":"B"}`.
-  private static let messageKey = Array(#"{"message":"#.utf8)
-  private static let userKey = Array(#","user":"#.utf8)
+  private static let lineKeys = FixedStrings([#"{"message":"#, #","user":"#])
   /// Per transition (A's outcome × B's), the line's end.
   private static let changeEnds = FixedStrings(
     Outcome.allCases.flatMap { a in
