@@ -125,8 +125,8 @@ extension Evaluator {
         for m in messages {
           prefetchMessages(after: m)
           let k = result.messagePairEnds.count
-          let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<Int(
-            decidedByA.messagePairEnds[k])
+          let end = Int(decidedByA.messagePairEnds[k])
+          let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<end
           result.messagePairEnds.append(decidedByA.messagePairEnds[k])
           // Force and silent messages never read quiet hours.
           guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
