@@ -73,7 +73,7 @@ let package = Package(
     .target(
       name: "FanoutWhatIf",
       dependencies: [
-        "CSQLite",
+        "CPrefetch", "CSQLite",
         "FanoutEngine", "FanoutIndex", "FanoutKernel", "FanoutModel", "FanoutOutput",
         "FanoutPipeline", "FanoutReport", "FanoutSQLite",
         "FanoutSnapshot", "FanoutTime", "FanoutTraffic",

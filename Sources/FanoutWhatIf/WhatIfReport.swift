@@ -1,3 +1,4 @@
+import CPrefetch
 import FanoutIndex
 import FanoutKernel
 import FanoutModel
@@ -27,12 +28,31 @@ struct SideTotals {
   mutating func add(_ side: SideChunk, channels: [Int32]) {
     counters.add(side.counters)
     slices.add(side.slices)
-    for (k, channel) in channels.enumerated() {
-      channelDelivered[Int(channel)] &+= Int(side.messageDelivered[k])
+    // Each row is a cache miss, asked for `rowsAhead` ahead; a relative
+    // side's channel counts are mostly 0, and its channels left alone.
+    channelDelivered.withUnsafeMutableBufferPointer { counts in
+      let delivered = side.messageDelivered
+      for k in channels.indices {
+        let ahead = k &+ Self.rowsAhead
+        if ahead < channels.count && delivered[ahead] != 0 {
+          cprefetch_read(counts.baseAddress! + Int(channels[ahead]))
+        }
+        if delivered[k] != 0 { counts[Int(channels[k])] &+= Int(delivered[k]) }
+      }
     }
-    for user in side.deliveredUsers { userDelivered[Int(user)] &+= 1 }
-    for user in side.undeliveredUsers { userDelivered[Int(user)] &-= 1 }
+    userDelivered.withUnsafeMutableBufferPointer { counts in
+      for (users, sign) in [(side.deliveredUsers, 1), (side.undeliveredUsers, -1)] {
+        for k in users.indices {
+          let ahead = k &+ Self.rowsAhead
+          if ahead < users.count { cprefetch_read(counts.baseAddress! + Int(users[ahead])) }
+          counts[Int(users[k])] &+= sign
+        }
+      }
+    }
   }
+
+  /// How many rows ahead the totals' scattered counts are asked for.
+  static let rowsAhead = 16
 
   /// These relative totals made whole, A's (`a`) plus the difference,
   /// but for the channels' counts: only the top channels are shown, and a
@@ -68,13 +88,23 @@ struct ChangeTotals {
   mutating func add(_ changes: PairChanges) {
     for i in transitions.indices { transitions[i] &+= changes.transitions[i] }
     changedPairs &+= changes.changedPairs
-    for (k, user) in changes.changedUsers.enumerated() {
-      let (u, c, line) = (Int(user), Int(changes.changedChannels[k]), changes.changedLines[k])
-      if userFirstChange[u] == 0 { userFirstChange[u] = line }
-      if channelFirstChange[c] == 0 {
-        firstChanges.append((line, user))
-        // At most one per channel row, whose number fits an Int32.
-        channelFirstChange[c] = Int32(truncatingIfNeeded: firstChanges.count)
+    let (users, channels) = (changes.changedUsers, changes.changedChannels)
+    userFirstChange.withUnsafeMutableBufferPointer { userFirst in
+      channelFirstChange.withUnsafeMutableBufferPointer { channelFirst in
+        for k in users.indices {
+          let ahead = k &+ SideTotals.rowsAhead
+          if ahead < users.count {
+            cprefetch_read(userFirst.baseAddress! + Int(users[ahead]))
+            cprefetch_read(channelFirst.baseAddress! + Int(channels[ahead]))
+          }
+          let (u, c, line) = (Int(users[k]), Int(channels[k]), changes.changedLines[k])
+          if userFirst[u] == 0 { userFirst[u] = line }
+          if channelFirst[c] == 0 {
+            firstChanges.append((line, users[k]))
+            // At most one per channel row, whose number fits an Int32.
+            channelFirst[c] = Int32(truncatingIfNeeded: firstChanges.count)
+          }
+        }
       }
     }
   }
