@@ -151,9 +151,13 @@ extension SnapshotLoader {
   /// notification groups on where a gateway is named `updates` (refused
   /// on devices then): such an overlay is loaded over the base's rows
   /// (`load(path:base:over:)`), or whole. A refusal is the one a whole load
-  /// of the overlay would report first.
+  /// of the overlay would report first. `usersColumnsChanged`, when the
+  /// overlay's maker knows them, are the only columns of `users` it may
+  /// have changed (no row added or removed): the users' levels are then
+  /// the base's without comparing the two tables.
   public static func index(
     overlay path: String, base: String, over index: Index,
+    usersColumnsChanged: Set<String>? = nil,
     timeZones: TimeZoneDatabase = TimeZoneDatabase(),
     busyTimeoutMilliseconds: Int = defaultBusyTimeoutMilliseconds
   ) throws(SnapshotError) -> Index? {
@@ -184,8 +188,10 @@ extension SnapshotLoader {
     if !changed.isDisjoint(with: ["users", "dnd_weekly"]) {
       // The users (the overlay's, else the base's) are read while another
       // core compares the overlay's levels with the base's.
+      let levelsKept =
+        usersColumnsChanged.map { $0.isDisjoint(with: Self.userLevelColumns) } ?? false
       let levels =
-        changed.contains("users")
+        changed.contains("users") && !levelsKept
         ? TableRead(readers.take()) { connection throws(SnapshotError) in
           try sameLevels(connection)
         } : nil
@@ -352,6 +358,13 @@ extension SnapshotLoader {
   /// same rowid in id and levels (SQL's `IS`: a value of another type
   /// counts as a change), so that the membership slots, which resolve
   /// the levels, are the base's.
+  /// The columns of `users` its rows' levels are read from, with the keys
+  /// that place them (lower-cased; the rowid's names too, as `sameLevels`
+  /// pairs rows by rowid).
+  static let userLevelColumns = Set(
+    (["user_id", "mention_all_notifications", "rowid", "oid", "_rowid_"]
+      + SnapshotSchema.levelColumns).map { $0.lowercased() })
+
   private static func sameLevels(_ main: Connection) throws(SnapshotError) -> Bool {
     let base = Connection.baseSchema
     do {

@@ -55,6 +55,8 @@ public final class ScenarioCopy: Sendable {
   /// Rows the SQL inserted, updated or deleted, per table it wrote (a
   /// table it wrote no row of is listed with 0).
   public let rowsChanged: [String: Int]
+  /// What the SQL may have written, per table.
+  public let writes: Writes
   /// The SQL wrote no table (`SELECT 1`, a comment, nothing): the scenario
   /// is the source itself.
   public var changesNothing: Bool { rowsChanged.isEmpty && base != nil && isEmptyFile }
@@ -86,7 +88,7 @@ public final class ScenarioCopy: Sendable {
     do {
       let made = try Self.make(applying: sql, to: source, at: path)
       base = made.overlay ? source : nil
-      rowsChanged = made.rowsChanged
+      (rowsChanged, writes) = (made.applied.rowsChanged, made.applied.writes)
     } catch {
       CleanupOnSignal.withdraw(cleanup)
       Self.removeFiles(path, folder)
@@ -105,11 +107,11 @@ public final class ScenarioCopy: Sendable {
   }
 
   /// Makes the scenario's snapshot at `path`: an overlay of `source` if it
-  /// can, else a whole copy; with the rows the SQL changed per table.
+  /// can, else a whole copy; with what the SQL changed.
   private static func make(applying sql: String, to source: String, at path: String)
-    throws(WhatIfError.Scenario) -> (overlay: Bool, rowsChanged: [String: Int])
+    throws(WhatIfError.Scenario) -> (overlay: Bool, applied: Applied)
   {
-    if let changed = try applyOnOverlay(sql, over: source, at: path) { return (true, changed) }
+    if let applied = try applyOnOverlay(sql, over: source, at: path) { return (true, applied) }
     removeFiles(path, nil)
     do {
       try copySnapshotPages(
@@ -121,12 +123,12 @@ public final class ScenarioCopy: Sendable {
     return (false, try apply(sql, to: copy))
   }
 
-  /// Applies `sql` to a new overlay of `source` at `path`, returning the
-  /// rows changed per table; nil when the scenario needs a whole copy
+  /// Applies `sql` to a new overlay of `source` at `path`, returning what
+  /// it changed; nil when the scenario needs a whole copy
   /// instead (the overlay is then garbage). A refusal is final: the whole
   /// copy would refuse the same statement.
   private static func applyOnOverlay(_ sql: String, over source: String, at path: String)
-    throws(WhatIfError.Scenario) -> [String: Int]?
+    throws(WhatIfError.Scenario) -> Applied?
   {
     let tables: OverlayTables
     do throws(SQLiteError) {
@@ -148,12 +150,35 @@ public final class ScenarioCopy: Sendable {
     }
   }
 
+  /// What the SQL may have written, table by table (names lower-cased),
+  /// as the authorizer saw its statements prepared: the columns its
+  /// UPDATEs set, and the tables it inserted rows into or deleted rows from.
+  public struct Writes: Sendable {
+    var columnsUpdated: [String: Set<String>] = [:]
+    var rowsAddedOrRemoved: Set<String> = []
+
+    /// The columns of `table` the SQL may have changed (lower-cased); nil
+    /// when it may have added or removed rows.
+    public func columnsChanged(in table: String) -> Set<String>? {
+      rowsAddedOrRemoved.contains(table) ? nil : columnsUpdated[table] ?? []
+    }
+  }
+
+  /// What a scenario's SQL did to its copy.
+  struct Applied {
+    /// The rows each statement changed (`sqlite3_changes`), per the table
+    /// it writes.
+    var rowsChanged: [String: Int] = [:]
+    var writes = Writes()
+  }
+
   /// What the authorizer learns of the statement being prepared: the table
-  /// it writes (its first INSERT, UPDATE or DELETE target), and the
-  /// overlay's answer for the rest.
+  /// it writes (its first INSERT, UPDATE or DELETE target), every write it
+  /// may make, and the overlay's answer for the rest.
   private final class Preparing {
     let overlay: OverlayTables?
     var target: String?
+    var writes = Writes()
 
     init(_ overlay: OverlayTables?) { self.overlay = overlay }
   }
@@ -171,27 +196,34 @@ public final class ScenarioCopy: Sendable {
   /// would write a table of the base is prepared again once the table is
   /// copied into the overlay.
   ///
-  /// - Returns: the rows each statement changed (`sqlite3_changes`), per
-  ///   the table it writes.
+  /// - Returns: the rows each statement changed, and what it may have
+  ///   written.
   @discardableResult
   static func apply(_ sql: String, to copy: Connection, overlay: OverlayTables? = nil)
-    throws(WhatIfError.Scenario) -> [String: Int]
+    throws(WhatIfError.Scenario) -> Applied
   {
     let authorize:
       @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?, UnsafePointer<CChar>?
-      ) -> Int32 = { context, action, table, _, database, _ in
+      ) -> Int32 = { context, action, table, column, database, _ in
         switch action {
         case SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA: return SQLITE_DENY
         default: break
         }
         let preparing = Unmanaged<Preparing>.fromOpaque(context!).takeUnretainedValue()
         if action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE,
-          preparing.target == nil, let table
+          let table
         {
           let name = String(cString: table)
-          if !name.lowercased().hasPrefix("sqlite_") { preparing.target = name }
+          let key = name.lowercased()
+          if preparing.target == nil && !key.hasPrefix("sqlite_") { preparing.target = name }
+          if action == SQLITE_UPDATE, let column {
+            preparing.writes.columnsUpdated[key, default: []].insert(
+              String(cString: column).lowercased())
+          } else {
+            preparing.writes.rowsAddedOrRemoved.insert(key)
+          }
         }
         return preparing.overlay?.authorize(action, table: table, database: database) ?? SQLITE_OK
       }
@@ -248,7 +280,7 @@ public final class ScenarioCopy: Sendable {
         "it leaves a transaction open (BEGIN or SAVEPOINT without COMMIT or RELEASE);"
           + " end it, or leave transactions out: the scenario runs as one")
     }
-    return changed
+    return Applied(rowsChanged: changed, writes: preparing.writes)
   }
 
   /// The tables `sql` would write (INSERT, UPDATE or DELETE), lower-cased,

@@ -69,8 +69,11 @@ struct ScenarioOverlayTests {
       SnapshotLoader.load(path: source), key: SnapshotFingerprint.buildKey, to: path, mode: 0o600)
     let a = try SnapshotLoader.load(path: path).index
     do {
+      // As `fanout whatif` loads it: with the columns of users the SQL wrote.
       return .success(
-        try SnapshotLoader.index(overlay: scenario.path, base: source, over: a))
+        try SnapshotLoader.index(
+          overlay: scenario.path, base: source, over: a,
+          usersColumnsChanged: scenario.writes.columnsChanged(in: "users")))
     } catch { return .failure(error) }
   }
 
@@ -228,6 +231,31 @@ struct ScenarioOverlayTests {
     case .success(let index): #expect((index != nil) == expected, "\(sql)")
     case .failure: #expect(expected, "\(sql): refused where it should have been nil")
     }
+  }
+
+  @Test(
+    "the columns a scenario's SQL may change are those its UPDATEs set; none once it adds or removes rows",
+    arguments: [
+      (
+        "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
+        "dnd_end,dnd_start"
+      ),
+      (
+        "UPDATE users SET Chat_Level = 'mentions'; UPDATE users SET timezone = 'UTC'",
+        "chat_level,timezone"
+      ),
+      ("UPDATE users SET (snooze_start, snooze_until) = (0, 1)", "snooze_start,snooze_until"),
+      ("INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')", ""),
+      ("DELETE FROM users WHERE rowid = 1", nil),
+      (
+        "INSERT INTO users (user_id) VALUES ('zz') ON CONFLICT DO UPDATE SET chat_level = 'none'",
+        nil
+      ),
+    ])
+  func columnsChanged(_ sql: String, _ expected: String?) throws {
+    let scenario = try ScenarioCopy(of: source, applying: sql)
+    let columns = scenario.writes.columnsChanged(in: "users")
+    #expect(columns.map { $0.sorted().joined(separator: ",") } == expected, "\(sql)")
   }
 
   /// The tables in the scenario's own file.
