@@ -373,6 +373,12 @@ let quietHoursScenarios: [(name: String, sql: String)] = [
     """
   ),
   (
+    // (Decides again only the pairs A dropped in quiet time:
+    // `Evaluator.redecideQuietPairs`.)
+    "the default quiet action turned to defer",
+    "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')"
+  ),
+  (
     "weekly quiet hours",
     """
     INSERT INTO dnd_weekly SELECT user_id, 1 + rowid % 7, 9 * 60, 17 * 60 FROM users WHERE rowid % 2 = 0
