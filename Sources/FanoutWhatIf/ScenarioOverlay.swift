@@ -108,10 +108,12 @@ final class OverlayTables {
       else { return false }
       columns.append("\"" + column.replacing("\"", with: "\"\"") + "\"")
     }
-    // Rows estimated from the rowid span (the b-tree's two ends); a WITHOUT
-    // ROWID table has no cheap estimate: whole copy.
+    // Rows estimated from the rowid span (the b-tree's two ends, each its
+    // own query: min and max together scan the table); a WITHOUT ROWID
+    // table has no cheap estimate: whole copy.
     let span = try? connection.prepare(
-      "SELECT max(rowid) - min(rowid) + 1 FROM \(Self.base).\(quoted)")
+      "SELECT (SELECT max(rowid) FROM \(Self.base).\(quoted)) "
+        + "- (SELECT min(rowid) FROM \(Self.base).\(quoted)) + 1")
     guard let span, try span.step() else { return false }
     rowBudget -= Int(span.int64(0))
     guard rowBudget >= 0 else { return false }
@@ -152,9 +154,11 @@ final class OverlayTables {
     return true
   }
 
-  /// The least and greatest rowid of `table` (nil when empty).
+  /// The least and greatest rowid of `table` (nil when empty), each read
+  /// at its end of the b-tree (asked for together, SQLite scans the table).
   private func rowidSpan(of table: String) throws(SQLiteError) -> ClosedRange<Int64>? {
-    let span = try connection.prepare("SELECT min(rowid), max(rowid) FROM \(table)")
+    let span = try connection.prepare(
+      "SELECT (SELECT min(rowid) FROM \(table)), (SELECT max(rowid) FROM \(table))")
     guard try span.step(), span.type(0) != SQLITE_NULL else { return nil }
     return span.int64(0)...span.int64(1)
   }
