@@ -57,7 +57,7 @@ public struct ChunkResult: Sendable {
   public var pairLocalHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
   /// A side that decides again only some of another side's pairs
-  /// (`Evaluator.redecideQuietHours`): each pair it decided otherwise, as
+  /// (`Evaluator.redecideQuietHours`, `redecideQuietPairs`): each pair it decided otherwise, as
   /// its place among the other side's pairs of the chunk, with its outcome
   /// and delivery hour here; every other pair is the other side's.
   public var redecidedPairs: [Int32] = []

@@ -187,7 +187,8 @@ extension SnapshotLoader {
     var rows: UserRows? = nil
     if !changed.isDisjoint(with: ["users", "dnd_weekly"]) {
       // The users (the overlay's, else the base's) are read while another
-      // core compares the overlay's levels with the base's.
+      // core compares the overlay's levels with the base's — unless its
+      // SQL set no column they are read from.
       let levelsKept =
         usersColumnsChanged.map { $0.isDisjoint(with: Self.userLevelColumns) } ?? false
       let levels =
@@ -354,10 +355,6 @@ extension SnapshotLoader {
       settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots)
   }
 
-  /// Whether every row of the overlay's `users` is the base's row of the
-  /// same rowid in id and levels (SQL's `IS`: a value of another type
-  /// counts as a change), so that the membership slots, which resolve
-  /// the levels, are the base's.
   /// The columns of `users` its rows' levels are read from, with the keys
   /// that place them (lower-cased; the rowid's names too, as `sameLevels`
   /// pairs rows by rowid).
@@ -365,6 +362,10 @@ extension SnapshotLoader {
     (["user_id", "mention_all_notifications", "rowid", "oid", "_rowid_"]
       + SnapshotSchema.levelColumns).map { $0.lowercased() })
 
+  /// Whether every row of the overlay's `users` is the base's row of the
+  /// same rowid in id and levels (SQL's `IS`: a value of another type
+  /// counts as a change), so that the membership slots, which resolve
+  /// the levels, are the base's.
   private static func sameLevels(_ main: Connection) throws(SnapshotError) -> Bool {
     let base = Connection.baseSchema
     do {
