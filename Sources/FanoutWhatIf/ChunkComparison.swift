@@ -147,9 +147,10 @@ struct ChunkComparer: ChunkWork {
     worker: inout Worker
   ) -> ComparedChunk {
     // A side with ledgers was evaluated in their pass, without rule 8:
-    // its verdicts complete those outcomes. A side that only defers where
-    // A drops starts from A's outcomes (below). The others are evaluated
-    // here.
+    // its verdicts complete those outcomes. A side that decides again only
+    // some of A's pairs (it defers more, or changes only quiet hours)
+    // starts empty and lists those it decides otherwise (below). The
+    // others are evaluated here.
     var evaluatedSides: [Int] = []
     for side in indexes.indices {
       if let result = verdicts[side].evaluated[messages.lowerBound] {

@@ -158,7 +158,10 @@ public final class ScenarioCopy: Sendable {
     var rowsAddedOrRemoved: Set<String> = []
 
     /// The columns of `table` the SQL may have changed (lower-cased); nil
-    /// when it may have added or removed rows.
+    /// when it may have added or removed rows. (An `OR REPLACE` conflict
+    /// deletes rows the authorizer is not told of: a loader relying on this
+    /// still checks B's keys against A's, as `SnapshotLoader.index(overlay:)`
+    /// checks the users'.)
     public func columnsChanged(in table: String) -> Set<String>? {
       rowsAddedOrRemoved.contains(table) ? nil : columnsUpdated[table] ?? []
     }
