@@ -10,8 +10,9 @@ import FanoutTime
 extension Evaluator {
   /// Makes each pair `throttled` names throttled in `result` (evaluated
   /// without rule 8, with `.outcomesAndDeliveredPairs`, from `messages`
-  /// of `batch`, by an evaluator of this one's index), as `evaluatePair` would have: a throttled pair is one
-  /// delivered with trigger 'message', so it passed the gateway gate; its
+  /// of `batch`, by an evaluator of this one's index), as `evaluatePair`
+  /// would have: a throttled pair is one delivered with trigger
+  /// 'message', so it passed the gateway gate; its
   /// deliveries are taken back (its blocked devices stay counted), it is
   /// no longer delivered or deferred, and it is delivered at no hour but
   /// its message's.
@@ -22,32 +23,63 @@ extension Evaluator {
     _ throttled: ThrottledMembers, _ batch: MessageBatch, messages: Range<Int>,
     to result: inout ChunkResult
   ) {
+    guard !throttled.starts.isEmpty else { return }
+    var listed = ChunkResult(gateways: index.gateways.count)
+    listThrottled(throttled, batch, messages: messages, decidedBy: result, into: &listed)
+    for (n, i) in listed.redecidedPairs.enumerated() {
+      result.pairOutcomes[Int(i)] = listed.redecidedOutcomes[n]
+      result.pairDeliveryHours[Int(i)] = listed.redecidedDeliveryHours[n]
+    }
+    result.counters.add(listed.counters)
+  }
+
+  /// Lists in `result` (empty) each pair of `decidedByA` that `throttled`
+  /// names, as `applyThrottle` would make it: its place among
+  /// `decidedByA`'s pairs of the chunk (`ChunkResult.redecidedPairs`),
+  /// its outcome (throttled) and hour (its message's). `decidedByA` is a
+  /// pass before the ledgers, no pair of it throttled, by an index whose
+  /// rules 0–7 decide as this one's (`Index.decidesAlikeBeforeLedgers`):
+  /// every pair not listed is its. `result`'s counters gain only the
+  /// differences: add `decidedByA`'s.
+  ///
+  /// A what-if side whose SQL set only a throttle (A having none) so
+  /// costs its throttled pairs, where a copy of A's outcomes to throttle
+  /// and compare cost every pair of the chunk.
+  ///
+  /// - Complexity: O(pairs of the messages with a throttled member +
+  ///   the throttled members' devices).
+  public func listThrottled(
+    _ throttled: ThrottledMembers, _ batch: MessageBatch, messages: Range<Int>,
+    decidedBy a: ChunkResult, into result: inout ChunkResult
+  ) {
     precondition(
-      result.delivered.ends.count == messages.count, "outcomes and delivered pairs recorded")
+      a.delivered.ends.count == messages.count, "outcomes and delivered pairs recorded")
     guard !throttled.starts.isEmpty else { return }
     var pairStart = 0
     var deliveredStart = 0
     for (k, m) in messages.enumerated() {
-      let pairEnd = Int(result.messagePairEnds[k])
-      let deliveredEnd = Int(result.delivered.ends[k])
+      let pairEnd = Int(a.messagePairEnds[k])
+      let deliveredEnd = Int(a.delivered.ends[k])
       defer { (pairStart, deliveredStart) = (pairEnd, deliveredEnd) }
       let users = throttled.users(of: m)
       guard !users.isEmpty else { continue }
       let ts = batch.ts[m]
       let category = Int(batch.category[m])
+      let hour = UInt8(LocalTime.utcHour(millis: ts))
       // Both lists, and the throttled users, ascend by user row.
       var i = pairStart
       var d = deliveredStart
       for u in users {
-        while i < pairEnd && result.pairUsers[i] != u { i &+= 1 }
-        while d < deliveredEnd && result.delivered.users[d] != u { d &+= 1 }
+        while i < pairEnd && a.pairUsers[i] != u { i &+= 1 }
+        while d < deliveredEnd && a.delivered.users[d] != u { d &+= 1 }
         precondition(
-          i < pairEnd && d < deliveredEnd && result.pairOutcomes[i] == .delivered(.message),
+          i < pairEnd && d < deliveredEnd && a.pairOutcomes[i] == .delivered(.message),
           "rule 8 throttles only pairs delivered with trigger 'message'")
-        result.pairOutcomes[i] = .suppressed(.throttled)
-        result.pairDeliveryHours[i] = UInt8(LocalTime.utcHour(millis: ts))
+        result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
+        result.redecidedOutcomes.append(.suppressed(.throttled))
+        result.redecidedDeliveryHours.append(hour)
         takeBackThrottled(
-          user: u, deliverAt: result.delivered.deliverAt[d], ts: ts, category: category,
+          user: u, deliverAt: a.delivered.deliverAt[d], ts: ts, category: category,
           deliveriesCounted: true, &result)
       }
     }

@@ -67,9 +67,14 @@ struct ChunkComparer: ChunkWork {
   /// in quiet time (`Index.defersMoreThan`), so that it decides again only
   /// the pairs A dropped so (`Evaluator.redecideQuietPairs`).
   let defersMoreThanA: [Bool]
+  /// Per side: whether it is A's pass before the ledgers with only a
+  /// throttle of its own (A has none), so that it lists only the pairs
+  /// its throttle takes (`Evaluator.listThrottled`).
+  let throttlesA: [Bool]
   /// Per side: whether it decides again only some of A's pairs (it
-  /// defers more than A, or changes only quiet hours), holding only those
-  /// it decides otherwise (`ChunkResult.redecidedPairs`).
+  /// defers more than A, changes only quiet hours, or only throttles A's
+  /// pairs), holding only those it decides otherwise
+  /// (`ChunkResult.redecidedPairs`).
   let redecides: [Bool]
   /// Per side: the users whose quiet hours alone it changes from A
   /// (`QuietHoursChange`), so that it decides again only their pairs
@@ -92,7 +97,13 @@ struct ChunkComparer: ChunkWork {
       side > 0 && relative[side - 1] && !defersMoreThanA[side]
         ? QuietHoursChange(index, from: indexes[0]) : nil
     }
-    redecides = zip(defersMoreThanA, quietHoursChanges).map { $0 || $1 != nil }
+    throttlesA = indexes.enumerated().map { [relative] side, index in
+      side > 0 && relative[side - 1] && indexes[0].settings.throttle == nil
+        && index.decidesAlikeBeforeLedgers(indexes[0])
+    }
+    redecides = indexes.indices.map { [throttlesA, quietHoursChanges] side in
+      defersMoreThanA[side] || quietHoursChanges[side] != nil || throttlesA[side]
+    }
   }
 
   var empty: ComparedChunk { ComparedChunk() }
@@ -154,9 +165,16 @@ struct ChunkComparer: ChunkWork {
     var evaluatedSides: [Int] = []
     for side in indexes.indices {
       if let result = verdicts[side].evaluated[messages.lowerBound] {
-        worker.results[side] = result
-        worker.evaluators[side].applyThrottle(
-          verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
+        if throttlesA[side] {
+          worker.results[side].removeAll()
+          worker.evaluators[side].listThrottled(
+            verdicts[side].throttled, batch, messages: messages, decidedBy: result,
+            into: &worker.results[side])
+        } else {
+          worker.results[side] = result
+          worker.evaluators[side].applyThrottle(
+            verdicts[side].throttled, batch, messages: messages, to: &worker.results[side])
+        }
       } else {
         worker.results[side].removeAll()
         if !redecides[side] { evaluatedSides.append(side) }

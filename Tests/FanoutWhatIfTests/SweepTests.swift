@@ -118,7 +118,8 @@ extension SweepTests {
         ("other time zones", "UPDATE users SET timezone = 'Asia/Tokyo' WHERE rowid % 3 = 0")
       ])
     // Users who defer, presence that delays (v2 data without its throttle).
-    try expectSharedEqualsWhole(try quietHoursBase.get(), quietHoursScenarios)
+    try expectSharedEqualsWhole(
+      try quietHoursBase.get(), quietHoursScenarios + throttleOverAScenarios)
   }
 
   private func expectSharedEqualsWhole(

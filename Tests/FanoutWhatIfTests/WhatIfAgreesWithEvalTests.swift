@@ -397,6 +397,38 @@ struct WhatIfQuietHoursAgreesWithEvalTests {
   }
 }
 
+/// Scenarios that set only a throttle over an A without one (B lists only
+/// the pairs its throttle takes from A's: `Evaluator.listThrottled`), over
+/// generated v2 data without its throttle, whose users who defer and
+/// presence that delays make deferred pairs to throttle.
+let throttleOverAScenarios: [(name: String, sql: String)] = [
+  (
+    "a throttle of 1 an hour",
+    """
+    INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '1'),
+      ('throttle_window_ms', '3600000')
+    """
+  ),
+  (
+    "a throttle of 2 per 10 minutes",
+    """
+    INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '2'),
+      ('throttle_window_ms', '600000')
+    """
+  ),
+]
+
+@Suite("fanout whatif agrees with two fanout eval runs: a throttle over A's pass")
+struct WhatIfThrottleOverAAgreesWithEvalTests {
+  @Test("on generated v2 data without a throttle", arguments: throttleOverAScenarios)
+  func generatedV2(_ scenario: (name: String, sql: String)) throws {
+    let a = try quietHoursBase.get()
+    let b = SQLiteFixture.copy(a.snapshot, applying: scenario.sql)
+    try checkAgainstEval(
+      snapshot: a.snapshot, b: b, scenario: .sql(scenario.sql), messages: a.traffic)
+  }
+}
+
 /// Generated v2 data (users who defer, presence delays) without its
 /// throttle, so that a B of other quiet hours decides only their pairs.
 let quietHoursBase = Result { () throws -> (snapshot: String, traffic: String) in
