@@ -120,6 +120,7 @@ extension SweepTests {
     // Users who defer, presence that delays (v2 data without its throttle).
     try expectSharedEqualsWhole(
       try quietHoursBase.get(), quietHoursScenarios + throttleOverAScenarios)
+    try expectSharedEqualsWhole(try deferringBase.get(), throttleOverAScenarios)
   }
 
   private func expectSharedEqualsWhole(

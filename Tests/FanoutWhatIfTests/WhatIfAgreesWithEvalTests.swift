@@ -11,6 +11,8 @@ private struct Decision: Equatable {
   var message: String
   var user: String
   var outcome: String
+  /// A deferred or delayed pair's delivery time.
+  var deliverAt: Int64? = nil
 }
 
 /// What two separate `fanout eval` runs say about A and B.
@@ -32,7 +34,8 @@ private struct EvalRun {
     decisions = try ndjson(bytes).map {
       Decision(
         message: $0["message"] as! String, user: $0["user"] as! String,
-        outcome: ($0["trigger"] ?? $0["reason"]) as! String)
+        outcome: ($0["trigger"] ?? $0["reason"]) as! String,
+        deliverAt: ($0["deliver_at"] as? NSNumber)?.int64Value)
     }
   }
 }
@@ -146,6 +149,9 @@ private func checkAgainstEval(
     changes.map { [$0["message"], $0["user"], $0["a"], $0["b"]] as! [String] } == expectedChanges)
 
   // Every breakdown adds up to the totals.
+  let times = messageTimes(messages)
+  var utc = Calendar(identifier: .gregorian)
+  utc.timeZone = TimeZone(identifier: "UTC")!
   for (s, key) in ["a", "b"].enumerated() {
     let side = report[key] as! [String: Any]
     let total = (side["delivered"] as! Int, (side["pairs"] as! Int) - (side["delivered"] as! Int))
@@ -164,6 +170,22 @@ private func checkAgainstEval(
     }
     let local = (report["by_hour_local"] as! [[String: Any]]).map { $0[key] as! [String: Int] }
     #expect(local.map { [$0["delivered"]!, $0["suppressed"]!] } == expectedLocal, "local \(key)")
+    // Each delivered pair in the UTC hour it is delivered at, each other
+    // pair in its message's.
+    var expectedDelivery = [[Int]](repeating: [0, 0], count: 24)
+    for d in evals[s].decisions {
+      let isDelivered = ["message", "mention", "call", "pinned"].contains(d.outcome)
+      let at =
+        isDelivered ? d.deliverAt.map { Date(timeIntervalSince1970: Double($0) / 1000) } : nil
+      let hour = utc.component(.hour, from: at ?? times[d.message]!)
+      expectedDelivery[hour][isDelivered ? 0 : 1] += 1
+    }
+    let delivery = (report["by_delivery_hour_utc"] as! [[String: Any]]).map {
+      $0[key] as! [String: Int]
+    }
+    #expect(
+      delivery.map { [$0["delivered"]!, $0["suppressed"]!] } == expectedDelivery,
+      "delivery hour \(key)")
     let gateways = report["by_gateway"] as! [[String: Any]]
     let deliveries = evals[s].summary["deliveries"] as! [String: Int]
     for row in gateways {
@@ -248,6 +270,16 @@ private func localHours(snapshot: String, messages: String) throws -> (String, S
     let fields = row.split(separator: "\t", omittingEmptySubsequences: false)
     zones[String(fields[0])] = try #require(TimeZone(identifier: String(fields[1])))
   }
+  let times = messageTimes(messages)
+  var calendar = Calendar(identifier: .gregorian)
+  return { message, user in
+    calendar.timeZone = zones[user]!
+    return calendar.component(.hour, from: times[message]!)
+  }
+}
+
+/// Each message's ts, by id, from the traffic file `messages`.
+private func messageTimes(_ messages: String) -> [String: Date] {
   let dates = [ISO8601DateFormatter(), ISO8601DateFormatter()]
   dates[1].formatOptions.insert(.withFractionalSeconds)
   var times: [String: Date] = [:]
@@ -261,11 +293,7 @@ private func localHours(snapshot: String, messages: String) throws -> (String, S
       times[id] = dates[0].date(from: text) ?? dates[1].date(from: text)
     }
   }
-  var calendar = Calendar(identifier: .gregorian)
-  return { message, user in
-    calendar.timeZone = zones[user]!
-    return calendar.component(.hour, from: times[message]!)
-  }
+  return times
 }
 
 private func ndjsonLineIDs(_ path: String) throws -> [String: Int] {
@@ -410,10 +438,11 @@ let throttleOverAScenarios: [(name: String, sql: String)] = [
     """
   ),
   (
-    "a throttle of 2 per 10 minutes",
+    // (A day's window throttles deferred pairs too: they count at their ts.)
+    "a throttle of 2 a day",
     """
     INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '2'),
-      ('throttle_window_ms', '600000')
+      ('throttle_window_ms', '86400000')
     """
   ),
 ]
@@ -422,11 +451,25 @@ let throttleOverAScenarios: [(name: String, sql: String)] = [
 struct WhatIfThrottleOverAAgreesWithEvalTests {
   @Test("on generated v2 data without a throttle", arguments: throttleOverAScenarios)
   func generatedV2(_ scenario: (name: String, sql: String)) throws {
-    let a = try quietHoursBase.get()
-    let b = SQLiteFixture.copy(a.snapshot, applying: scenario.sql)
-    try checkAgainstEval(
-      snapshot: a.snapshot, b: b, scenario: .sql(scenario.sql), messages: a.traffic)
+    for a in [try quietHoursBase.get(), try deferringBase.get()] {
+      let b = SQLiteFixture.copy(a.snapshot, applying: scenario.sql)
+      try checkAgainstEval(
+        snapshot: a.snapshot, b: b, scenario: .sql(scenario.sql), messages: a.traffic)
+    }
   }
+}
+
+/// `quietHoursBase` where every user has quiet hours from 20:00 to 09:00
+/// and defers, so that many pairs are deferred to hours of their own.
+let deferringBase = Result { () throws -> (snapshot: String, traffic: String) in
+  let base = try quietHoursBase.get()
+  let snapshot = SQLiteFixture.copy(
+    base.snapshot,
+    applying: """
+      UPDATE users SET dnd_start = 20 * 60, dnd_end = 9 * 60, quiet_action = 'defer';
+      DELETE FROM dnd_weekly
+      """)
+  return (snapshot, base.traffic)
 }
 
 /// Generated v2 data (users who defer, presence delays) without its
