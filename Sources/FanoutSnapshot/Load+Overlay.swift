@@ -164,7 +164,7 @@ extension SnapshotLoader {
     let readers: ConsistentReads
     do {
       readers = try ConsistentReads(
-        path: path, base: base, connections: 3, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        path: path, base: base, connections: 4, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch {
       throw SnapshotError.reading(path, error, waited: busyTimeoutMilliseconds)
     }
@@ -197,7 +197,7 @@ extension SnapshotLoader {
           try sameLevels(connection)
         } : nil
       let read = Result { () throws(SnapshotError) in
-        try UserRows.read(main, tzdb: timeZones, known: index.users)
+        try UserRows.read(main, aside: readers.take, tzdb: timeZones, known: index.users)
       }
       if let levels, try !levels.result() { levelsChanged = true }
       let users = try read.get()

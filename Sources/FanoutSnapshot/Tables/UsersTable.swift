@@ -1,3 +1,4 @@
+import CSQLite
 import FanoutIndex
 import FanoutModel
 import FanoutSQLite
@@ -26,61 +27,156 @@ struct UserRows: Sendable {
   {
     let capacity = try connection.rowCount("users")
     return try connection.readInIDOrder("user_id") { orderBy throws(SnapshotError) in
-      try read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb, known: known)
+      try Part.read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb)
+        .finished(known: known)
     }
   }
 
-  private static func read(
-    _ connection: Connection, orderBy: String?, capacity: Int, tzdb: TimeZoneDatabase,
-    known: StringTable?
+  /// `read`, in two halves by rowid side by side, the second on a
+  /// connection of its own (`aside`, taken only then): for a read no
+  /// other table's overlaps (a what-if's B of other quiet hours waits on
+  /// its users alone). Unless both halves are read without a fault and
+  /// their ids ascend across the cut, the table is read again by `read`,
+  /// whose answer — rows, or the refusal — is then the one given.
+  static func read(
+    _ connection: Connection, aside: () -> HandedConnection, tzdb: TimeZoneDatabase,
+    known: StringTable? = nil
   ) throws(SnapshotError) -> UserRows {
-    let r = try connection.reader("users", key: [0], orderBy: orderBy)
+    guard let middle = middleRowid(connection) else {
+      return try read(connection, tzdb: tzdb, known: known)
+    }
+    let handed = aside()
+    let later = Pending { () -> Result<Part, SnapshotError> in
+      Result { () throws(SnapshotError) in
+        try Part.read(handed.connection, rowids: "rowid >= \(middle)", tzdb: tzdb)
+      }
+    }
+    let first = Result { () throws(SnapshotError) in
+      try Part.read(connection, rowids: "rowid < \(middle)", tzdb: tzdb)
+    }
+    guard case .success(var rows) = first, case .success(let second) = later.wait(),
+      rows.append(second)
+    else { return try read(connection, tzdb: tzdb, known: known) }
+    return rows.finished(known: known)
+  }
+
+  /// The rowid halfway between the users table's least and greatest (each
+  /// read at its end of the b-tree); nil when it has fewer than two rows,
+  /// or no rowid.
+  private static func middleRowid(_ connection: Connection) -> Int64? {
+    do {
+      let low = try connection.prepare("SELECT min(rowid) FROM users")
+      let high = try connection.prepare("SELECT max(rowid) FROM users")
+      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
+        low.int64(0) < high.int64(0)
+      else { return nil }
+      // The span of any two Int64s fits a UInt64; the middle lies between them.
+      let span = UInt64(bitPattern: high.int64(0) &- low.int64(0))
+      return low.int64(0) &+ Int64(bitPattern: span / 2 + 1)
+    } catch {
+      return nil
+    }
+  }
+
+  /// Some of the table's rows, read in order: ids not yet indexed, and
+  /// zones numbered in the order met.
+  private struct Part: Sendable {
     var rows = UserRows()
-    // The ids are gathered first and hashed in one batched pass at the end
-    // (`StringTable(indexing:)`), where a lookup table built row by row
-    // waits on a cache miss per id.
     var ids = BytePool()
-    ids.reserveCapacity(strings: capacity, bytes: 0)
     var zoneIDs: [String: UInt16] = [:]
-    while try r.next() {
-      let id = try r.textBytes(0)
-      if let last = ids.count > 0 ? ids.count - 1 : nil {
-        if ids.equals(last, id) { throw r.fail(0, "duplicate key") }
-        guard ids.precedes(last, id) else {
-          // In rowid order this sends the read to id order (`readInIDOrder`),
-          // where it cannot happen: the text is UTF-8 (`checkEncoding`).
-          throw r.fail(0, "user ids are not in byte order")
+
+    /// The rows `rowids` selects (a condition on rowid; all when nil),
+    /// in rowid order or `orderBy`'s.
+    static func read(
+      _ connection: Connection, rowids: String? = nil, orderBy: String? = nil,
+      capacity: Int = 0, tzdb: TimeZoneDatabase
+    ) throws(SnapshotError) -> Part {
+      let r = try TableReader(
+        connection, SnapshotSchema.table("users"), keyColumns: [0], where: rowids,
+        orderBy: orderBy)
+      var part = Part()
+      try part.read(r, capacity: capacity, tzdb: tzdb)
+      return part
+    }
+
+    private mutating func read(_ r: TableReader, capacity: Int, tzdb: TimeZoneDatabase)
+      throws(SnapshotError)
+    {
+      // The ids are gathered first and hashed in one batched pass at the
+      // end (`StringTable(indexing:)`), where a lookup table built row by
+      // row waits on a cache miss per id.
+      ids.reserveCapacity(strings: capacity, bytes: 0)
+      while try r.next() {
+        let id = try r.textBytes(0)
+        if let last = ids.count > 0 ? ids.count - 1 : nil {
+          if ids.equals(last, id) { throw r.fail(0, "duplicate key") }
+          guard ids.precedes(last, id) else {
+            // In rowid order this sends the read to id order (`readInIDOrder`),
+            // where it cannot happen: the text is UTF-8 (`checkEncoding`).
+            throw r.fail(0, "user ids are not in byte order")
+          }
+        }
+        ids.append(id)  // strictly after its predecessor, so new
+        rows.prefs.append(try LevelRow(r, first: 1))
+        let zoneName = try r.optionalText(8) ?? "UTC"
+        if let z = zoneIDs[zoneName] {
+          rows.zone.append(z)
+        } else {
+          do {
+            rows.zones.append(try tzdb.zone(named: zoneName))
+          } catch {
+            throw r.fail(8, "unknown time zone \(Bounded.quoted(zoneName)) (\(error.reason))")
+          }
+          zoneIDs[zoneName] = UInt16(rows.zones.count - 1)
+          rows.zone.append(UInt16(rows.zones.count - 1))
+        }
+        switch (try r.optionalMinute(9), try r.optionalMinute(10)) {
+        case (nil, nil): rows.dailyDND.append(nil)
+        case (let start?, let end?): rows.dailyDND.append((start, end))
+        case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
+        case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
+        }
+        rows.quietActions.append(try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:)))
+      }
+    }
+
+    /// Appends `next`, read after these rows: false when its first id does
+    /// not sort after the last here (the whole table is then read again).
+    mutating func append(_ next: Part) -> Bool {
+      if ids.count > 0 && next.ids.count > 0 {
+        let ascends = next.ids.withBytes(0) { first in ids.precedes(ids.count - 1, first) }
+        guard ascends else { return false }
+      }
+      for i in 0..<next.ids.count { next.ids.withBytes(i) { ids.append($0) } }
+      // Zones renumbered as one read in order would have met them.
+      var renumbered = [UInt16](repeating: 0, count: next.rows.zones.count)
+      for (name, z) in next.zoneIDs.sorted(by: { $0.value < $1.value }) {
+        if let known = zoneIDs[name] {
+          renumbered[Int(z)] = known
+        } else {
+          rows.zones.append(next.rows.zones[Int(z)])
+          zoneIDs[name] = UInt16(rows.zones.count - 1)
+          renumbered[Int(z)] = UInt16(rows.zones.count - 1)
         }
       }
-      ids.append(id)  // strictly after its predecessor, so new
-      rows.prefs.append(try LevelRow(r, first: 1))
-      let zoneName = try r.optionalText(8) ?? "UTC"
-      if let z = zoneIDs[zoneName] {
-        rows.zone.append(z)
+      rows.zone += next.rows.zone.map { renumbered[Int($0)] }
+      rows.prefs += next.rows.prefs
+      rows.dailyDND += next.rows.dailyDND
+      rows.quietActions += next.rows.quietActions
+      return true
+    }
+
+    /// The rows, their ids indexed (`known`'s table when they are its).
+    func finished(known: StringTable?) -> UserRows {
+      var rows = rows
+      rows.zoneNames = zoneIDs.keys.sorted()
+      if let known, ids.sameStrings(as: known.pool) {
+        rows.users = known
       } else {
-        do {
-          rows.zones.append(try tzdb.zone(named: zoneName))
-        } catch {
-          throw r.fail(8, "unknown time zone \(Bounded.quoted(zoneName)) (\(error.reason))")
-        }
-        zoneIDs[zoneName] = UInt16(rows.zones.count - 1)
-        rows.zone.append(UInt16(rows.zones.count - 1))
+        rows.users = StringTable(indexing: ids)
       }
-      switch (try r.optionalMinute(9), try r.optionalMinute(10)) {
-      case (nil, nil): rows.dailyDND.append(nil)
-      case (let start?, let end?): rows.dailyDND.append((start, end))
-      case (nil, _): throw r.fail(9, "dnd_start is NULL but dnd_end is set (both or neither)")
-      case (_, nil): throw r.fail(10, "dnd_end is NULL but dnd_start is set (both or neither)")
-      }
-      rows.quietActions.append(try r.enumerated(12, "drop or defer", QuietAction.init(rawValue:)))
+      return rows
     }
-    rows.zoneNames = zoneIDs.keys.sorted()
-    if let known, ids.sameStrings(as: known.pool) {
-      rows.users = known
-    } else {
-      rows.users = StringTable(indexing: ids)
-    }
-    return rows
   }
 }
 

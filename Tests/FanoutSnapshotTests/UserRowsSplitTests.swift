@@ -1,0 +1,86 @@
+import FanoutSQLite
+import FanoutTestSupport
+import FanoutTime
+import Testing
+
+@testable import FanoutSnapshot
+
+/// The users table read in two halves by rowid, side by side
+/// (`UserRows.read(_:aside:)`), gives exactly what one read gives: the same
+/// rows, zones numbered in the order one read meets them, and, when the
+/// table is refused, the same refusal.
+@Suite("The users table read in two halves")
+struct UserRowsSplitTests {
+  /// 2,000 users in id order; zones by row so that the second half meets
+  /// zones the first never does, in an order of its own, and some the
+  /// first met; daily DND on every third.
+  private static let manyUsers = """
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+    INSERT INTO users (user_id, timezone, chat_level, dnd_start, dnd_end)
+      SELECT printf('u%05d', i),
+        CASE WHEN i <= 1000 THEN CASE i % 3 WHEN 0 THEN 'Asia/Tokyo' WHEN 1 THEN NULL ELSE 'Europe/Paris' END
+          ELSE CASE i % 4 WHEN 0 THEN 'America/New_York' WHEN 1 THEN 'Asia/Tokyo'
+            WHEN 2 THEN 'Australia/Sydney' ELSE 'Europe/Paris' END END,
+        CASE i % 5 WHEN 0 THEN 'mentions' WHEN 1 THEN 'none' ELSE NULL END,
+        CASE WHEN i % 3 = 0 THEN 22 * 60 END, CASE WHEN i % 3 = 0 THEN (i % 9) * 60 END
+      FROM n;
+
+    """
+
+  static let cases: [(name: String, sql: String)] = [
+    ("ids in rowid order", manyUsers),
+    ("ids in reverse rowid order", manyUsers.replacing("FROM n;", with: "FROM n ORDER BY i DESC;")),
+    (
+      // Each half in order, the second's ids before the first's.
+      "halves in order, not across the cut",
+      manyUsers.replacing(
+        "printf('u%05d', i)",
+        with: "printf('u%05d', CASE WHEN i <= 1000 THEN i + 1000 ELSE i - 1000 END)")
+    ),
+    (
+      "an unknown zone in each half",
+      manyUsers
+        + "UPDATE users SET timezone = 'Mars/Olympus' WHERE user_id IN ('u00700', 'u01700');\n"
+    ),
+    (
+      "an unknown zone in the second half",
+      manyUsers + "UPDATE users SET timezone = 'Mars/Olympus' WHERE user_id = 'u01700';\n"
+    ),
+    (
+      "a window with one end",
+      manyUsers + "UPDATE users SET dnd_end = NULL WHERE user_id = 'u01503';\n"
+    ),
+    ("one user", "INSERT INTO users (user_id, timezone) VALUES ('u1', 'Asia/Tokyo');\n"),
+    ("no user", ""),
+  ]
+
+  @Test("gives what one read gives", arguments: cases)
+  func sameAsOneRead(_ scenario: (name: String, sql: String)) throws {
+    let path = SQLiteFixture.make(SQLiteFixture.header + scenario.sql)
+    let reads = try ConsistentReads(path: path, connections: 3, busyTimeoutMilliseconds: 1_000)
+    let tzdb = TimeZoneDatabase()
+    let whole = Result { () throws(SnapshotError) in try UserRows.read(reads.main, tzdb: tzdb) }
+    let halves = Result { () throws(SnapshotError) in
+      try UserRows.read(reads.take().connection, aside: reads.take, tzdb: tzdb)
+    }
+    switch (whole, halves) {
+    case (.success(let x), .success(let y)):
+      #expect(x.users.count == y.users.count)
+      #expect((0..<x.users.count).allSatisfy { x.users[$0] == y.users[$0] })
+      #expect(x.prefs == y.prefs)
+      #expect(x.zone == y.zone)
+      #expect(x.zones.map(\.name) == y.zones.map(\.name))
+      #expect(x.zoneNames == y.zoneNames)
+      #expect(
+        x.dailyDND.map { $0.map { [$0.start, $0.end] } }
+          == y.dailyDND.map { $0.map { [$0.start, $0.end] } })
+      #expect(x.quietActions == y.quietActions)
+      if scenario.name.hasPrefix("ids") { #expect(x.zones.count == 5 && x.users.count == 2_000) }
+    case (.failure(let x), .failure(let y)):
+      #expect("\(x)" == "\(y)")
+      #expect(!scenario.name.hasPrefix("ids"))
+    default:
+      Issue.record("one read gives \(whole), two halves \(halves)")
+    }
+  }
+}
