@@ -186,9 +186,10 @@ extension SnapshotLoader {
     var userTimes: Index.UserTimes? = nil
     var rows: UserRows? = nil
     if !changed.isDisjoint(with: ["users", "dnd_weekly"]) {
-      // The users (the overlay's, else the base's) are read while another
-      // core compares the overlay's levels with the base's — unless its
-      // SQL set no column they are read from.
+      // The users (the overlay's, else the base's) are read in two halves
+      // side by side, while another connection compares the overlay's
+      // levels with the base's — unless its SQL set no column they are
+      // read from.
       let levelsKept =
         usersColumnsChanged.map { $0.isDisjoint(with: Self.userLevelColumns) } ?? false
       let levels =
