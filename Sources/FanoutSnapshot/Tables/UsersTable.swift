@@ -54,7 +54,8 @@ struct UserRows: Sendable {
     let first = Result { () throws(SnapshotError) in
       try Part.read(connection, rowids: "rowid < \(middle)", tzdb: tzdb)
     }
-    guard case .success(var rows) = first, case .success(let second) = later.wait(),
+    let second = later.wait()  // (ended before any answer, a refusal too)
+    guard case .success(var rows) = first, case .success(let second) = second,
       rows.append(second)
     else { return try read(connection, tzdb: tzdb, known: known) }
     return rows.finished(known: known)
