@@ -104,10 +104,27 @@ public final class EvaluationEngine<Work: ChunkWork> {
     self.sharedCounting = sharedCounting
     let threads = max(1, threads)
     workers = (0..<threads).map { _ in work.makeWorker() }
+    // Sides that take index 0's pass and set a throttle (a what-if sweep
+    // of throttles) judge the same candidates: in one walk, over one
+    // ledger (`ThrottleGroup`), each keeping its own verdicts.
+    let throttlesSharing =
+      throttleRetention == nil
+      ? work.indexes.indices.dropFirst().filter {
+        work.sharesFirstPass(side: $0) && work.indexes[$0].settings.throttle != nil
+      } : []
+    let group =
+      (2...16).contains(throttlesSharing.count)
+      ? ThrottleGroup(
+        index: work.indexes[throttlesSharing[0]],
+        throttles: throttlesSharing.map { work.indexes[$0].settings.throttle! }, threads: threads)
+      : nil
     ledgers = work.indexes.enumerated().map { side, index in
       Ledgers(
         index: index, threads: threads, throttleRetention: throttleRetention,
-        pass: work.ledgerPass(side: side))
+        pass: work.ledgerPass(side: side),
+        sharedThrottle: group.flatMap { group in
+          throttlesSharing.firstIndex(of: side).map { (group, $0) }
+        })
     }
     let ledgers = ledgers
     sidesSharingFirstPass = work.indexes.indices.dropFirst().filter {

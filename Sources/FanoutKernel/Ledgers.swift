@@ -1,4 +1,5 @@
 import FanoutIndex
+import FanoutModel
 import Glibc
 
 /// The input-order rules of one index: rule 8's throttle and contract v3's
@@ -24,8 +25,11 @@ import Glibc
 /// any number of threads, chunks or batches.
 public final class Ledgers {
   public let index: Index
-  /// Rule 8, when the index sets a throttle.
+  /// Rule 8, when the index sets a throttle (and judges it alone).
   public let throttle: ThrottleJudge?
+  /// Rule 8 judged in one walk with other what-if sides' throttles
+  /// (`ThrottleGroup`): the group, and this index's place in it.
+  private let sharedThrottle: (group: ThrottleGroup, place: Int)?
   /// Contract v3, when the index turns notification groups on.
   public let notifications: NotificationJudge?
   /// The pass before these ledgers (a caller may share it with others).
@@ -36,21 +40,28 @@ public final class Ledgers {
   /// - Parameters:
   ///   - throttleRetention: see `ThrottleLedger`.
   ///   - pass: what the pass before them keeps of each chunk.
+  ///   - sharedThrottle: the group that judges this index's throttle
+  ///     with others' (`ThrottleGroup`), and its place there.
   public init?(
     index: Index, threads: Int, throttleRetention: Int64? = nil,
-    pass: LedgerPass = .deliveredPairs
+    pass: LedgerPass = .deliveredPairs, sharedThrottle: (group: ThrottleGroup, place: Int)? = nil
   ) {
     let threads = max(1, threads)
     let partitions = Self.partitions(threads: threads)
-    throttle = index.settings.throttle.map {
-      ThrottleJudge(index: index, throttle: $0, threads: partitions, retention: throttleRetention)
-    }
+    self.sharedThrottle = sharedThrottle
+    throttle =
+      sharedThrottle != nil
+      ? nil
+      : index.settings.throttle.map {
+        ThrottleJudge(
+          index: index, throttle: $0, threads: partitions, retention: throttleRetention)
+      }
     notifications =
       pass.readsNotifications
       ? index.settings.notificationGroups.map {
         NotificationJudge(index: index, caps: $0, threads: partitions)
       } : nil
-    guard throttle != nil || notifications != nil else { return nil }
+    guard throttle != nil || sharedThrottle != nil || notifications != nil else { return nil }
     self.index = index
     // Rule 8 alone needs only the pairs with trigger 'message'.
     self.pass = PassBeforeLedgers(
@@ -93,7 +104,8 @@ public final class Ledgers {
     let delivered = evaluated.map(\.delivered)
     if !pass.keepsResults { evaluated = [] }
     let throttled =
-      throttle?.judge(batches, plan: plan, delivered: delivered)
+      sharedThrottle.map { $0.group.verdicts($0.place, batches, plan: plan, delivered: delivered) }
+      ?? throttle?.judge(batches, plan: plan, delivered: delivered)
       ?? [ThrottledMembers](repeating: .none, count: batches.count)
     let wave = notifications?.judge(
       batches, plan: plan, delivered: delivered, throttled: throttled)
@@ -178,5 +190,34 @@ public final class PassBeforeLedgers {
       finder.evaluate(batches[plan[k].batch], messages: plan[k].messages, into: &result)
       return result
     }
+  }
+}
+
+/// The throttles of several what-if sides that judge the same candidates —
+/// each takes index 0's pass before the ledgers (a sweep of throttles) —
+/// judged in one walk over one ledger (`ThrottleJudge` of them all), where
+/// a ledger each held every counted time once per side (at 1M users, about
+/// 450 MB each). Each side's `Ledgers` asks for its verdicts once per run
+/// of batches, in any order; the first to ask walks for all of them.
+public final class ThrottleGroup {
+  private let judge: ThrottleJudge
+  private var found: [[ThrottledMembers]] = []
+  private var asked = 0
+
+  /// A group judging `throttles` (2 to 16), in its sides' order, over the
+  /// member slots of `index`, for `threads` workers.
+  public init(index: Index, throttles: [AppSettings.Throttle], threads: Int) {
+    judge = ThrottleJudge(
+      index: index, throttles: throttles, threads: Ledgers.partitions(threads: max(1, threads)))
+  }
+
+  /// The verdicts of the side at `place` for this run (see `Ledgers.judge`).
+  func verdicts(
+    _ place: Int, _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
+    delivered: [DeliveredPairs]
+  ) -> [ThrottledMembers] {
+    if asked == 0 { found = judge.judgeEach(batches, plan: plan, delivered: delivered) }
+    asked = (asked + 1) % judge.throttles.count
+    return found[place]
   }
 }

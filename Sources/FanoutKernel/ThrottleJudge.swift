@@ -28,19 +28,35 @@ public struct ThrottledMembers: Sendable {
 /// number of threads, chunks or batches.
 public final class ThrottleJudge {
   public let index: Index
-  public let throttle: AppSettings.Throttle
+  /// The throttle; or the throttles of several what-if sides judging the
+  /// same candidates (`ThrottleGroup`), all in one walk.
+  public let throttles: [AppSettings.Throttle]
+  public var throttle: AppSettings.Throttle { throttles[0] }
   public private(set) var ledger: ThrottleLedger
   private let threads: Int
   /// The newest ts evaluated, for the ledger's retention.
   private var newest = Int64.min
 
   /// A judge for `index` (which must set a throttle), with a fresh ledger.
-  init(index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil) {
+  convenience init(
+    index: Index, throttle: AppSettings.Throttle, threads: Int, retention: Int64? = nil
+  ) {
+    self.init(index: index, throttles: [throttle], threads: threads, retention: retention)
+  }
+
+  /// A judge of up to 16 `throttles` at once over the candidates of
+  /// `index` (or of any index with its member slots), keeping every time
+  /// (no retention) when there are several.
+  init(index: Index, throttles: [AppSettings.Throttle], threads: Int, retention: Int64? = nil) {
+    precondition(
+      throttles.count == 1 || (throttles.count <= 16 && retention == nil),
+      "several throttles: at most 16, every time kept")
     self.index = index
-    self.throttle = throttle
+    self.throttles = throttles
     self.threads = max(1, threads)
     ledger = ThrottleLedger(
-      partitions: self.threads, memberships: index.memberCount, retention: retention)
+      partitions: self.threads, memberships: index.memberCount, retention: retention,
+      grouped: throttles.count > 1)
   }
 
   /// Carries `previous`'s counted deliveries over to this judge's index,
@@ -57,6 +73,14 @@ public final class ThrottleJudge {
     _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
     delivered: [DeliveredPairs]
   ) -> [ThrottledMembers] {
+    judgeEach(batches, plan: plan, delivered: delivered)[0]
+  }
+
+  /// `judge` for each of the throttles, in one walk: per throttle, per batch.
+  func judgeEach(
+    _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
+    delivered: [DeliveredPairs]
+  ) -> [[ThrottledMembers]] {
     var numbers = [Int](repeating: 0, count: batches.count + 1)
     for (b, batch) in batches.enumerated() {
       numbers[b + 1] = numbers[b] + batch.count
@@ -64,18 +88,21 @@ public final class ThrottleJudge {
     }
     let firstNumber = numbers
     let ledger = ledger
-    let throttle = throttle
+    let throttles = throttles
+    let widest = throttles.map(\.windowMilliseconds).max()!
     // Times at or before the horizon can count only for lines more than
     // `retention` older than the newest.
     let horizon = ledger.retention.map { retention in
       newest.subtractingSaturated(throttle.windowMilliseconds).subtractingSaturated(
         retention)
     }
-    let verdicts = runChunks(
-      count: ledger.partitions.count, workers: threads, empty: Verdicts()
+    // Per partition, per throttle.
+    let found = runChunks(
+      count: ledger.partitions.count, workers: threads,
+      empty: [Verdicts](repeating: Verdicts(), count: throttles.count)
     ) { p in
       let partition = ledger.partitions[p]
-      var verdicts = Verdicts()
+      var verdicts = [Verdicts](repeating: Verdicts(), count: throttles.count)
       var mine = PartitionPairs()
       for (k, chunk) in plan.enumerated() {
         let batch = batches[chunk.batch]
@@ -86,11 +113,10 @@ public final class ThrottleJudge {
           message: { j in ledger.partition(ofChannel: Int(batch.channel[first &+ j])) == p },
           pair: { i in pairs.triggers[i] == .message })
         var current = -1  // the message of the pairs admitted last
-        var before = 0  // where its throttled users start
         func closeMessage() {
-          guard current >= 0, verdicts.users.count > before else { return }
-          verdicts.messages.append(firstNumber[chunk.batch] + current)
-          verdicts.ends.append(verdicts.users.count)
+          for v in verdicts.indices {
+            verdicts[v].close(message: firstNumber[chunk.batch] + current)
+          }
         }
         for x in 0..<mine.count {
           // A lookup is a cache miss in the heads, then one in the list's
@@ -104,18 +130,37 @@ public final class ThrottleJudge {
           let i = Int(mine.pair[x])
           let m = first &+ Int(mine.message[x])
           if m != current {
-            closeMessage()
-            (current, before) = (m, verdicts.users.count)
+            if current >= 0 { closeMessage() }
+            current = m
           }
-          if !partition.admit(slot: pairs.slots[i], ts: batch.ts[m], throttle) {
-            verdicts.users.append(pairs.users[i])
+          if throttles.count == 1 {
+            if !partition.admit(slot: pairs.slots[i], ts: batch.ts[m], throttles[0]) {
+              verdicts[0].users.append(pairs.users[i])
+            }
+          } else {
+            var taken = ~partition.admit(
+              slot: pairs.slots[i], ts: batch.ts[m], throttles: throttles, widest: widest)
+            taken &= UInt16(truncatingIfNeeded: (1 << throttles.count) &- 1)
+            while taken != 0 {
+              verdicts[taken.trailingZeroBitCount].users.append(pairs.users[i])
+              taken &= taken &- 1
+            }
           }
         }
-        closeMessage()
+        if current >= 0 { closeMessage() }
       }
       if let horizon, horizon > .min { partition.sweep(olderThan: horizon) }
       return verdicts
     }
+    return throttles.indices.map { v in
+      Self.members(found.map { $0[v] }, batches, firstNumber: firstNumber, ledger)
+    }
+  }
+
+  /// Per batch, the members throttled, from each partition's `verdicts`.
+  private static func members(
+    _ verdicts: [Verdicts], _ batches: [MessageBatch], firstNumber: [Int], _ ledger: ThrottleLedger
+  ) -> [ThrottledMembers] {
     guard verdicts.contains(where: { !$0.messages.isEmpty }) else {
       return [ThrottledMembers](repeating: .none, count: batches.count)
     }
@@ -149,5 +194,12 @@ public final class ThrottleJudge {
     var messages: [Int] = []
     var ends: [Int] = []
     var users: [Int32] = []
+
+    /// Ends message `number`: listed if it throttled any user since the last.
+    mutating func close(message number: Int) {
+      guard users.count > (ends.last ?? 0) else { return }
+      messages.append(number)
+      ends.append(users.count)
+    }
   }
 }

@@ -20,10 +20,13 @@ public final class ThrottleLedger: @unchecked Sendable {
   let partitions: [ThrottlePartition]
 
   /// A ledger for an index of `memberships` member slots.
-  public init(partitions: Int, memberships: Int, retention: Int64? = nil) {
+  /// - Parameter grouped: see `ThrottlePartition.init(heads:grouped:)`.
+  public init(partitions: Int, memberships: Int, retention: Int64? = nil, grouped: Bool = false) {
     self.retention = retention
     let heads = ThrottlePartition.Heads(memberships: memberships, threads: max(1, partitions))
-    self.partitions = (0..<max(1, partitions)).map { _ in ThrottlePartition(heads: heads) }
+    self.partitions = (0..<max(1, partitions)).map { _ in
+      ThrottlePartition(heads: heads, grouped: grouped)
+    }
   }
 
   @inline(__always)
@@ -101,6 +104,9 @@ final class ThrottlePartition: @unchecked Sendable {
     var tail: Int32
   }
 
+  /// With several throttles (`admit(slot:ts:throttles:)`): per node, the
+  /// throttles that counted its time; nil with one.
+  private let counted: MappedArray<UInt16>?
   /// The ledger's heads, kept alive here and read through `slotHeads`.
   private let heads: Heads
   private let slotHeads: UnsafeMutablePointer<Int32>
@@ -113,8 +119,12 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Pool size after the last sweep; the next sweep waits until it doubles.
   private var sweptAt = 0
 
-  init(heads: Heads) {
+  /// - Parameter grouped: whether it judges several throttles at once
+  ///   (`admit(slot:ts:throttles:)`), each node marked with those that
+  ///   counted it; else one (`admit(slot:ts:_:)`).
+  init(heads: Heads, grouped: Bool = false) {
     self.heads = heads
+    counted = grouped ? MappedArray<UInt16>(.throttle) : nil
     // (Never appended to again: its values stay where they are.)
     slotHeads = heads.array.base
   }
@@ -171,13 +181,65 @@ final class ThrottlePartition: @unchecked Sendable {
     return true
   }
 
-  /// Adds time `t` to `slot`'s list after node `before` (−1: as its head).
+  /// Rule 8 for one candidate pair at `ts` under each of `throttles`
+  /// (at most 16, their widest window `widest`) at once: the set of those
+  /// that count it (bit v for `throttles[v]`), the others throttling it.
+  /// Each throttle decides as a partition of its own would
+  /// (`admit(slot:ts:_:)`): one list per slot holds the times any of them
+  /// counted, each marked with those that did, and a throttle counts only
+  /// its own. The lists are kept in order as times come.
+  func admit(slot: Int32, ts: Int64, throttles: [AppSettings.Throttle], widest: Int64) -> UInt16 {
+    let all = UInt16(truncatingIfNeeded: (1 << throttles.count) &- 1)
+    let head = newest(slot)
+    if head >= 0 {
+      let newest = nodes[Int(head)]
+      if newest.time > ts && nodes[Int(newest.tail)].time > ts {
+        // Older than every time in the list: none counts against it.
+        insert(ts, after: newest.tail, slot: slot, countedBy: all)
+        return all
+      }
+    }
+    let marks = counted!
+    return withUnsafeTemporaryAllocation(of: Int64.self, capacity: throttles.count) { counts in
+      counts.initialize(repeating: 0)
+      var reached: UInt16 = 0
+      var before: Int32 = -1  // the last node later than ts
+      var node = head
+      while node >= 0 && reached != all {
+        let t = nodes[Int(node)].time
+        if t > ts {
+          before = node
+        } else {
+          guard Evaluator.countsAgainst(t, at: ts, window: widest) else { break }
+          var bits = marks[Int(node)] & ~reached
+          while bits != 0 {
+            let v = bits.trailingZeroBitCount
+            bits &= bits &- 1
+            guard Evaluator.countsAgainst(t, at: ts, window: throttles[v].windowMilliseconds)
+            else { continue }
+            counts[v] += 1
+            if Evaluator.reachesLimit(counts[v], throttles[v]) { reached |= 1 << v }
+          }
+        }
+        node = nodes[Int(node)].next
+      }
+      let admitted = all & ~reached
+      // (Where every throttle took it, the walk may have stopped early:
+      // nothing is inserted then.)
+      if admitted != 0 { insert(ts, after: before, slot: slot, countedBy: admitted) }
+      return admitted
+    }
+  }
+
+  /// Adds time `t` to `slot`'s list after node `before` (−1: as its head),
+  /// counted by the throttles `countedBy` names (grouped only).
   @inline(__always)
-  private func insert(_ t: Int64, after before: Int32, slot: Int32) {
+  private func insert(_ t: Int64, after before: Int32, slot: Int32, countedBy: UInt16 = 1) {
     let head = newest(slot)
     // (Allocated first: the pool may move as it grows.)
     let next = before < 0 ? head : nodes[Int(before)].next
     let fresh = allocate(t, next: next)
+    counted?.append(countedBy)
     if before < 0 {
       if head < 0 { keys.append(slot) }
       slotHeads[Int(slot)] = fresh &+ 1
@@ -191,6 +253,7 @@ final class ThrottlePartition: @unchecked Sendable {
   /// Drops the times at or before `horizon`, and the keys left empty, once
   /// the pool has doubled since the last sweep (amortized O(1) per entry).
   func sweep(olderThan horizon: Int64) {
+    precondition(counted == nil, "a grouped partition keeps every time")
     guard nodes.count >= 2 * sweptAt + 4096 else { return }
     var kept: [(Int32, [Int64])] = []
     forEachKey { slot, times in
@@ -225,6 +288,7 @@ final class ThrottlePartition: @unchecked Sendable {
 
   /// Adds `times` (newest first) to `slot`'s list, which must be empty.
   func adopt(slot: Int32, times: [Int64]) {
+    precondition(counted == nil, "a grouped partition is never carried over")
     for t in times {
       let head = newest(slot)
       insert(t, after: head < 0 ? -1 : nodes[Int(head)].tail, slot: slot)

@@ -99,4 +99,33 @@ struct ThrottlePartitionTests {
     let throttle = AppSettings.Throttle(messages: 2, windowMilliseconds: 200_000)
     #expect(Self.ledger(lines, throttle) == Self.literal(lines, throttle))
   }
+
+  @Test(
+    "several throttles in one partition decide as each alone, lines in any order",
+    arguments: ["forward", "reverse, equal times", "shuffled", "jittered"])
+  func grouped(order: String) {
+    var random = SeededRandom(seed: 14)
+    var lines = (0..<4_000).map { i in (slot: Int32(i % 4), ts: Int64(i / 4) * 1_500) }
+    switch order {
+    case "reverse, equal times": lines = lines.map { ($0.slot, $0.ts / 6_000 * 6_000) }.reversed()
+    case "shuffled": lines.shuffle(using: &random)
+    case "jittered":
+      lines = lines.map { ($0.slot, $0.ts + Int64.random(in: -8_000...8_000, using: &random)) }
+    default: break
+    }
+    // Limits and windows apart, two alike, one a second long (it bites
+    // only on lines out of order), one no line reaches.
+    let throttles = [(1, 9_000), (3, 9_000), (2, 60_000), (3, 9_000), (1, 1_000), (1_000_000, 1)]
+      .map { AppSettings.Throttle(messages: Int64($0.0), windowMilliseconds: Int64($0.1)) }
+    let partition = ThrottlePartition(heads: .init(memberships: 4, threads: 1), grouped: true)
+    let widest = throttles.map(\.windowMilliseconds).max()!
+    let masks = lines.map {
+      partition.admit(slot: $0.slot, ts: $0.ts, throttles: throttles, widest: widest)
+    }
+    for (v, throttle) in throttles.enumerated() {
+      let alone = Self.literal(lines, throttle)
+      #expect(masks.map { $0 & (1 << v) != 0 } == alone, "throttle \(v)")
+      if v < 4 { #expect(alone.contains(false), "throttle \(v) takes some lines") }
+    }
+  }
 }

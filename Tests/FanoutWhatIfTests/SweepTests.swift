@@ -69,6 +69,61 @@ struct SweepTests {
 }
 
 extension SweepTests {
+  /// Throttle variants over an A without one are judged in one walk over
+  /// one ledger (`ThrottleGroup`): each must still find what a `whatif` of
+  /// it alone finds. On deferring users (pairs delivered later, throttled
+  /// at their ts) and on generated data, with windows from an hour to a
+  /// day and limits 1 and 2; one variant set twice, and one that also
+  /// turns contract v3's groups on.
+  @Test("throttles judged together equal each judged alone", arguments: [1, 2])
+  func throttlesTogether(threads: Int) throws {
+    func throttle(_ messages: Int, _ window: Int) -> String {
+      """
+      INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '\(messages)'),
+        ('throttle_window_ms', '\(window)')
+      """
+    }
+    let variants = [
+      ("one-a-day", throttle(1, 86_400_000)), ("two-a-day", throttle(2, 86_400_000)),
+      ("one-in-6-hours", throttle(1, 21_600_000)), ("one-an-hour", throttle(1, 3_600_000)),
+      ("two-a-day-again", throttle(2, 86_400_000)),
+      ("two-a-day-grouped", throttle(2, 86_400_000) + ", ('notification_groups', 'on')"),
+    ].map { WhatIfOptions.Variant(name: $0.0, sql: $0.1) }
+    for data in [try deferringBase.get(), try generatedDataset] {
+      let out = makeTemporaryDirectory() + "/sweep"
+      let options = WhatIfOptions(
+        snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out,
+        threads: threads)
+      _ = try WhatIf.sweep(options, variants: variants)
+      let listed = try #require(
+        try Self.json(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))))[
+          "variants"] as? [[String: Any]])
+      var throttled: [Int] = []
+      for (k, variant) in variants.enumerated() {
+        let alone = makeTemporaryDirectory() + "/alone"
+        _ = try WhatIf.run(
+          WhatIfOptions(
+            snapshot: data.snapshot, scenario: .sql(variant.sql), messages: data.traffic,
+            out: alone, threads: threads))
+        let separate = try Self.json(
+          Array(try Data(contentsOf: URL(fileURLWithPath: alone + "/report.json"))))
+        let inSweep = try #require(listed[k]["report"] as? [String: Any])
+        #expect(
+          NSDictionary(dictionary: inSweep) == NSDictionary(dictionary: separate),
+          "\(variant.name)")
+        #expect(
+          try Self.changes(out + "/changes-\(variant.name).ndjson.lz4")
+            == Self.changes(alone + "/changes.ndjson.lz4"), "\(variant.name) changes")
+        let b = try #require(inSweep["b"] as? [String: Any])
+        throttled.append((b["suppressed"] as? [String: Int])?["throttled"] ?? 0)
+      }
+      // The throttles differ, and each takes some pairs.
+      #expect(Set(throttled).count >= 4 && !throttled.contains(0), "\(throttled)")
+    }
+  }
+}
+
+extension SweepTests {
   @Test("a sweep's command line: 2 to 16 variants, distinct file-safe names, nothing else")
   func commandLine() throws {
     let dir = makeTemporaryDirectory()
