@@ -1,6 +1,7 @@
 // A sweep of five variants against one `whatif` of its costliest variant:
 // the sweep evaluates the traffic once against A and all five (issue 37's
-// target: at most 2× the one). Both read A from an index cache filled
+// target: at most 2× the one); and a sweep of five throttles against one
+// of them (judged together, over one ledger). Both read A from an index cache filled
 // before the runs, as `fanout whatif` does. Beside them, `fanout eval` of
 // the same traffic with the same cache (issue 39's target: one `whatif`
 // at most 1.5× that).
@@ -50,6 +51,23 @@ let benchmarks: @Sendable () -> Void = {
       "defer-quiet-hours", "quiet-hours-21-07", "quiet-hours-22-08", "quiet-hours-23-09",
       "throttle-3-per-10-minutes",
     ].map { WhatIfOptions.Variant(name: $0, sql: sql($0)) }
+    blackHole(try WhatIf.sweep(options(.sql("")), variants: variants).variants.count)
+  }
+
+  func throttle(_ messages: Int) -> String {
+    """
+    INSERT OR REPLACE INTO settings VALUES ('throttle_messages', '\(messages)'),
+      ('throttle_window_ms', '600000')
+    """
+  }
+  Benchmark("WhatIf-throttle-3-per-10-minutes", configuration: .init(setup: fillCache)) { _ in
+    blackHole(try WhatIf.run(options(.sql(throttle(3)))).changedPairs)
+  }
+
+  Benchmark("WhatIfSweep-throttles-5", configuration: .init(setup: fillCache)) { _ in
+    let variants = [1, 2, 3, 5, 10].map {
+      WhatIfOptions.Variant(name: "throttle-\($0)", sql: throttle($0))
+    }
     blackHole(try WhatIf.sweep(options(.sql("")), variants: variants).variants.count)
   }
 }
