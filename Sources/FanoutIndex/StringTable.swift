@@ -55,6 +55,16 @@ public struct BytePool: Sendable {
     offsets.append(bytes.count)
   }
 
+  /// Appends every string of `other`, in order.
+  public mutating func append(contentsOf other: BytePool) {
+    let start = bytes.count
+    other.bytes.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
+    offsets.reserveCapacity(offsets.count + other.count)
+    other.offsets.withUnsafeBufferPointer { more in
+      for end in more.dropFirst() { offsets.append(start + end) }
+    }
+  }
+
   /// Makes room for `strings` more strings of `bytes` bytes in all: a pool
   /// whose size is known ahead is allocated, and its pages touched, once
   /// (each doubling of a large array faults in and fills fresh pages).

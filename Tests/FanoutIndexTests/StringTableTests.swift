@@ -76,6 +76,19 @@ struct StringTableTests {
     }
   }
 
+  @Test("a pool appended to another holds both pools' strings, in order, empty ones too")
+  func appendPool() {
+    let first = ["", "a", "bc"]
+    let second = ["def", "", "g"]
+    var pool = BytePool()
+    for w in first { pool.append(Array(w.utf8)) }
+    var more = BytePool()
+    for w in second { more.append(Array(w.utf8)) }
+    pool.append(contentsOf: more)
+    pool.append(contentsOf: BytePool())
+    #expect((0..<pool.count).map { pool.string($0) } == first + second)
+  }
+
   @Test("ids of every length up to 40 bytes match only themselves, whichever byte differs")
   func equalityAtEveryLength() {
     let ids = (0...40).map { n in (0..<n).map { UInt8(ascii: "a") + UInt8($0 % 26) } }

@@ -148,7 +148,7 @@ struct UserRows: Sendable {
         let ascends = next.ids.withBytes(0) { first in ids.precedes(ids.count - 1, first) }
         guard ascends else { return false }
       }
-      for i in 0..<next.ids.count { next.ids.withBytes(i) { ids.append($0) } }
+      ids.append(contentsOf: next.ids)
       // Zones renumbered as one read in order would have met them.
       var renumbered = [UInt16](repeating: 0, count: next.rows.zones.count)
       for (name, z) in next.zoneIDs.sorted(by: { $0.value < $1.value }) {
