@@ -1,3 +1,4 @@
+import FanoutGenerator
 import FanoutTestSupport
 import Foundation
 import Testing
@@ -72,9 +73,9 @@ extension SweepTests {
   /// Throttle variants over an A without one are judged in one walk over
   /// one ledger (`ThrottleGroup`): each must still find what a `whatif` of
   /// it alone finds. On deferring users (pairs delivered later, throttled
-  /// at their ts) and on generated data, with windows from an hour to a
-  /// day and limits 1 and 2; one variant set twice, and one that also
-  /// turns contract v3's groups on.
+  /// at their ts), on generated data, and over an A with a throttle of its
+  /// own, with windows from an hour to a day and limits 1 and 2; one
+  /// variant set twice, and one that also turns contract v3's groups on.
   @Test("throttles judged together equal each judged alone", arguments: [1, 2])
   func throttlesTogether(threads: Int) throws {
     func throttle(_ messages: Int, _ window: Int) -> String {
@@ -89,7 +90,14 @@ extension SweepTests {
       ("two-a-day-again", throttle(2, 86_400_000)),
       ("two-a-day-grouped", throttle(2, 86_400_000) + ", ('notification_groups', 'on')"),
     ].map { WhatIfOptions.Variant(name: $0.0, sql: $0.1) }
-    for data in [try deferringBase.get(), try generatedDataset] {
+    // And over an A with a throttle of its own (generated v2 data).
+    var v2 = GeneratorOptions(
+      users: 1_500, messages: 1_500, seed: 15, profile: .chat,
+      out: makeTemporaryDirectory("fanout-sweep-v2"))
+    v2.v2 = true
+    let generated = try Generator.run(v2)
+    let throttledA = (snapshot: generated.snapshotPath, traffic: generated.trafficPath)
+    for data in [try deferringBase.get(), try generatedDataset, throttledA] {
       let out = makeTemporaryDirectory() + "/sweep"
       let options = WhatIfOptions(
         snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out,
