@@ -57,9 +57,10 @@ public struct ChunkResult: Sendable {
   public var pairLocalHours: [UInt8] = []
   public var messagePairEnds: [Int32] = []
   /// A side that decides again only some of another side's pairs
-  /// (`Evaluator.redecideQuietHours`, `redecideQuietPairs`): each pair it decided otherwise, as
-  /// its place among the other side's pairs of the chunk, with its outcome
-  /// and delivery hour here; every other pair is the other side's.
+  /// (`Evaluator.redecideQuietHours`, `redecideQuietPairs`,
+  /// `listThrottled`): each pair it decided otherwise, as its place among
+  /// the other side's pairs of the chunk, with its outcome and delivery
+  /// hour here (`listRedecided`); every other pair is the other side's.
   public var redecidedPairs: [Int32] = []
   public var redecidedOutcomes: [Outcome] = []
   public var redecidedDeliveryHours: [UInt8] = []
@@ -79,6 +80,21 @@ public struct ChunkResult: Sendable {
   public init(gateways: Int) {
     gatewayLines = [[UInt8]](repeating: [], count: gateways)
     counters = Counters(gateways: gateways)
+  }
+
+  /// Lists pair `i` of `other` (its place among `other`'s pairs of the
+  /// chunk) as decided `outcome`, delivered at `deliveryHour`, unless
+  /// `other` holds it so already.
+  @inline(__always)
+  mutating func listRedecided(
+    _ i: Int, of other: ChunkResult, _ outcome: Outcome, deliveryHour: UInt8
+  ) {
+    guard outcome != other.pairOutcomes[i] || deliveryHour != other.pairDeliveryHours[i] else {
+      return
+    }
+    redecidedPairs.append(Int32(truncatingIfNeeded: i))
+    redecidedOutcomes.append(outcome)
+    redecidedDeliveryHours.append(deliveryHour)
   }
 
   /// Empties the result for the next chunk, keeping its buffers' capacity:

@@ -75,9 +75,7 @@ extension Evaluator {
         precondition(
           i < pairEnd && d < deliveredEnd && a.pairOutcomes[i] == .delivered(.message),
           "rule 8 throttles only pairs delivered with trigger 'message'")
-        result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
-        result.redecidedOutcomes.append(.suppressed(.throttled))
-        result.redecidedDeliveryHours.append(hour)
+        result.listRedecided(i, of: a, .suppressed(.throttled), deliveryHour: hour)
         takeBackThrottled(
           user: u, deliverAt: a.delivered.deliverAt[d], ts: ts, category: category,
           deliveriesCounted: true, &result)

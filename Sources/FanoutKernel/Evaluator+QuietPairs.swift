@@ -55,11 +55,7 @@ extension Evaluator {
             Int(before == snoozed ? Reason.snoozed.rawValue : Reason.dnd.rawValue)] &-= 1
           if verdict.reason == nil { result.counters.delivered += 1 }
           let (outcome, deliveryHour) = Self.outcome(verdict, ts: terms.ts)
-          if outcome != before || deliveryHour != decidedByA.pairDeliveryHours[i] {
-            result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
-            result.redecidedOutcomes.append(outcome)
-            result.redecidedDeliveryHours.append(deliveryHour)
-          }
+          result.listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
         }
       }
     }
@@ -189,11 +185,7 @@ extension Evaluator {
             result.counters.delivered &+=
               (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
             let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
-            if outcome != before || deliveryHour != decidedByA.pairDeliveryHours[i] {
-              result.redecidedPairs.append(Int32(truncatingIfNeeded: i))
-              result.redecidedOutcomes.append(outcome)
-              result.redecidedDeliveryHours.append(deliveryHour)
-            }
+            result.listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
           }
         }
       }

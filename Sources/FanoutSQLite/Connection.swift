@@ -154,6 +154,18 @@ package final class Connection {
     return true
   }
 
+  /// The least and greatest rowid of `table` (a name as SQL writes it,
+  /// quoted or qualified as needed), each read at its end of the b-tree
+  /// by a query of its own (asked for together, `min(rowid), max(rowid)`
+  /// scans the table); nil when the table is empty. Throws for a table
+  /// without rowids.
+  package func rowidSpan(of table: String) throws(SQLiteError) -> ClosedRange<Int64>? {
+    let span = try prepare(
+      "SELECT (SELECT min(rowid) FROM \(table)), (SELECT max(rowid) FROM \(table))")
+    guard try span.step(), span.type(0) == SQLITE_INTEGER else { return nil }
+    return span.int64(0)...span.int64(1)
+  }
+
   package func execute(_ sql: String) throws(SQLiteError) {
     let code = sqlite3_exec(handle, sql, nil, nil, nil)
     guard code == SQLITE_OK else { throw SQLiteError.from(handle, code: code, sql: sql) }

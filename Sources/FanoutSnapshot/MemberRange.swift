@@ -17,7 +17,10 @@ struct MemberRange: Sendable {
     channelNames: BytePool
   ) throws(SnapshotError) -> [UInt64] {
     // Even small tables split, so most tests take this path.
-    guard let rowids = rowids(connection), let split = split(connection, rowids) else {
+    // (No rowids — `WITHOUT ROWID` — or no rows: one range.)
+    guard let rowids = try? connection.rowidSpan(of: "members"),
+      let split = split(connection, rowids)
+    else {
       return try MemberRange().read(connection, users: users, channelNames: channelNames)
     }
     let handed = aside()
@@ -37,22 +40,6 @@ struct MemberRange: Sendable {
     }
     keys += try later.wait().get()
     return keys
-  }
-
-  /// The members table's lowest and highest rowid; nil when it has no rows
-  /// or no rowid (`WITHOUT ROWID`).
-  private static func rowids(_ connection: Connection) -> ClosedRange<Int64>? {
-    do {
-      // One aggregate per query: SQLite answers a lone min() or max() from the b-tree's end.
-      let low = try connection.prepare("SELECT min(rowid) FROM members")
-      let high = try connection.prepare("SELECT max(rowid) FROM members")
-      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
-        low.int64(0) <= high.int64(0)
-      else { return nil }
-      return low.int64(0)...high.int64(0)
-    } catch {
-      return nil  // no rowid
-    }
   }
 
   /// A channel id near the middle of the members table in byte order, from

@@ -158,7 +158,8 @@ struct ChunkComparer: ChunkWork {
     worker: inout Worker
   ) -> ComparedChunk {
     // A side with ledgers was evaluated in their pass, without rule 8:
-    // its verdicts complete those outcomes. A side that decides again only
+    // its verdicts complete those outcomes (or, over an A without a
+    // throttle, list the pairs they take). A side that decides again only
     // some of A's pairs (it defers more, or changes only quiet hours)
     // starts empty and lists those it decides otherwise (below). The
     // others are evaluated here.

@@ -108,14 +108,15 @@ final class OverlayTables {
       else { return false }
       columns.append("\"" + column.replacing("\"", with: "\"\"") + "\"")
     }
-    // Rows estimated from the rowid span (the b-tree's two ends, each its
-    // own query: min and max together scan the table); a WITHOUT ROWID
-    // table has no cheap estimate: whole copy.
-    let span = try? connection.prepare(
-      "SELECT (SELECT max(rowid) FROM \(Self.base).\(quoted)) "
-        + "- (SELECT min(rowid) FROM \(Self.base).\(quoted)) + 1")
-    guard let span, try span.step() else { return false }
-    rowBudget -= Int(span.int64(0))
+    // Rows estimated from the rowid span (the b-tree's two ends); a
+    // WITHOUT ROWID table has no cheap estimate: whole copy.
+    let span: ClosedRange<Int64>?
+    do { span = try connection.rowidSpan(of: "\(Self.base).\(quoted)") } catch { return false }
+    if let span {
+      let (width, overflow) = span.upperBound.subtractingReportingOverflow(span.lowerBound)
+      guard !overflow, width < Int64(rowBudget) else { return false }
+      rowBudget -= Int(width) + 1
+    }
     guard rowBudget >= 0 else { return false }
     let list = (["rowid"] + columns).joined(separator: ", ")
     var indexes: [String] = []
@@ -141,7 +142,9 @@ final class OverlayTables {
     // span A's (distinct, so then they are A's); else it is made again
     // with the rowids named.
     try connection.execute("INSERT INTO main.\(quoted) SELECT * FROM \(Self.base).\(quoted)")
-    if try rowidSpan(of: "main.\(quoted)") != (try rowidSpan(of: "\(Self.base).\(quoted)")) {
+    if try connection.rowidSpan(of: "main.\(quoted)")
+      != (try connection.rowidSpan(of: "\(Self.base).\(quoted)"))
+    {
       try connection.execute("DELETE FROM main.\(quoted)")
       try connection.execute(
         "INSERT INTO main.\(quoted) (\(list)) SELECT \(list) FROM \(Self.base).\(quoted)")
@@ -152,14 +155,5 @@ final class OverlayTables {
       return false
     }
     return true
-  }
-
-  /// The least and greatest rowid of `table` (nil when empty), each read
-  /// at its end of the b-tree (asked for together, SQLite scans the table).
-  private func rowidSpan(of table: String) throws(SQLiteError) -> ClosedRange<Int64>? {
-    let span = try connection.prepare(
-      "SELECT (SELECT min(rowid) FROM \(table)), (SELECT max(rowid) FROM \(table))")
-    guard try span.step(), span.type(0) != SQLITE_NULL else { return nil }
-    return span.int64(0)...span.int64(1)
   }
 }

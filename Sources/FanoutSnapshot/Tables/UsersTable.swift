@@ -1,4 +1,3 @@
-import CSQLite
 import FanoutIndex
 import FanoutModel
 import FanoutSQLite
@@ -61,22 +60,15 @@ struct UserRows: Sendable {
     return rows.finished(known: known)
   }
 
-  /// The rowid halfway between the users table's least and greatest (each
-  /// read at its end of the b-tree); nil when it has fewer than two rows,
-  /// or no rowid.
+  /// The rowid halfway between the users table's least and greatest; nil
+  /// when it has fewer than two rows, or no rowid.
   private static func middleRowid(_ connection: Connection) -> Int64? {
-    do {
-      let low = try connection.prepare("SELECT min(rowid) FROM users")
-      let high = try connection.prepare("SELECT max(rowid) FROM users")
-      guard try low.step(), try high.step(), low.type(0) == SQLITE_INTEGER,
-        low.int64(0) < high.int64(0)
-      else { return nil }
-      // The span of any two Int64s fits a UInt64; the middle lies between them.
-      let span = UInt64(bitPattern: high.int64(0) &- low.int64(0))
-      return low.int64(0) &+ Int64(bitPattern: span / 2 + 1)
-    } catch {
-      return nil
-    }
+    guard let span = try? connection.rowidSpan(of: "users"),
+      span.lowerBound < span.upperBound
+    else { return nil }
+    // The span of any two Int64s fits a UInt64; the middle lies between them.
+    let width = UInt64(bitPattern: span.upperBound &- span.lowerBound)
+    return span.lowerBound &+ Int64(bitPattern: width / 2 + 1)
   }
 
   /// Some of the table's rows, read in order: ids not yet indexed, and
