@@ -74,7 +74,7 @@ extension Load {
       if settings.notificationGroups != nil && !groupsBefore { changed.insert("devices") }
     }
     if changed.contains("users") {
-      let rows = try UserRows.read(main, tzdb: tzdb, known: users)
+      let rows = try UserRows.read(main, tzdb: tzdb, known: users, knownZones: zones)
       guard rows.users.pool.sameStrings(as: users.pool) else { return nil }
       take(rows)
     }
@@ -198,7 +198,9 @@ extension SnapshotLoader {
           try sameLevels(connection)
         } : nil
       let read = Result { () throws(SnapshotError) in
-        try UserRows.read(main, aside: readers.take, tzdb: timeZones, known: index.users)
+        try UserRows.read(
+          main, aside: readers.take, tzdb: timeZones, known: index.users,
+          knownZones: index.zones)
       }
       if let levels, try !levels.result() { levelsChanged = true }
       let users = try read.get()
@@ -221,7 +223,9 @@ extension SnapshotLoader {
         rows != nil
         ? nil
         : TableRead(readers.take()) { connection throws(SnapshotError) in
-          try UserRows.read(connection, tzdb: timeZones, known: index.users).prefs
+          try UserRows.read(
+            connection, tzdb: timeZones, known: index.users, knownZones: index.zones
+          ).prefs
         }
       slots = try membershipSlots(
         over: index, settings, changed, main, aside: readers.take

@@ -83,4 +83,45 @@ struct UserRowsSplitTests {
       Issue.record("one read gives \(whole), two halves \(halves)")
     }
   }
+
+  /// An overlay's users (a what-if's B) take the zones A already read by
+  /// name: no tz file is read again for them — here a database with no
+  /// file at all — while a zone A lacks is still looked up, and refused.
+  @Test("zones already known are taken, not read again")
+  func knownZones() throws {
+    let path = SQLiteFixture.make(SQLiteFixture.header + Self.manyUsers)
+    // (Each read in halves takes two connections of its own.)
+    func reads() throws -> ConsistentReads {
+      try ConsistentReads(path: path, connections: 3, busyTimeoutMilliseconds: 1_000)
+    }
+    let real = try UserRows.read(try reads().main, tzdb: TimeZoneDatabase())
+    #expect(real.zones.count == 5)
+    let empty = TimeZoneDatabase(root: "/nonexistent/fanout-test-zoneinfo")
+    func halves(_ known: [ZoneTable]) throws -> UserRows {
+      let split = try reads()
+      return try UserRows.read(
+        split.take().connection, aside: split.take, tzdb: empty, knownZones: known)
+    }
+    for rows in [
+      try UserRows.read(try reads().main, tzdb: empty, knownZones: real.zones),
+      try halves(real.zones),
+    ] {
+      #expect(rows.zones == real.zones)
+      #expect(rows.zone == real.zone)
+    }
+    let lacking = real.zones.filter { $0.name != "Australia/Sydney" }
+    for read in [
+      { () throws -> UserRows in
+        try UserRows.read(try reads().main, tzdb: empty, knownZones: lacking)
+      },
+      { () throws -> UserRows in try halves(lacking) },
+    ] {
+      do {
+        _ = try read()
+        Issue.record("a zone neither known nor in the database was taken")
+      } catch {
+        #expect("\(error)".contains("Australia/Sydney"))
+      }
+    }
+  }
 }

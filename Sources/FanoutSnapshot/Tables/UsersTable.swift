@@ -18,15 +18,20 @@ struct UserRows: Sendable {
   /// these rows).
   var quietActions: [QuietAction?] = []
 
-  /// - Parameter known: the ids of a snapshot read before (a what-if's
-  ///   A, under an overlay of it): when the rows' ids are the same, their
-  ///   table is `known`, not built again.
-  static func read(_ connection: Connection, tzdb: TimeZoneDatabase, known: StringTable? = nil)
-    throws(SnapshotError) -> UserRows
-  {
+  /// - Parameters:
+  ///   - known: the ids of a snapshot read before (a what-if's A, under
+  ///     an overlay of it): when the rows' ids are the same, their table
+  ///     is `known`, not built again.
+  ///   - knownZones: that snapshot's zones, read from the same tz
+  ///     database: a zone named as one of them is taken, not read again.
+  static func read(
+    _ connection: Connection, tzdb: TimeZoneDatabase, known: StringTable? = nil,
+    knownZones: [ZoneTable] = []
+  ) throws(SnapshotError) -> UserRows {
     let capacity = try connection.rowCount("users")
+    let zones = Zones(tzdb, knownZones)
     return try connection.readInIDOrder("user_id") { orderBy throws(SnapshotError) in
-      try Part.read(connection, orderBy: orderBy, capacity: capacity, tzdb: tzdb)
+      try Part.read(connection, orderBy: orderBy, capacity: capacity, zones: zones)
         .finished(known: known)
     }
   }
@@ -39,25 +44,43 @@ struct UserRows: Sendable {
   /// whose answer — rows, or the refusal — is then the one given.
   static func read(
     _ connection: Connection, aside: () -> HandedConnection, tzdb: TimeZoneDatabase,
-    known: StringTable? = nil
+    known: StringTable? = nil, knownZones: [ZoneTable] = []
   ) throws(SnapshotError) -> UserRows {
     guard let middle = middleRowid(connection) else {
-      return try read(connection, tzdb: tzdb, known: known)
+      return try read(connection, tzdb: tzdb, known: known, knownZones: knownZones)
     }
+    let zones = Zones(tzdb, knownZones)
     let handed = aside()
     let later = Pending { () -> Result<Part, SnapshotError> in
       Result { () throws(SnapshotError) in
-        try Part.read(handed.connection, rowids: "rowid >= \(middle)", tzdb: tzdb)
+        try Part.read(handed.connection, rowids: "rowid >= \(middle)", zones: zones)
       }
     }
     let first = Result { () throws(SnapshotError) in
-      try Part.read(connection, rowids: "rowid < \(middle)", tzdb: tzdb)
+      try Part.read(connection, rowids: "rowid < \(middle)", zones: zones)
     }
     let second = later.wait()  // (ended before any answer, a refusal too)
     guard case .success(var rows) = first, case .success(let second) = second,
       rows.append(second)
-    else { return try read(connection, tzdb: tzdb, known: known) }
+    else { return try read(connection, tzdb: tzdb, known: known, knownZones: knownZones) }
     return rows.finished(known: known)
+  }
+
+  /// Where a read finds the zones its rows name: among those already
+  /// known by name, else in the tz database.
+  private struct Zones: Sendable {
+    let tzdb: TimeZoneDatabase
+    let known: [String: ZoneTable]
+
+    init(_ tzdb: TimeZoneDatabase, _ known: [ZoneTable]) {
+      self.tzdb = tzdb
+      self.known = Dictionary(known.map { ($0.name, $0) }) { first, _ in first }
+    }
+
+    func zone(named name: String) throws(TimeZoneError) -> ZoneTable {
+      if let zone = known[name] { return zone }
+      return try tzdb.zone(named: name)
+    }
   }
 
   /// The rowid halfway between the users table's least and greatest; nil
@@ -82,17 +105,17 @@ struct UserRows: Sendable {
     /// in rowid order or `orderBy`'s.
     static func read(
       _ connection: Connection, rowids: String? = nil, orderBy: String? = nil,
-      capacity: Int = 0, tzdb: TimeZoneDatabase
+      capacity: Int = 0, zones: Zones
     ) throws(SnapshotError) -> Part {
       let r = try TableReader(
         connection, SnapshotSchema.table("users"), keyColumns: [0], where: rowids,
         orderBy: orderBy)
       var part = Part()
-      try part.read(r, capacity: capacity, tzdb: tzdb)
+      try part.read(r, capacity: capacity, zones: zones)
       return part
     }
 
-    private mutating func read(_ r: TableReader, capacity: Int, tzdb: TimeZoneDatabase)
+    private mutating func read(_ r: TableReader, capacity: Int, zones: Zones)
       throws(SnapshotError)
     {
       // The ids are gathered first and hashed in one batched pass at the
@@ -116,7 +139,7 @@ struct UserRows: Sendable {
           rows.zone.append(z)
         } else {
           do {
-            rows.zones.append(try tzdb.zone(named: zoneName))
+            rows.zones.append(try zones.zone(named: zoneName))
           } catch {
             throw r.fail(8, "unknown time zone \(Bounded.quoted(zoneName)) (\(error.reason))")
           }
