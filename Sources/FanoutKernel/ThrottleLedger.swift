@@ -239,6 +239,9 @@ final class ThrottlePartition: @unchecked Sendable {
     // (Allocated first: the pool may move as it grows.)
     let next = before < 0 ? head : nodes[Int(before)].next
     let fresh = allocate(t, next: next)
+    // A node's marks are at its own number: nodes are only ever appended
+    // in a grouped partition (never swept or adopted).
+    assert(counted.map { $0.count == Int(fresh) } ?? true, "marks beside their nodes")
     counted?.append(countedBy)
     if before < 0 {
       if head < 0 { keys.append(slot) }
