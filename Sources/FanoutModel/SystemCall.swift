@@ -89,3 +89,17 @@ public func openLockFile(_ path: String) throws(LockFileError) -> Int32 {
   }
   return fd
 }
+
+/// The names in the folder `listing` (from `opendir` or `fdopendir`) but
+/// "." and "..", in the system's order; closes `listing`.
+public func folderEntryNames(_ listing: OpaquePointer) -> [String] {
+  defer { closedir(listing) }
+  var names: [String] = []
+  while let entry = readdir(listing) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) {
+      String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+    }
+    if name != "." && name != ".." { names.append(name) }
+  }
+  return names
+}

@@ -101,15 +101,7 @@ package final class OutputFolder {
       let failure = SystemCallError(call: "opendir", code: errno)
       throw .usage("output folder '\(path)' cannot be read: \(failure.reason)")
     }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-      }
-      if name != "." && name != ".." && name != Self.lockName { names.append(name) }
-    }
-    return names.sorted()
+    return folderEntryNames(dir).filter { $0 != Self.lockName }.sorted()
   }
 
   private func prepare(overwrite: Bool, outputs: (String) -> Bool) throws(PipelineError) {

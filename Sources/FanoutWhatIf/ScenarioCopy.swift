@@ -49,7 +49,7 @@ public final class ScenarioCopy: Sendable {
   public let path: String
   /// The snapshot an overlay lies over; nil for a whole copy.
   public let base: String?
-  private let folder: String
+  private let folder: ScenarioFolder
   /// Removes the folder if a signal ends the run (`CleanupOnSignal`).
   private let cleanup: Int
   /// Rows the SQL inserted, updated or deleted, per table it wrote (a
@@ -68,51 +68,42 @@ public final class ScenarioCopy: Sendable {
 
   public init(of source: String, applying sql: String) throws(WhatIfError.Scenario) {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-    var template = Array((temporary + "/fanout-whatif-XXXXXX").utf8CString)
-    let made: (made: String, cleanup: Int)
+    ScenarioFolder.removeAbandoned(in: temporary)
+    let made: (made: ScenarioFolder, cleanup: Int)
     do {
       made = try CleanupOnSignal.make(
-        { () throws(SystemCallError) in
-          guard let made = mkdtemp(&template) else {
-            throw SystemCallError(call: "mkdtemp", code: errno)
-          }
-          return String(cString: made)
-        }, undoneBy: { folder in Self.removeFiles(folder + "/scenario.sqlite", folder) })
+        { () throws(SystemCallError) in try ScenarioFolder.make(in: temporary) },
+        undoneBy: { folder in folder.remove() })
     } catch {
       throw .copy("mkdtemp in '\(temporary)': \(error.reason)")
     }
     folder = made.made
-    path = folder + "/scenario.sqlite"
+    path = folder.snapshotPath
     cleanup = made.cleanup
-    let (path, folder) = (path, folder)
     do {
-      let made = try Self.make(applying: sql, to: source, at: path)
+      let made = try Self.make(applying: sql, to: source, in: folder)
       base = made.overlay ? source : nil
       (rowsChanged, writes) = (made.applied.rowsChanged, made.applied.writes)
     } catch {
       CleanupOnSignal.withdraw(cleanup)
-      Self.removeFiles(path, folder)
+      folder.remove()
       throw error
     }
   }
 
   deinit {
     CleanupOnSignal.withdraw(cleanup)
-    Self.removeFiles(path, folder)
+    folder.remove()
   }
 
-  private static func removeFiles(_ path: String, _ folder: String?) {
-    for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
-    if let folder { rmdir(folder) }
-  }
-
-  /// Makes the scenario's snapshot at `path`: an overlay of `source` if it
-  /// can, else a whole copy; with what the SQL changed.
-  private static func make(applying sql: String, to source: String, at path: String)
+  /// Makes the scenario's snapshot in `folder`: an overlay of `source` if
+  /// it can, else a whole copy; with what the SQL changed.
+  private static func make(applying sql: String, to source: String, in folder: ScenarioFolder)
     throws(WhatIfError.Scenario) -> (overlay: Bool, applied: Applied)
   {
+    let path = folder.snapshotPath
     if let applied = try applyOnOverlay(sql, over: source, at: path) { return (true, applied) }
-    removeFiles(path, nil)
+    folder.removeSnapshot()
     do {
       try copySnapshotPages(
         from: source, to: path,

@@ -102,6 +102,74 @@ struct SignalTests {
     #expect(listDirectory(temporary).isEmpty, "left \(listDirectory(temporary))")
   }
 
+  /// SIGKILL runs no cleanup: the killed run's private copy of A stays in
+  /// TMPDIR until a later `whatif --sql` finds it abandoned (unlocked, a
+  /// minute old) and removes it, and nothing else.
+  @Test("a whatif killed outright leaves its private copy; the next one removes it, and only it")
+  func whatifKilled() throws {
+    let temporary = makeTemporaryDirectory("fanout-tmp")
+    let endless =
+      "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    let child = try #require(
+      PlainChild(
+        fanoutExecutable,
+        [
+          "whatif", "--snapshot", day.snapshot, "--messages", day.traffic,
+          "--out", makeTemporaryDirectory() + "/out", "--sql", endless,
+        ], stderr: makeTemporaryDirectory() + "/stderr", environment: ["TMPDIR": temporary]))
+    var killed: [String] = []
+    for _ in 0..<600 where killed.isEmpty {
+      Thread.sleep(forTimeInterval: 0.05)
+      killed = listDirectory(temporary).filter {
+        listDirectory(temporary + "/" + $0).contains("scenario.sqlite")
+      }
+    }
+    kill(child.pid, SIGKILL)
+    #expect(child.wait() == -SIGKILL)
+    #expect(killed.count == 1, "\(listDirectory(temporary))")
+
+    // Around it: folders the next run must leave as they are.
+    let files = FileManager.default
+    func folder(_ name: String, holding names: [String]) throws -> String {
+      let path = temporary + "/" + name
+      try files.createDirectory(atPath: path, withIntermediateDirectories: false)
+      for file in names {
+        #expect(files.createFile(atPath: path + "/" + file, contents: Data([1])))
+      }
+      return path
+    }
+    let live = try folder("fanout-whatif-LIVE00", holding: ["scenario.sqlite"])
+    let young = try folder("fanout-whatif-YOUNG0", holding: ["scenario.sqlite"])
+    let foreign = try folder("fanout-whatif-OTHER0", holding: ["scenario.sqlite", "notes.txt"])
+    let target = try folder("elsewhere", holding: ["scenario.sqlite"])
+    try files.createSymbolicLink(
+      atPath: temporary + "/fanout-whatif-LINK00", withDestinationPath: target)
+    let minutesAgo = Date(timeIntervalSinceNow: -120)
+    for path in [temporary + "/" + killed[0], live, foreign, target] {
+      try files.setAttributes([.modificationDate: minutesAgo], ofItemAtPath: path)
+    }
+    // A run still using its folder holds its lock.
+    let liveLock = open(live, O_RDONLY | O_DIRECTORY)
+    defer { close(liveLock) }
+    #expect(flock(liveLock, LOCK_EX) == 0)
+
+    let next = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", day.snapshot, "--messages", day.traffic,
+        "--out", makeTemporaryDirectory() + "/out", "--sql", "UPDATE users SET chat_level = 'all'",
+      ], environment: ["TMPDIR": temporary])
+    #expect(next.status == 0, "\(next.stderr)")
+    #expect(
+      listDirectory(temporary)
+        == [
+          "elsewhere", "fanout-whatif-LINK00", "fanout-whatif-LIVE00", "fanout-whatif-OTHER0",
+          "fanout-whatif-YOUNG0",
+        ])
+    #expect(listDirectory(foreign) == ["notes.txt", "scenario.sqlite"])
+    for kept in [live, young, target] { #expect(listDirectory(kept) == ["scenario.sqlite"]) }
+  }
+
   @Test("in a folder that existed, an interrupted run leaves it as it found it: empty")
   func existingFolder() throws {
     let out = makeTemporaryDirectory()

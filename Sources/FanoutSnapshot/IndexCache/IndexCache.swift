@@ -187,10 +187,7 @@ public struct IndexCache: Sendable {
     guard let dir = opendir(directory) else { return }
     var files: [(name: String, size: Int64, used: Int64)] = []
     let now = WallClock.nowMillis() / 1000
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) {
-        String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-      }
+    for name in folderEntryNames(dir) {
       var st = stat()
       guard lstat(directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
         continue
@@ -201,7 +198,6 @@ public struct IndexCache: Sendable {
         files.append((name, Int64(st.st_size), Int64(st.st_mtim.tv_sec)))
       }
     }
-    closedir(dir)
     var total = files.reduce(0) { $0 + $1.size }
     for file in files.sorted(by: { $0.used < $1.used }) where total > limitBytes {
       unlink(directory + "/" + file.name)
