@@ -101,46 +101,8 @@ package struct JSONScanner {
     guard depth <= Self.maxDepth else { throw fail("nesting too deep") }
     guard let c = peek else { throw fail("missing value") }
     switch c {
-    case UInt8(ascii: "{"):
-      i += 1
-      skipWhitespace()
-      if peek == UInt8(ascii: "}") {
-        i += 1
-        return
-      }
-      while true {
-        skipWhitespace()
-        try skipString()
-        skipWhitespace()
-        try expect(UInt8(ascii: ":"))
-        skipWhitespace()
-        try value(depth: depth + 1)
-        skipWhitespace()
-        if peek == UInt8(ascii: ",") {
-          i += 1
-          continue
-        }
-        try expect(UInt8(ascii: "}"))
-        return
-      }
-    case UInt8(ascii: "["):
-      i += 1
-      skipWhitespace()
-      if peek == UInt8(ascii: "]") {
-        i += 1
-        return
-      }
-      while true {
-        skipWhitespace()
-        try value(depth: depth + 1)
-        skipWhitespace()
-        if peek == UInt8(ascii: ",") {
-          i += 1
-          continue
-        }
-        try expect(UInt8(ascii: "]"))
-        return
-      }
+    case UInt8(ascii: "{"): try skipMembers(closedBy: UInt8(ascii: "}"), keyed: true, depth: depth)
+    case UInt8(ascii: "["): try skipMembers(closedBy: UInt8(ascii: "]"), keyed: false, depth: depth)
     case UInt8(ascii: "\""):
       try skipString()
     case UInt8(ascii: "t"): try literal("true")
@@ -148,6 +110,35 @@ package struct JSONScanner {
     case UInt8(ascii: "n"): try literal("null")
     case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try number()
     default: throw fail("unexpected character")
+    }
+  }
+
+  /// Skips an object's members (`keyed`) or an array's elements, from its
+  /// opening bracket through `close`, checking their syntax.
+  @inlinable
+  mutating func skipMembers(closedBy close: UInt8, keyed: Bool, depth: Int) throws(Failure) {
+    i += 1
+    skipWhitespace()
+    if peek == close {
+      i += 1
+      return
+    }
+    while true {
+      skipWhitespace()
+      if keyed {
+        try skipString()
+        skipWhitespace()
+        try expect(UInt8(ascii: ":"))
+        skipWhitespace()
+      }
+      try value(depth: depth + 1)
+      skipWhitespace()
+      if peek == UInt8(ascii: ",") {
+        i += 1
+        continue
+      }
+      try expect(close)
+      return
     }
   }
 
