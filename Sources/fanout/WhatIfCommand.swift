@@ -111,11 +111,9 @@ extension Fanout {
     private func scenarioSQL() throws(PipelineError) -> String {
       var parts: [String] = []
       for path in sqlFile {
-        switch readTextFile(path) {
+        switch readSQLFile(path) {
         case .success(let text): parts.append(text)
-        case .failure(let error):
-          throw .usage(
-            "cannot read --sql-file '\(path)': \(error.reason)")
+        case .failure(let error): throw .usage("cannot read --sql-file '\(path)': \(error)")
         }
       }
       return (parts + sql).joined(separator: ";\n")
@@ -139,11 +137,11 @@ extension Fanout {
       var variants: [WhatIfOptions.Variant] = []
       for v in variant {
         let (name, file) = try Self.split(v)
-        switch readTextFile(file) {
+        switch readSQLFile(file) {
         case .success(let text): variants.append(.init(name: name, sql: text))
         case .failure(let error):
           throw fail(
-            PipelineError.usage("cannot read --variant \(name)'s file '\(file)': \(error.reason)"))
+            PipelineError.usage("cannot read --variant \(name)'s file '\(file)': \(error)"))
         }
       }
       let sweep = { (options: WhatIfOptions) throws(WhatIfError) in
@@ -245,11 +243,30 @@ extension Fanout {
   }
 }
 
-/// The whole content of a text file, or the errno that stopped reading it
-/// (read at once, before `fclose` can change it).
-func readTextFile(_ path: String) -> Result<String, SystemCallError> {
+/// Why a file of SQL was not taken (`readSQLFile`).
+enum SQLFileError: Error, CustomStringConvertible {
+  case unreadable(SystemCallError)
+  /// Larger than `readSQLFile`'s limit (an endless file like /dev/zero).
+  case tooLarge(limit: Int)
+  /// A byte SQLite would not receive as written: a NUL ends its text
+  /// there, invalid UTF-8 would be replaced.
+  case notText(byte: Int, what: String)
+
+  var description: String {
+    switch self {
+    case .unreadable(let error): error.reason
+    case .tooLarge(let limit): "larger than \(limit >> 20) MiB"
+    case .notText(let byte, let what): "not SQL text: byte \(byte) is \(what)"
+    }
+  }
+}
+
+/// The whole content of a file of SQL (at most `limit` bytes), refused if
+/// any of it would not reach SQLite as written: statements after a NUL byte
+/// would be silently dropped, invalid UTF-8 silently replaced.
+func readSQLFile(_ path: String, limit: Int = 256 << 20) -> Result<String, SQLFileError> {
   guard let file = fopen(path, "rb") else {
-    return .failure(SystemCallError(call: "fopen", code: errno))
+    return .failure(.unreadable(SystemCallError(call: "fopen", code: errno)))
   }
   defer { fclose(file) }
   var bytes: [UInt8] = []
@@ -257,9 +274,30 @@ func readTextFile(_ path: String) -> Result<String, SystemCallError> {
   while true {
     let n = fread(&buffer, 1, buffer.count, file)
     if n > 0 { bytes += buffer[0..<n] }
+    if bytes.count > limit { return .failure(.tooLarge(limit: limit)) }
     if n < buffer.count {
-      if ferror(file) != 0 { return .failure(SystemCallError(call: "fread", code: errno)) }
-      return .success(String(decoding: bytes, as: UTF8.self))
+      // The errno of the failed read, before `fclose` can change it.
+      if ferror(file) != 0 {
+        return .failure(.unreadable(SystemCallError(call: "fread", code: errno)))
+      }
+      break
     }
   }
+  if let nul = bytes.firstIndex(of: 0) { return .failure(.notText(byte: nul + 1, what: "NUL")) }
+  guard let text = String(validating: bytes, as: UTF8.self) else {
+    let valid = bytes.withUnsafeBufferPointer { validUTF8Prefix($0) }
+    return .failure(.notText(byte: valid + 1, what: "not UTF-8"))
+  }
+  return .success(text)
+}
+
+/// How many of `bytes`' first bytes are whole UTF-8 characters.
+private func validUTF8Prefix(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+  var decoder = UTF8()
+  var iterator = bytes.makeIterator()
+  var valid = 0
+  while case .scalarValue(let scalar) = decoder.decode(&iterator) {
+    valid += UTF8.width(scalar)
+  }
+  return valid
 }

@@ -19,6 +19,20 @@ private func whatif(
 
 private func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
 
+/// Files of SQL that SQLite would not receive as written: a NUL byte (the
+/// statements after it were dropped, and B was A) and Latin-1 (replaced).
+private let oddSQL: (nul: String, latin1: String) = {
+  let dir = makeTemporaryDirectory()
+  let files = (nul: dir + "/nul.sql", latin1: dir + "/latin1.sql")
+  FileManager.default.createFile(
+    atPath: files.nul, contents: Data("SELECT 1;\0UPDATE users SET chat_level = 'none';".utf8))
+  FileManager.default.createFile(
+    atPath: files.latin1,
+    contents: Data("UPDATE users SET chat_level = 'none' WHERE user_id = 'caf".utf8)
+      + Data([0xE9, 0x27]))
+  return files
+}()
+
 @Suite("fanout whatif, end to end")
 struct WhatIfCommandTests {
   @Test("A's stored schema is never run as a script: SQL set with writable_schema is refused")
@@ -250,6 +264,28 @@ struct WhatIfCommandTests {
     #expect(result.stderr.contains(message), "\(result.stderr)")
     #expect(!FileManager.default.fileExists(atPath: out))
     #expect(contents(sampleSnapshot) == before)
+  }
+
+  @Test(
+    "a file of SQL that would not reach SQLite as written is refused, not cut or repaired",
+    arguments: [
+      (["--sql-file", oddSQL.nul], "--sql-file '\(oddSQL.nul)': not SQL text: byte 10 is NUL"),
+      (
+        ["--sql-file", oddSQL.latin1],
+        "--sql-file '\(oddSQL.latin1)': not SQL text: byte 58 is not UTF-8"
+      ),
+      (["--sql-file", "/dev/zero"], "--sql-file '/dev/zero': larger than 256 MiB"),
+      (
+        ["--variant", "a=\(oddSQL.nul)", "--variant", "b=\(oddSQL.latin1)"],
+        "--variant a's file '\(oddSQL.nul)': not SQL text: byte 10 is NUL"
+      ),
+    ])
+  func oddSQLFiles(_ arguments: [String], _ message: String) throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = whatif(arguments, out: out)
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.contains("fanout: error: cannot read " + message), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out))
   }
 
   /// `--sql` can touch only its private copy of A: no other file is read,
