@@ -188,6 +188,10 @@ public enum PrefsApply {
     return try options.format.apply(data, context)
   }
 
+  /// The most changes read at once: a batch larger than this is refused
+  /// rather than read (from /dev/zero, for ever).
+  static let maxChangesBytes = 256 << 20
+
   private static func readChanges(_ path: String) throws(ApplyError) -> Data {
     let fd: Int32
     do {
@@ -196,14 +200,13 @@ public enum PrefsApply {
       throw .unreadable(path: path, reason: error.reason)
     }
     defer { if fd != STDIN_FILENO { close(fd) } }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    do {
-      while case let n = try readInput(fd, into: &buffer, path: path), n > 0 {
-        bytes += buffer[0..<n]
-      }
-    } catch {
+    let bytes: [UInt8]?
+    do { bytes = try readToEnd(fd, limit: maxChangesBytes) } catch {
       throw .unreadable(path: path, reason: error.reason)
+    }
+    guard let bytes else {
+      throw .unreadable(
+        path: path, reason: "larger than \(maxChangesBytes >> 20) MiB; apply it in batches")
     }
     return Data(bytes)
   }

@@ -103,3 +103,19 @@ public func folderEntryNames(_ listing: OpaquePointer) -> [String] {
   }
   return names
 }
+
+/// All that `fd` holds, read to its end (each `read` retried on EINTR);
+/// nil once it holds more than `limit` bytes (an endless input such as
+/// /dev/zero is not read until memory runs out).
+public func readToEnd(_ fd: Int32, limit: Int) throws(SystemCallError) -> [UInt8]? {
+  var bytes: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 1 << 16)
+  while true {
+    let n = try systemCall("read") {
+      buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+    }
+    if n == 0 { return bytes }
+    bytes += buffer[0..<n]
+    if bytes.count > limit { return nil }
+  }
+}

@@ -265,23 +265,16 @@ enum SQLFileError: Error, CustomStringConvertible {
 /// any of it would not reach SQLite as written: statements after a NUL byte
 /// would be silently dropped, invalid UTF-8 silently replaced.
 func readSQLFile(_ path: String, limit: Int = 256 << 20) -> Result<String, SQLFileError> {
-  guard let file = fopen(path, "rb") else {
-    return .failure(.unreadable(SystemCallError(call: "fopen", code: errno)))
+  let read = Result { () throws(SystemCallError) in
+    let fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) }
+    defer { close(fd) }
+    return try readToEnd(fd, limit: limit)
   }
-  defer { fclose(file) }
-  var bytes: [UInt8] = []
-  var buffer = [UInt8](repeating: 0, count: 1 << 16)
-  while true {
-    let n = fread(&buffer, 1, buffer.count, file)
-    if n > 0 { bytes += buffer[0..<n] }
-    if bytes.count > limit { return .failure(.tooLarge(limit: limit)) }
-    if n < buffer.count {
-      // The errno of the failed read, before `fclose` can change it.
-      if ferror(file) != 0 {
-        return .failure(.unreadable(SystemCallError(call: "fread", code: errno)))
-      }
-      break
-    }
+  let bytes: [UInt8]
+  switch read {
+  case .failure(let error): return .failure(.unreadable(error))
+  case .success(nil): return .failure(.tooLarge(limit: limit))
+  case .success(let read?): bytes = read
   }
   if let nul = bytes.firstIndex(of: 0) { return .failure(.notText(byte: nul + 1, what: "NUL")) }
   guard let text = String(validating: bytes, as: UTF8.self) else {

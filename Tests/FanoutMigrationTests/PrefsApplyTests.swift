@@ -516,6 +516,19 @@ struct ConcurrentApplyTests {
     #expect(listDirectory(dir).isEmpty)
   }
 
+  @Test("endless changes (/dev/zero) are refused at 256 MiB, the snapshot untouched")
+  func endlessChanges() throws {
+    let (dir, snapshot) = try copyOfBase()
+    let before = FileManager.default.contents(atPath: snapshot)
+    let result = runProcess(
+      fanoutExecutable,
+      ["prefs", "apply", "--snapshot", snapshot, "--format", "stream", "/dev/zero"])
+    #expect(result.status == 66, "\(result.stderr)")
+    #expect(result.stderr.contains("larger than 256 MiB; apply it in batches"), "\(result.stderr)")
+    #expect(FileManager.default.contents(atPath: snapshot) == before)
+    #expect(listDirectory(dir) == [".s.sqlite.lock", "s.sqlite"], "\(listDirectory(dir))")
+  }
+
   /// A copy of the base snapshot in a folder of its own.
   private func copyOfBase() throws -> (dir: String, snapshot: String) {
     let dir = makeTemporaryDirectory()
