@@ -37,12 +37,31 @@ struct Fanout: ParsableCommand {
       print(helpMessage(), to: &stderr)
       Glibc.exit(ExitStatus.usage.rawValue)
     }
+    if let k = firstArgumentNotUTF8() {
+      // Swift would replace its bad bytes: a file name would name another
+      // file, SQL or an id would silently say something else.
+      var stderr = StandardError()
+      print(
+        "fanout: error: argument \(k) ('\(arguments[k - 1])') is not UTF-8 text, "
+          + "as every argument must be (file names, ids, SQL)", to: &stderr)
+      Glibc.exit(ExitStatus.usage.rawValue)
+    }
     do {
       var command = try parseAsRoot(arguments)
       if !(command is HandlesSignals) { TerminationSignals.endRunOnSignal() }
       try command.run()
     } catch {
       exitWithOneStyle(error)
+    }
+  }
+
+  /// The position (1 for the first after the program's name) of the first
+  /// command-line argument whose bytes are not UTF-8, if any.
+  private static func firstArgumentNotUTF8() -> Int? {
+    (1..<Int(CommandLine.argc)).first { k in
+      guard let argument = CommandLine.unsafeArgv[k] else { return false }
+      let bytes = UnsafeBufferPointer(start: argument, count: strlen(argument))
+      return String(validating: bytes.lazy.map { UInt8(bitPattern: $0) }, as: UTF8.self) == nil
     }
   }
 

@@ -97,6 +97,28 @@ struct CommandLineErrorsTests {
     #expect(result.status == 0)
     #expect(readText(dir + "/out/rejected.ndjson").contains("UTF-8 byte order mark"))
   }
+
+  /// An argument's bad bytes would be replaced (U+FFFD) before any command
+  /// sees it: SQL would silently say something else.
+  @Test("an argument that is not UTF-8 is refused, naming it, before anything runs")
+  func argumentNotUTF8() {
+    let out = makeTemporaryDirectory() + "/out"
+    // A shell passes the Latin-1 byte through; Swift's strings cannot.
+    let result = runProcess(
+      "/bin/sh",
+      [
+        "-c",
+        #""$0" whatif --snapshot "$1" --messages "$2" --out "$3" --sql "$(printf "UPDATE users SET chat_level = 'none' WHERE user_id = 'caf\351'")""#,
+        fanoutExecutable, Self.snapshot, Self.traffic, out,
+      ])
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(
+      result.stderr.hasPrefix(
+        "fanout: error: argument 9 ('UPDATE users SET chat_level = 'none' WHERE"),
+      "\(result.stderr)")
+    #expect(result.stderr.contains("is not UTF-8 text"), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
 }
 
 @Suite("names the outputs reserve")
