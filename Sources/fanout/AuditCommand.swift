@@ -37,6 +37,7 @@ extension Fanout {
     var out: String
 
     @Option(
+      parsing: .unconditional,
       help: "Milliseconds a push may leave before or after its delivery time (default: 60000).")
     var toleranceMs: Int64 = AuditOptions.defaultToleranceMs
 

@@ -22,7 +22,7 @@ extension Fanout {
     @Option(parsing: .unconditional, help: "Number of messages in the traffic.")
     var messages: Int
 
-    @Option(help: "Random seed: the same options give the same files.")
+    @Option(parsing: .unconditional, help: "Random seed: the same options give the same files.")
     var seed: UInt64 = 1
 
     @Option(

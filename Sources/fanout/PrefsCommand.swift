@@ -44,7 +44,9 @@ extension Fanout {
       @Option(help: "Write the result here instead of changing --snapshot in place.")
       var out: String?
 
-      @Option(help: "Milliseconds to wait for another writer holding the snapshot; then exit 75.")
+      @Option(
+        parsing: .unconditional,
+        help: "Milliseconds to wait for another writer holding the snapshot; then exit 75.")
       var busyTimeout = SnapshotLoader.defaultBusyTimeoutMilliseconds
 
       @Argument(help: "The changes (JSON), or - for standard input.")

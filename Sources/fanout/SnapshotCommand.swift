@@ -90,7 +90,7 @@ extension Fanout {
 
       @OptionGroup var snapshot: SnapshotPath
 
-      @Option(help: "Number of shards (1 to 1024).")
+      @Option(parsing: .unconditional, help: "Number of shards (1 to 1024).")
       var shards: Int
 
       @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")

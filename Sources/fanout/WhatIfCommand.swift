@@ -53,7 +53,9 @@ extension Fanout {
         valueName: "NAME=FILE.sql"))
     var variant: [String] = []
 
-    @Option(help: "Pushes per user per day above which a user is over budget (default: 20).")
+    @Option(
+      parsing: .unconditional,
+      help: "Pushes per user per day above which a user is over budget (default: 20).")
     var budget = WhatIfOptions.defaultBudget
 
     @OptionGroup var runOptions: RunOptions

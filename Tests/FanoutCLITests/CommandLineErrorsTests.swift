@@ -26,6 +26,12 @@ struct CommandLineErrorsTests {
       (["stream", "--watch-seconds", "nan"], "--watch-seconds must be greater than 0 and at most"),
       (["stream", "--threads", "0"], "--threads must be at least 1"),
       (["stream", "--batch-messages", "9223372036854775807"], "--batch-messages must be at most"),
+      // Negative numbers are values, not options, for every number option.
+      (["audit", "--tolerance-ms", "-5"], "--tolerance-ms must be at least 0"),
+      (["whatif", "--budget", "-1"], "--budget must be at least 0"),
+      (["prefs", "apply", "--busy-timeout", "-1"], "--busy-timeout must be at least 0"),
+      (["snapshot", "split", "--shards", "-2"], "--shards must be at least 1"),
+      (["gen", "--users", "5", "--messages", "1", "--seed", "-1"], "'-1' is invalid for '--seed"),
     ])
   func numbers(_ arguments: [String], _ message: String) {
     let out = makeTemporaryDirectory() + "/out"
@@ -33,6 +39,18 @@ struct CommandLineErrorsTests {
       switch arguments[0] {
       case "gen": ["--out", out]
       case "stream": ["--snapshot", Self.snapshot, "--out", out]
+      case "prefs": ["--snapshot", Self.snapshot, "--format", "stream", out + ".json"]
+      case "snapshot": [Self.snapshot, "--out", out]
+      case "audit":
+        [
+          "--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out, "--sent",
+          Self.traffic,
+        ]
+      case "whatif":
+        [
+          "--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out, "--sql",
+          "SELECT 1",
+        ]
       default: ["--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out]
       }
     let result = runProcess(fanoutExecutable, arguments + common, input: [])
