@@ -119,3 +119,32 @@ public func readToEnd(_ fd: Int32, limit: Int) throws(SystemCallError) -> [UInt8
     if bytes.count > limit { return nil }
   }
 }
+
+/// Why `readPlainFile` read nothing.
+public enum PlainFileError: Error {
+  case missing
+  /// A symbolic link, FIFO, device or folder where a file was expected.
+  case notPlain
+  case tooLarge(limit: Int)
+  case system(SystemCallError)
+}
+
+/// The bytes of the regular file at `path`, in a folder someone else may
+/// have written: never through a symbolic link, never blocked by a FIFO put
+/// in its place, at most `limit` bytes.
+public func readPlainFile(_ path: String, limit: Int) throws(PlainFileError) -> [UInt8] {
+  let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+  guard fd >= 0 else {
+    let code = errno
+    if code == ENOENT { throw .missing }
+    if code == ELOOP { throw .notPlain }
+    throw .system(SystemCallError(call: "open", code: code))
+  }
+  defer { close(fd) }
+  var info = stat()
+  guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .notPlain }
+  let bytes: [UInt8]?
+  do { bytes = try readToEnd(fd, limit: limit) } catch { throw .system(error) }
+  guard let bytes else { throw .tooLarge(limit: limit) }
+  return bytes
+}

@@ -85,23 +85,38 @@ public enum ShardMerge {
     var shards: [ShardOutput] = []
     for folder in folders {
       let shown = Bounded.quoted(folder)
-      guard let data = FileManager.default.contents(atPath: folder + "/summary.json") else {
-        throw .merge(
-          "\(shown) has no summary.json: not an output folder of a completed `fanout eval --mergeable` run"
-        )
+      let summaryShown = Bounded.quoted(folder + "/summary.json")
+      let data: Data
+      do {
+        data = Data(try readPlainFile(folder + "/summary.json", limit: 64 << 20))
+      } catch {
+        switch error {
+        case .missing:
+          throw .merge(
+            "\(shown) has no summary.json: not an output folder of a completed `fanout eval --mergeable` run"
+          )
+        case .notPlain:
+          throw .merge(
+            "\(summaryShown) is not a regular file (a symbolic link, FIFO or device): "
+              + "refused; run the shard again")
+        case .tooLarge:
+          throw .merge("\(summaryShown) is larger than 64 MiB: not a run's summary")
+        case .system(let error):
+          throw .merge("\(summaryShown) cannot be read: \(error.reason)")
+        }
       }
       guard let summary = try? JSONDecoder().decode(ShardSummary.self, from: data),
         let shard = summary.shard
       else {
         throw .merge(
-          "\(shown)/summary.json is not a `fanout eval --mergeable` run's (no readable \"shard\")")
+          "\(summaryShown) is not a `fanout eval --mergeable` run's (no readable \"shard\")")
       }
       guard shard.index >= 0, shard.index < shard.count else {
-        throw .merge("\(shown)/summary.json has an unreadable \"shard\"")
+        throw .merge("\(summaryShown) has an unreadable \"shard\"")
       }
       guard let files = shard.files else {
         throw .merge(
-          "\(shown)/summary.json lists no files (written by an older fanout): run "
+          "\(summaryShown) lists no files (written by an older fanout): run "
             + "`fanout eval --mergeable` on the shard again")
       }
       try checkFiles(files, in: folder)

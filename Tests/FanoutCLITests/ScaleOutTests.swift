@@ -306,6 +306,14 @@ struct ScaleOutTests {
     try bytes.write(to: URL(fileURLWithPath: work + "/flipped/" + gateway))
     try FileManager.default.copyItem(
       atPath: work + "/n2s0/" + gateway, toPath: work + "/extra/x" + gateway)
+    // Its summary through a link (to the very summary it had), or a FIFO.
+    for damaged in ["summary-linked", "summary-fifo"] {
+      try FileManager.default.copyItem(atPath: work + "/n2s0", toPath: work + "/" + damaged)
+      try FileManager.default.moveItem(
+        atPath: work + "/\(damaged)/summary.json", toPath: work + "/\(damaged)/summary.real")
+    }
+    #expect(symlink("summary.real", work + "/summary-linked/summary.json") == 0)
+    #expect(mkfifo(work + "/summary-fifo/summary.json", 0o644) == 0)
     // Shard 1 of a split of another snapshot (one preference changed).
     let changed = work + "/changed.sqlite"
     try FileManager.default.copyItem(atPath: Self.sample, toPath: changed)
@@ -335,6 +343,8 @@ struct ScaleOutTests {
       (["n2s1", "extra"], "is not among the files its run wrote"),
       (["n2s1", "linked"], "is not a regular file"),
       (["n2s1", "fifo"], "is not a regular file"),
+      (["n2s1", "summary-linked"], "summary-linked/summary.json' is not a regular file"),
+      (["n2s1", "summary-fifo"], "summary-fifo/summary.json' is not a regular file"),
       (["n2s0", "other-split"], "different splits"),
     ]
     for (folders, message) in cases {
