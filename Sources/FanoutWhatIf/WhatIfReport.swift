@@ -261,10 +261,13 @@ public struct WhatIfReport: Sendable {
     init(tenths: [Int], budget: Int) {
       var small = [Int](repeating: 0, count: Self.histogramSize)
       var large: [Int] = []
+      // A budget too large for tenths (--budget up to Int.max) has no one over it.
+      let (budgetTenths, beyond) = budget.multipliedReportingOverflow(by: 10)
+      let limit = beyond ? Int.max : budgetTenths
       for t in tenths {
         if t < small.count { small[t] += 1 } else { large.append(t) }
         maxTenths = max(maxTenths, t)
-        if t > budget * 10 { overBudget += 1 }
+        if t > limit { overBudget += 1 }
       }
       large.sort()
       users = tenths.count

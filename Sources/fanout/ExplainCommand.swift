@@ -26,19 +26,21 @@ extension Fanout {
     @Option(help: "The preferences snapshot (SQLite).")
     var snapshot: String
 
-    @Option(help: "The recipient's user id (without it: the message's blast radius).")
+    @Option(
+      parsing: .unconditional,
+      help: "The recipient's user id (without it: the message's blast radius).")
     var user: String?
 
     @Flag(help: "With the blast radius (no --user): list every pair too.")
     var users = false
 
-    @Option(help: "The message, as one traffic line (JSON).")
+    @Option(parsing: .unconditional, help: "The message, as one traffic line (JSON).")
     var message: String?
 
     @Option(help: "A traffic file (NDJSON) to take the message from; needs --id.")
     var messages: String?
 
-    @Option(help: "The message id to explain from --messages.")
+    @Option(parsing: .unconditional, help: "The message id to explain from --messages.")
     var id: String?
 
     @Flag(help: "Write JSON instead of text.")

@@ -32,10 +32,13 @@ extension Fanout {
           "The request shapes: \(SourceFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
       var format: SourceFormat
 
-      @Option(help: "Client-side use: entries are this user's (may omit the user; others refused).")
+      @Option(
+        parsing: .unconditional,
+        help: "Client-side use: entries are this user's (may omit the user; others refused).")
       var asUser: String?
 
       @Option(
+        parsing: .unconditional,
         help:
           "When durations start (Easemob duration, TDLib mute_for): RFC 3339 or Unix ms. Default: now."
       )
@@ -98,10 +101,12 @@ extension Fanout {
       @Option(help: "The preferences snapshot (SQLite).")
       var snapshot: String
 
-      @Option(help: "The user id.")
+      @Option(parsing: .unconditional, help: "The user id.")
       var user: String
 
-      @Option(name: .customLong("channel"), help: "A channel to look at (repeatable).")
+      @Option(
+        name: .customLong("channel"), parsing: .unconditionalSingleValue,
+        help: "A channel to look at (repeatable).")
       var channels: [String] = []
 
       @Flag(help: "Write JSON instead of text.")

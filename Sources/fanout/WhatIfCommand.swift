@@ -35,7 +35,9 @@ extension Fanout {
     @Option(help: "Snapshot B, compared with A (this, or --sql / --sql-file, is required).")
     var against: String?
 
-    @Option(help: "SQL run on a copy of A to make B (repeatable; run in order; or --against).")
+    @Option(
+      parsing: .unconditionalSingleValue,
+      help: "SQL run on a copy of A to make B (repeatable; run in order; or --against).")
     var sql: [String] = []
 
     @Option(help: "A file of SQL run on a copy of A to make B (repeatable; run before --sql).")

@@ -116,6 +116,50 @@ struct CommandLineErrorsTests {
     #expect(readText(dir + "/out/rejected.ndjson").contains("UTF-8 byte order mark"))
   }
 
+  /// ArgumentParser takes a value starting with "-" for an option unless
+  /// told otherwise: SQL opening with a comment, ids, times before 1970.
+  @Test(
+    "values that start with a dash are values",
+    arguments: [
+      (["whatif", "--sql", "-- no comment is an option", "--sql", "SELECT 1"], 0, "B is A"),
+      (["prefs", "get", "--user", "-bob"], 64, "unknown user '-bob'"),
+      (["explain", "--id", "-m1", "--user", "alice"], 66, "no message with id '-m1'"),
+    ])
+  func dashedValues(_ arguments: [String], _ status: Int32, _ message: String) {
+    let out = makeTemporaryDirectory() + "/out"
+    let common =
+      switch arguments[0] {
+      case "whatif": ["--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out]
+      case "explain": ["--snapshot", Self.snapshot, "--messages", Self.traffic]
+      default: ["--snapshot", Self.snapshot]
+      }
+    let result = runProcess(fanoutExecutable, arguments + common)
+    #expect(result.status == status, "\(result.stderr)")
+    #expect((result.text + result.stderr).contains(message), "\(result.text)\(result.stderr)")
+    #expect(!result.stderr.contains("Missing value"))
+  }
+
+  @Test("a budget too large for tenths of a push has nobody over it, and no trap")
+  func largestBudget() throws {
+    let out = makeTemporaryDirectory() + "/out"
+    let result = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", out,
+        "--sql", "UPDATE users SET dnd_start = NULL, dnd_end = NULL", "--budget", "\(Int.max)",
+      ])
+    #expect(result.status == 0, "\(result.stderr)")
+    let report = try #require(
+      try JSONSerialization.jsonObject(with: Data(readText(out + "/report.json").utf8))
+        as? [String: Any])
+    #expect(report["budget"] as? Int == Int.max)
+    let pushes = try #require(report["pushes_per_user_per_day"] as? [String: [String: Any]])
+    for side in ["a", "b"] {
+      #expect(pushes[side]?["over_budget"] as? Int == 0, "\(pushes)")
+      #expect((pushes[side]?["users"] as? Int ?? 0) > 0, "\(pushes)")
+    }
+  }
+
   /// An argument's bad bytes would be replaced (U+FFFD) before any command
   /// sees it: SQL would silently say something else.
   @Test("an argument that is not UTF-8 is refused, naming it, before anything runs")
