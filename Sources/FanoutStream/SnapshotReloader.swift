@@ -16,7 +16,11 @@ struct SnapshotIdentity: Sendable, Equatable {
   var device: UInt64
   var inode: UInt64
   var size: Int64
-  var modifiedNanos: Int64
+  /// The modification time as the file system gives it, seconds and
+  /// nanoseconds apart: any file's, even one dated past 2262 (beyond
+  /// nanoseconds in 64 bits).
+  var modifiedSeconds: Int64
+  var modifiedNanoseconds: Int64
 
   init?(path: String) {
     var st = stat()
@@ -24,7 +28,16 @@ struct SnapshotIdentity: Sendable, Equatable {
     device = UInt64(st.st_dev)
     inode = UInt64(st.st_ino)
     size = Int64(st.st_size)
-    modifiedNanos = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    modifiedSeconds = Int64(st.st_mtim.tv_sec)
+    modifiedNanoseconds = Int64(st.st_mtim.tv_nsec)
+  }
+
+  /// The modification time in Unix milliseconds, held at Int64's ends.
+  var modifiedMillis: Int64 {
+    let (millis, beyond) = modifiedSeconds.multipliedReportingOverflow(by: 1000)
+    if beyond { return modifiedSeconds < 0 ? .min : .max }
+    let (total, over) = millis.addingReportingOverflow(modifiedNanoseconds / 1_000_000)
+    return over ? .max : total
   }
 }
 
@@ -44,7 +57,7 @@ struct LoadedSnapshot: Sendable {
       ("generation", .int(Int64(generation))), ("path", .string(path)),
       ("device", .number(String(identity.device))), ("inode", .number(String(identity.inode))),
       ("size", .int(identity.size)),
-      ("modified", .string(LocalTime.rfc3339UTC(millis: identity.modifiedNanos / 1_000_000))),
+      ("modified", .string(LocalTime.rfc3339UTC(millis: identity.modifiedMillis))),
       ("loaded_at", .string(LocalTime.rfc3339UTC(millis: loadedAtMillis))),
     ])
   }

@@ -32,6 +32,23 @@ struct StreamRobustnessTests {
     #expect(!FileManager.default.fileExists(atPath: dir + "/ready"))
   }
 
+  /// The stage tells a reload by the file's identity, its mtime among it:
+  /// in nanoseconds, a date past 2262 overflowed 64 bits and trapped.
+  @Test("a snapshot dated in the year 2400 is watched and logged, not fatal")
+  func farFutureSnapshot() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/s.sqlite"
+    try FileManager.default.copyItem(atPath: generated.snapshot, toPath: snapshot)
+    let year2400 = Date(timeIntervalSince1970: 13_569_465_600)
+    try FileManager.default.setAttributes([.modificationDate: year2400], ofItemAtPath: snapshot)
+    let stream = StreamProcess([
+      "--snapshot", snapshot, "--out", dir + "/out", "--log-format", "json",
+    ])
+    stream.write(bytes(trafficLines.prefix(100)))
+    #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+    #expect(stream.stderr.contains(#""modified":"2400-01-01T00:00:00.000Z""#), "\(stream.stderr)")
+  }
+
   @Test("--ready-file appears, holding the pid, once the stage reads; removed at exit")
   func readyFile() throws {
     let dir = makeTemporaryDirectory()
