@@ -72,7 +72,7 @@ struct ScenarioFolder: Sendable {
   private static func removeIfAbandoned(_ path: String) {
     var seen = stat()
     guard lstat(path, &seen) == 0, seen.st_mode & S_IFMT == S_IFDIR, seen.st_uid == geteuid(),
-      WallClock.nowMillis() / 1000 - Int64(seen.st_mtim.tv_sec) >= minimumAgeSeconds
+      WallClock.nowMillis() / 1000 &- Int64(seen.st_mtim.tv_sec) >= minimumAgeSeconds
     else { return }
     let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
     guard fd >= 0 else { return }

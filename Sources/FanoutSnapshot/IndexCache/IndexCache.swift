@@ -193,7 +193,7 @@ public struct IndexCache: Sendable {
         continue
       }
       if name.hasSuffix(".partial") {
-        if now - Int64(st.st_mtim.tv_sec) > 3600 { unlink(directory + "/" + name) }
+        if now &- Int64(st.st_mtim.tv_sec) > 3600 { unlink(directory + "/" + name) }
       } else if name.hasSuffix(".fanout-index") {
         files.append((name, Int64(st.st_size), Int64(st.st_mtim.tv_sec)))
       }
