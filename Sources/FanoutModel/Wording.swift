@@ -17,8 +17,39 @@ public enum Bounded {
     return String(text[..<end]) + "… (\(utf8.count) bytes)"
   }
 
-  /// `text(_:)` in single quotes.
-  public static func quoted(_ value: String) -> String { "'" + text(value) + "'" }
+  /// `text(_:)` in single quotes, its control characters made visible.
+  public static func quoted(_ value: String) -> String {
+    "'" + Printable.text(text(value), keepingLines: false) + "'"
+  }
+}
+
+/// Text for a terminal, from values someone else wrote (ids, names,
+/// tokens): a control character — an escape sequence that would recolour
+/// or rewrite the screen, a carriage return that would hide what came
+/// before — is shown as `\u{1B}` instead of sent.
+public enum Printable {
+  /// `text` with its control characters (C0, DEL, C1) shown as `\u{…}`;
+  /// with `keepingLines`, new lines and tabs stay (a report's own layout).
+  public static func text(_ text: String, keepingLines: Bool = true) -> String {
+    guard text.unicodeScalars.contains(where: { isControl($0, keepingLines) }) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+      if isControl(scalar, keepingLines) {
+        out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+
+  private static func isControl(_ scalar: Unicode.Scalar, _ keepingLines: Bool) -> Bool {
+    switch scalar.value {
+    case 0x0A, 0x09: !keepingLines
+    case 0x00..<0x20, 0x7F..<0xA0: true
+    default: false
+    }
+  }
 }
 
 /// "1 message", "2 messages"; "1 delivery", "2 deliveries": counts in the

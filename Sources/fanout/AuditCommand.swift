@@ -101,7 +101,7 @@ extension Fanout {
           "fanout: warning: \(t.count(.unknownMessage)) of \(t.sent) pushes name messages that "
             + "are not in \(messages): is the log from another traffic file?", to: &stderr)
       }
-      print(report.text, terminator: "")
+      print(Printable.text(report.text), terminator: "")
       if options.failOn.contains(where: { t.count($0) > 0 }) { throw ExitCode(1) }
     }
   }

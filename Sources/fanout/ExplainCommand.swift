@@ -1,5 +1,6 @@
 import ArgumentParser
 import FanoutExplain
+import FanoutModel
 
 #if canImport(Glibc)
   import Glibc
@@ -81,7 +82,7 @@ extension Fanout {
         guard let user else {
           let radius = try explainer.blastRadius(line: message!)
           print(
-            json ? radius.json(users: users).rendered() : radius.text(users: users),
+            json ? radius.json(users: users).rendered() : Printable.text(radius.text(users: users)),
             terminator: json ? "\n" : "")
           return
         }
@@ -92,7 +93,8 @@ extension Fanout {
             try explainer.explain(messagesAt: messages!, id: id!, user: user)
           }
         print(
-          json ? explanation.json().rendered() : explanation.text(), terminator: json ? "\n" : "")
+          json ? explanation.json().rendered() : Printable.text(explanation.text()),
+          terminator: json ? "\n" : "")
       } catch {
         throw fail(error, status: error.exitStatus)
       }

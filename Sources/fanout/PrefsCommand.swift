@@ -1,6 +1,7 @@
 import ArgumentParser
 import FanoutExplain
 import FanoutMigration
+import FanoutModel
 import FanoutSnapshot
 import FanoutTime
 import FanoutTraffic
@@ -119,7 +120,9 @@ extension Fanout {
           let report = try PreferenceReport(
             snapshot: snapshot, user: user, channels: channels.isEmpty ? nil : channels,
             cache: indexCacheOptions.cache)
-          print(json ? report.json().rendered() : report.text(), terminator: json ? "\n" : "")
+          print(
+            json ? report.json().rendered() : Printable.text(report.text()),
+            terminator: json ? "\n" : "")
         } catch {
           throw fail(error, status: error.exitStatus)
         }

@@ -160,6 +160,25 @@ struct CommandLineErrorsTests {
     }
   }
 
+  /// Ids are someone else's text: one holding an escape sequence must not
+  /// recolour or rewrite the reader's terminal.
+  @Test("control characters in ids are shown, not sent to the terminal")
+  func controlCharacters() throws {
+    let snapshot = SQLiteFixture.make(
+      readText(datasetURL("sample/snapshot.sql").path)
+        + "\nINSERT INTO users (user_id) VALUES ('ev' || char(27) || '[31mil');")
+    let found = runProcess(
+      fanoutExecutable, ["prefs", "get", "--snapshot", snapshot, "--user", "ev\u{1B}[31mil"])
+    #expect(found.status == 0, "\(found.stderr)")
+    #expect(found.text.hasPrefix("user ev\\u{1B}[31mil\n"), "\(found.text)")
+    #expect(!found.text.contains("\u{1B}"))
+    let missing = runProcess(
+      fanoutExecutable, ["prefs", "get", "--snapshot", snapshot, "--user", "no\u{1B}]0;x\u{07}"])
+    #expect(missing.status == 64)
+    #expect(missing.stderr.contains("unknown user 'no\\u{1B}]0;x\\u{7}'"), "\(missing.stderr)")
+    #expect(!missing.stderr.contains("\u{1B}"))
+  }
+
   /// An argument's bad bytes would be replaced (U+FFFD) before any command
   /// sees it: SQL would silently say something else.
   @Test("an argument that is not UTF-8 is refused, naming it, before anything runs")
