@@ -129,10 +129,10 @@ public enum PlainFileError: Error {
   case system(SystemCallError)
 }
 
-/// The bytes of the regular file at `path`, in a folder someone else may
-/// have written: never through a symbolic link, never blocked by a FIFO put
-/// in its place, at most `limit` bytes.
-public func readPlainFile(_ path: String, limit: Int) throws(PlainFileError) -> [UInt8] {
+/// Opens the regular file at `path` for reading, in a folder someone else
+/// may have written: never through a symbolic link, never blocked by a FIFO
+/// put in its place. The caller closes the descriptor.
+public func openPlainFile(_ path: String) throws(PlainFileError) -> Int32 {
   let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
   guard fd >= 0 else {
     let code = errno
@@ -140,9 +140,19 @@ public func readPlainFile(_ path: String, limit: Int) throws(PlainFileError) -> 
     if code == ELOOP { throw .notPlain }
     throw .system(SystemCallError(call: "open", code: code))
   }
-  defer { close(fd) }
   var info = stat()
-  guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .notPlain }
+  guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+    close(fd)
+    throw .notPlain
+  }
+  return fd
+}
+
+/// The bytes of the regular file at `path` (`openPlainFile`), at most
+/// `limit` of them.
+public func readPlainFile(_ path: String, limit: Int) throws(PlainFileError) -> [UInt8] {
+  let fd = try openPlainFile(path)
+  defer { close(fd) }
   let bytes: [UInt8]?
   do { bytes = try readToEnd(fd, limit: limit) } catch { throw .system(error) }
   guard let bytes else { throw .tooLarge(limit: limit) }

@@ -211,12 +211,8 @@ public enum ShardMerge {
   /// The size and XXH64 of the file at `path`, read through; nil if it
   /// cannot be read (or is not a regular file).
   static func digest(of path: String) -> (bytes: Int, digest: UInt64)? {
-    // (Not blocked by a FIFO in its place: refused below.)
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-    guard fd >= 0 else { return nil }
+    guard let fd = try? openPlainFile(path) else { return nil }
     defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
     var stream = XXH64.Stream()
     var total = 0
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 64)

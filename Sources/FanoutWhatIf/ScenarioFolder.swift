@@ -33,16 +33,21 @@ struct ScenarioFolder: Sendable {
     var template = Array((temporary + "/" + prefix + "XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw SystemCallError(call: "mkdtemp", code: errno) }
     let path = String(cString: made)
+    let fd: Int32
     do {
-      let fd = try systemCall("open") {
-        open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-      }
-      _ = try systemCall("flock") { flock(fd, LOCK_EX) }
-      return ScenarioFolder(path: path, fd: fd)
+      fd = try systemCall("open") { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
     } catch {
       rmdir(path)
       throw error
     }
+    do {
+      _ = try systemCall("flock") { flock(fd, LOCK_EX) }
+    } catch {
+      close(fd)
+      rmdir(path)
+      throw error
+    }
+    return ScenarioFolder(path: path, fd: fd)
   }
 
   /// Removes the scenario's snapshot, to be made again.

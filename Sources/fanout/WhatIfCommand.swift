@@ -269,17 +269,15 @@ enum SQLFileError: Error, CustomStringConvertible {
 /// any of it would not reach SQLite as written: statements after a NUL byte
 /// would be silently dropped, invalid UTF-8 silently replaced.
 func readSQLFile(_ path: String, limit: Int = 256 << 20) -> Result<String, SQLFileError> {
-  let read = Result { () throws(SystemCallError) in
+  let read: [UInt8]?
+  do {
     let fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) }
     defer { close(fd) }
-    return try readToEnd(fd, limit: limit)
+    read = try readToEnd(fd, limit: limit)
+  } catch {
+    return .failure(.unreadable(error))
   }
-  let bytes: [UInt8]
-  switch read {
-  case .failure(let error): return .failure(.unreadable(error))
-  case .success(nil): return .failure(.tooLarge(limit: limit))
-  case .success(let read?): bytes = read
-  }
+  guard let bytes = read else { return .failure(.tooLarge(limit: limit)) }
   if let nul = bytes.firstIndex(of: 0) { return .failure(.notText(byte: nul + 1, what: "NUL")) }
   guard let text = String(validating: bytes, as: UTF8.self) else {
     let valid = bytes.withUnsafeBufferPointer { validUTF8Prefix($0) }
