@@ -13,7 +13,11 @@ enum TrafficWriter {
     v2: inout V2Features?, v3: inout V3Features?, report: inout GeneratorReport,
     progress: (Int) -> Void
   ) throws {
-    guard let file = fopen(path, "w") else {
+    // (Never through a link: the path is a partial file `fanout gen` made
+    // in the output folder, and someone may have swapped it since.)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0, let file = fdopen(fd, "w") else {
+      if fd >= 0 { close(fd) }
       throw GeneratorError(description: "cannot write \(path)")
     }
     defer { fclose(file) }

@@ -42,7 +42,7 @@ struct Fanout: ParsableCommand {
       // file, SQL or an id would silently say something else.
       var stderr = StandardError()
       print(
-        "fanout: error: argument \(k) ('\(arguments[k - 1])') is not UTF-8 text, "
+        "fanout: error: argument \(k) (\(Bounded.quoted(arguments[k - 1]))) is not UTF-8 text, "
           + "as every argument must be (file names, ids, SQL)", to: &stderr)
       Glibc.exit(ExitStatus.usage.rawValue)
     }

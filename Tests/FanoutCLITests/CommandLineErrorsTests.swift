@@ -200,6 +200,23 @@ struct CommandLineErrorsTests {
     #expect(result.stderr.contains("is not UTF-8 text"), "\(result.stderr)")
     #expect(!FileManager.default.fileExists(atPath: out))
   }
+
+  /// The argument is echoed as any refused value is: bounded, its control
+  /// characters shown.
+  @Test("a long argument that is not UTF-8 is named in a bounded message")
+  func longArgumentNotUTF8() {
+    let result = runProcess(
+      "/bin/sh",
+      [
+        "-c",
+        #""$0" explain --snapshot "$1" --user "$(head -c 100000 /dev/zero | tr '\0' x)$(printf '\033\351')""#,
+        fanoutExecutable, Self.snapshot,
+      ])
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.hasPrefix("fanout: error: argument 5 ('xxx"), "\(result.stderr)")
+    #expect(result.stderr.contains("(100004 bytes)"), "\(result.stderr)")
+    #expect(result.stderr.utf8.count < 1_000, "\(result.stderr.utf8.count) bytes")
+  }
 }
 
 @Suite("names the outputs reserve")
