@@ -18,6 +18,32 @@ struct SnapshotIndexTests {
     #expect(Array(index.members(of: 0)) == [0, 1, 2, 3, 4])
   }
 
+  /// `memberSlot` (a read line's membership, contract v3): members spread
+  /// evenly, bunched at one end, or every other row, each user found in
+  /// its slot and each non-member not at all.
+  @Test("a member's slot is found in large and small channels, however the rows spread")
+  func memberSlots() throws {
+    let sql = """
+      WITH RECURSIVE n(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM n WHERE k < 2999)
+      INSERT INTO users (user_id) SELECT printf('u%04d', k) FROM n;
+      INSERT INTO channels VALUES ('all', 'broadcast'), ('bunched', 'group'), ('odd', 'group'),
+        ('few', 'group'), ('none', 'group');
+      INSERT INTO members SELECT 'all', user_id FROM users;
+      INSERT INTO members SELECT 'bunched', user_id FROM users
+        WHERE user_id < 'u0300' OR user_id IN ('u1500', 'u2998', 'u2999');
+      INSERT INTO members SELECT 'odd', user_id FROM users WHERE CAST(substr(user_id, 2) AS INTEGER) % 2 = 1;
+      INSERT INTO members VALUES ('few', 'u0007'), ('few', 'u2000');
+      """
+    let index = try SnapshotLoader.load(path: SQLiteFixture.make(SQLiteFixture.header + sql)).index
+    for c in 0..<index.channels.count {
+      let slots = index.members(of: Int32(c))
+      var expected = [Int?](repeating: nil, count: index.users.count)
+      for (k, user) in zip(slots.indices, slots) { expected[Int(user)] = k }
+      let found = (0..<index.users.count).map { index.memberSlot(user: Int32($0), channel: c) }
+      #expect(found == expected, "channel \(index.channels[c])")
+    }
+  }
+
   @Test("tables written out of id order, or without rowids, load as if written in order")
   func writingOrder() throws {
     let rows = """
