@@ -5,6 +5,7 @@
 /// `ResultCode`). It knows nothing of snapshots; FanoutSnapshot, what-if,
 /// migration and scale-out build on it.
 import CSQLite
+import FanoutModel
 
 /// A failed SQLite call: its result code, SQLite's message and the SQL.
 public struct SQLiteError: Error, CustomStringConvertible, Equatable {
@@ -18,9 +19,12 @@ public struct SQLiteError: Error, CustomStringConvertible, Equatable {
     self.sql = sql
   }
 
+  /// The statement is echoed as every value from elsewhere is
+  /// (`Bounded.quoted`): a script — the whole schema, a scenario's SQL —
+  /// is the statement that failed, and may be long.
   public var description: String {
     var text = "SQLite error \(code): \(message)"
-    if let sql { text += " (in \(sql))" }
+    if let sql { text += " (in \(Bounded.quoted(sql)))" }
     return text
   }
 
