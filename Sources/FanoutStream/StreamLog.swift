@@ -44,7 +44,9 @@ public struct StreamLog: Sendable {
     var bytes: [UInt8]
     switch format {
     case .text:
-      bytes = Array("fanout stream: \(message)\n".utf8)
+      // (A message may name what someone else made: its control
+      // characters are shown, not sent to the terminal.)
+      bytes = Array("fanout stream: \(Printable.text(message, keepingLines: false))\n".utf8)
     case .json:
       let line = JSONValue.object([
         ("time", .string(LocalTime.rfc3339UTC(millis: WallClock.nowMillis()))),

@@ -98,8 +98,15 @@ func fail(_ error: some Error & CustomStringConvertible, status: ExitStatus) -> 
   return ExitCode(status.rawValue)
 }
 
+/// Standard error, with the control characters of what is written shown as
+/// `\u{1B}` (`Printable`): a message names files and values someone else
+/// may have made — a file named with an escape sequence in a shared output
+/// folder — and none of them may recolour or rewrite the terminal. The
+/// progress line writes its own codes with `writeRaw`.
 struct StandardError: TextOutputStream {
-  mutating func write(_ string: String) {
+  mutating func write(_ string: String) { Self.writeRaw(Printable.text(string)) }
+
+  static func writeRaw(_ string: String) {
     var bytes = Array(string.utf8)
     _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
   }

@@ -1,3 +1,4 @@
+import FanoutModel
 import FanoutPipeline
 
 #if canImport(Glibc)
@@ -58,15 +59,13 @@ final class ProgressBar: @unchecked Sendable {
   private func draw(_ text: String) {
     shown = true
     let fitted = String(text.unicodeScalars.prefix(max(1, Self.columns() - 1)))
-    var stderr = StandardError()
-    print("\r" + fitted + "\u{1B}[K", terminator: "", to: &stderr)
+    StandardError.writeRaw("\r" + Printable.text(fitted, keepingLines: false) + "\u{1B}[K")
   }
 
   func clear() {
     guard shown else { return }
     shown = false
-    var stderr = StandardError()
-    print("\r\u{1B}[K", terminator: "", to: &stderr)
+    StandardError.writeRaw("\r\u{1B}[K")
   }
 }
 

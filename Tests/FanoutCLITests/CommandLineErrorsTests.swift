@@ -179,6 +179,30 @@ struct CommandLineErrorsTests {
     #expect(!missing.stderr.contains("\u{1B}"))
   }
 
+  /// Every error names what someone else may have made — here a file in a
+  /// shared output folder, named with an escape sequence, and an argument
+  /// pasted from elsewhere — and is shown, not sent to the terminal.
+  @Test("control characters in any error on standard error are shown, not sent")
+  func controlCharactersInErrors() throws {
+    let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    let traffic = datasetURL("sample/traffic.ndjson").path
+    let out = makeTemporaryDirectory()
+    try "".write(toFile: out + "/a\u{1B}]0;pwned\u{07}b", atomically: false, encoding: .utf8)
+    let listed = runProcess(
+      fanoutExecutable, ["eval", "--snapshot", snapshot, "--messages", traffic, "--out", out])
+    #expect(listed.status == 64)
+    #expect(listed.stderr.contains("it holds a\\u{1B}]0;pwned\\u{7}b"), "\(listed.stderr)")
+    let variant = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", snapshot, "--messages", traffic, "--out", makeTemporaryDirectory(),
+        "--variant", "x\u{1B}[31my=a.sql", "--variant", "b=b.sql",
+      ])
+    #expect(variant.status == 64)
+    #expect(variant.stderr.contains("--variant 'x\\u{1B}[31my=a.sql'"), "\(variant.stderr)")
+    for result in [listed, variant] { #expect(!result.stderr.contains("\u{1B}")) }
+  }
+
   /// An argument's bad bytes would be replaced (U+FFFD) before any command
   /// sees it: SQL would silently say something else.
   @Test("an argument that is not UTF-8 is refused, naming it, before anything runs")

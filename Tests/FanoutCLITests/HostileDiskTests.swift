@@ -92,6 +92,20 @@ struct HostileDiskTests {
     }
   }
 
+  /// The warning names the folder, whose path came from the environment:
+  /// its control characters are shown, not sent to the terminal.
+  @Test("the warning about an untrusted cache folder shows the control characters of its path")
+  func untrustedCacheFolderNamedWithEscape() throws {
+    let snapshot = settledSnapshot()
+    let home = makeTemporaryDirectory("fanout-hostile") + "/x\u{1B}[31my"
+    #expect(mkdir(home, 0o700) == 0 && mkdir(home + "/fanout", 0o700) == 0)
+    chmod(home + "/fanout", 0o777)
+    let (run, _) = eval(snapshot, [], environment: ["XDG_CACHE_HOME": home])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stderr.contains("x\\u{1B}[31my/fanout' is not used"), "\(run.stderr)")
+    #expect(!run.stderr.contains("\u{1B}"))
+  }
+
   @Test("cache files are written 0600 in a 0700 folder; compile --out no wider than the snapshot")
   func compiledFileModes() throws {
     let snapshot = settledSnapshot()

@@ -297,6 +297,30 @@ struct StreamCommandTests {
     #expect(after.segments == folder.segments.union([folder.segments.max()! + 1]))
   }
 
+  /// A partial file's name is someone else's text (anyone who could write
+  /// the folder chose it): the log names it with its control characters
+  /// shown, in both formats.
+  @Test("a leftover partial file named with an escape sequence is logged, not sent to the terminal")
+  func leftoverNamedWithEscape() throws {
+    for format in ["text", "json"] {
+      let out = makeTemporaryDirectory() + "/out"
+      #expect(mkdir(out, 0o700) == 0)
+      let name = ".x\u{1B}]0;pwned\u{07}.partial"
+      try "".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
+      let stream = StreamProcess([
+        "--snapshot", generated.snapshot, "--out", out, "--log-format", format,
+      ])
+      stream.write(bytes(trafficLines[..<10]))
+      #expect(stream.waitForExit() == 0, "\(stream.stderr)")
+      #expect(!listDirectory(out).contains(name))
+      #expect(!stream.stderr.contains("\u{1B}"), "\(format)")
+      let shown =
+        format == "text"
+        ? "removed '.x\\u{1B}]0;pwned\\u{7}.partial'" : #".x\u001b]0;pwned\u0007.partial"#
+      #expect(stream.stderr.contains(shown), "\(stream.stderr)")
+    }
+  }
+
   @Test("backpressure: when evaluation falls behind, reading pauses")
   func backpressure() throws {
     // One channel of 2,000 members: each message is 2,000 pairs.

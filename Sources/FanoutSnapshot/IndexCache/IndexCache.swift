@@ -50,7 +50,7 @@ public struct IndexCache: Sendable {
   }
 
   public static let logToStandardError: @Sendable (String) -> Void = { line in
-    var bytes = Array("fanout: \(line)\n".utf8)
+    var bytes = Array("fanout: \(Printable.text(line, keepingLines: false))\n".utf8)
     _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
   }
 
