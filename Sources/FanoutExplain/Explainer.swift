@@ -100,7 +100,8 @@ public final class Explainer {
     return batch
   }
 
-  /// Explains the first message with id `id` in the traffic file `path`.
+  /// Explains the first message with id `id` in the traffic file `path`
+  /// (read lines, which may share it, are passed over).
   /// With a throttle set, the earlier lines of its channel are explained
   /// first, in order, for rule 8.
   public func explain(messagesAt path: String, id: String, user: String) throws(ExplainError)
@@ -116,6 +117,8 @@ public final class Explainer {
         let bytes = Array(block.bytes[block.starts[k]..<block.ends[k]])
         let text = String(decoding: bytes, as: UTF8.self)
         guard let fields = try? decoder.decode(TextFields.self, from: Data(bytes)) else { continue }
+        // A read line forms no pair: never the message asked for, even with its id.
+        if (try? decoder.decode(EventField.self, from: Data(bytes)))?.event == "read" { continue }
         guard fields.id == id else {
           if index.settings.throttle != nil {
             earlier.append((text, block.firstLine + k, fields.channel))
@@ -195,6 +198,12 @@ public final class Explainer {
 
   private func nextBlock(_ reader: LineReader) throws(ExplainError) -> LineBlock? {
     do { return try reader.next(maxLines: 4096) } catch { throw .messages(error) }
+  }
+
+  /// A line's `event`, apart: a line whose `event` is no string is then
+  /// still found by its id, and explained as rejected.
+  private struct EventField: Decodable {
+    var event: String?
   }
 
   /// The message's string fields as written (the batch holds rows and JSON literals).

@@ -61,4 +61,25 @@ struct ExplainV3Tests {
     }
     #expect(removed > 3 && hid > 3, "\(removed) removed, \(hid) hiding")
   }
+
+  /// Ids may repeat, across kinds of line too: `--id M` names a message,
+  /// and a read line with the same id, before it, is passed over.
+  @Test("--id finds the message, not an earlier read line with its id")
+  func readLineSharingTheID() throws {
+    let snapshot = SQLiteFixture.make(
+      readText(datasetURL("sample-v3/snapshot.sql").path), schema: SQLiteFixture.v2Schema)
+    let traffic = makeTemporaryDirectory() + "/traffic.ndjson"
+    try """
+    {"id":"m1","event":"read","channel":"team","user":"ana","ts":1773046700000}
+    {"id":"m1","channel":"team","sender":"bo","ts":1773046800000}
+    {"id":"r1","event":"read","channel":"team","user":"ana","ts":1773046860000}
+
+    """.write(toFile: traffic, atomically: false, encoding: .utf8)
+    let e = try Explainer(snapshot: snapshot).explain(messagesAt: traffic, id: "m1", user: "ana")
+    #expect(e.message.line == 2)
+    #expect(e.outcome?.isDelivered == true)
+    // Its notification, and the later read (line 3) that removed it.
+    let n = try #require(e.notification)
+    #expect(n.id == 1 && n.removedBy?.line == 3)
+  }
 }
