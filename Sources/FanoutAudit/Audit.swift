@@ -121,7 +121,10 @@ public enum Audit {
     }
     let folder: OutputFolder
     do {
-      folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+      folder = try OutputFolder(
+        claiming: options.out, mode: .fresh(overwrite: options.overwrite),
+        inputs: [.init("--snapshot", options.snapshot), .init("--messages", options.messages)]
+          + options.sent.map { .init("--sent", $0) })
     } catch { throw .run(error) }
     defer { folder.release() }
     let index: Index

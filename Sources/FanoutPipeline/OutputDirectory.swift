@@ -17,7 +17,11 @@ import FanoutOutput
 /// a fresh run needs it empty, or with `overwrite` removes the files a
 /// previous run wrote there. Releasing it (or the process ending) drops the
 /// lock; a folder the claim created and the run left empty is removed again,
-/// so a refused snapshot leaves no trace.
+/// so a refused snapshot leaves no trace. What the run reads is never
+/// removed: a claim whose `overwrite` would remove one of its inputs (an
+/// earlier run's delivery file given to `audit --sent`, traffic named
+/// `rejected.ndjson`), or whose folder is an input folder (`merge` into a
+/// shard's), is refused instead.
 package final class OutputFolder {
   /// How a run treats what it finds in the folder.
   package enum Mode {
@@ -38,16 +42,40 @@ package final class OutputFolder {
   /// signal ends the run (`CleanupOnSignal`).
   private var cleanup: Int
 
-  package init(claiming path: String, mode: Mode) throws(PipelineError) {
+  /// A file or folder the run reads, and the option that names it.
+  package struct Input {
+    package var option: String
+    package var path: String
+
+    package init(_ option: String, _ path: String) {
+      self.option = option
+      self.path = path
+    }
+  }
+
+  /// - Parameter inputs: what the run reads ("-" and paths that do not
+  ///   exist are passed over).
+  package init(claiming path: String, mode: Mode, inputs: [Input] = []) throws(PipelineError) {
     guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
       throw .usage("the output folder path is empty")
     }
     self.path = path
     var st = stat()
     let exists = stat(path, &st) == 0
+    // (Followed through links, as the run opens them.)
+    let read = inputs.compactMap { input -> (Input, dev_t, ino_t)? in
+      var info = stat()
+      guard input.path != "-", stat(input.path, &info) == 0 else { return nil }
+      return (input, info.st_dev, info.st_ino)
+    }
     if exists {
       guard (st.st_mode & S_IFMT) == S_IFDIR else {
         throw .usage("output path '\(path)' is not a folder")
+      }
+      if let (input, _, _) = read.first(where: { $0.1 == st.st_dev && $0.2 == st.st_ino }) {
+        throw .usage(
+          "output folder '\(path)' is one this run reads (\(input.option) '\(input.path)'): "
+            + "write to another folder")
       }
     } else {
       let code = errno
@@ -69,7 +97,7 @@ package final class OutputFolder {
       })
     do {
       if case .fresh(let overwrite, let outputs) = mode {
-        try prepare(overwrite: overwrite, outputs: outputs)
+        try prepare(overwrite: overwrite, outputs: outputs, reading: read)
       }
     } catch {
       release()
@@ -104,7 +132,9 @@ package final class OutputFolder {
     return folderEntryNames(dir).filter { $0 != Self.lockName }.sorted()
   }
 
-  private func prepare(overwrite: Bool, outputs: (String) -> Bool) throws(PipelineError) {
+  private func prepare(
+    overwrite: Bool, outputs: (String) -> Bool, reading inputs: [(Input, dev_t, ino_t)]
+  ) throws(PipelineError) {
     let names = try entries()
     if !overwrite {
       guard names.isEmpty else {
@@ -118,7 +148,19 @@ package final class OutputFolder {
       }
       return
     }
-    for name in names where outputs(name) {
+    let removed = names.filter(outputs)
+    // Checked whole before anything is removed. (A link to an input is
+    // removed as any other file: its target stays.)
+    for name in removed {
+      var info = stat()
+      guard lstat(path + "/" + name, &info) == 0,
+        let (input, _, _) = inputs.first(where: { $0.1 == info.st_dev && $0.2 == info.st_ino })
+      else { continue }
+      throw .usage(
+        "--overwrite would remove '\(path)/\(name)', which this run reads (\(input.option) "
+          + "'\(input.path)'): write to another folder")
+    }
+    for name in removed {
       let file = path + "/" + name
       do { _ = try systemCall("unlink") { unlink(file) } } catch {
         throw .usage("cannot remove '\(file)': \(error.reason)")

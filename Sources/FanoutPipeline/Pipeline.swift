@@ -173,7 +173,9 @@ public enum Pipeline {
     var timings = Timings()
     func lap(_ since: ContinuousClock.Instant) -> Double { (clock.now - since).seconds }
 
-    let folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+    let folder = try OutputFolder(
+      claiming: options.out, mode: .fresh(overwrite: options.overwrite),
+      inputs: [.init("--snapshot", options.snapshot), .init("--messages", options.messages)])
     defer { folder.release() }
     let reader: LineReader
     do { reader = try LineReader(path: options.messages) } catch { throw .input(error) }

@@ -37,7 +37,9 @@ public enum ShardMerge {
     let clock = ContinuousClock()
     let started = clock.now
     let shards = try checkedShards(shardOutputs)
-    let folder = try OutputFolder(claiming: out, mode: .fresh(overwrite: overwrite))
+    let folder = try OutputFolder(
+      claiming: out, mode: .fresh(overwrite: overwrite),
+      inputs: shardOutputs.map { .init("shard", $0) })
     defer { folder.release() }
     var files: [PendingFile] = []
     do throws(OutputError) {

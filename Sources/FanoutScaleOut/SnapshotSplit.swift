@@ -35,7 +35,7 @@ public enum SnapshotSplit {
       claiming: out,
       mode: .fresh(overwrite: overwrite) { name in
         OutputFolder.isRunOutput(name) || (name.hasPrefix("shard-") && name.hasSuffix(".sqlite"))
-      })
+      }, inputs: [.init("the snapshot", snapshot)])
     defer { folder.release() }
     let files: [PendingFile]
     do {

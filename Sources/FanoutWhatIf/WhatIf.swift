@@ -202,7 +202,12 @@ public enum WhatIf {
     let started = clock.now
     let folder: OutputFolder
     do {
-      folder = try OutputFolder(claiming: options.out, mode: .fresh(overwrite: options.overwrite))
+      var inputs: [OutputFolder.Input] = [
+        .init("--snapshot", options.snapshot), .init("--messages", options.messages),
+      ]
+      if case .snapshot(let b) = options.scenario { inputs.append(.init("--against", b)) }
+      folder = try OutputFolder(
+        claiming: options.out, mode: .fresh(overwrite: options.overwrite), inputs: inputs)
     } catch { throw .run(error) }
     let rejected: PendingFile
     do { rejected = try PendingFile(directory: options.out, name: "rejected.ndjson") } catch {

@@ -20,7 +20,9 @@ extension Fanout {
     @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
     var out: String
 
-    @Flag(help: "Remove a previous run's files from the output folder first.")
+    @Flag(
+      help: "Remove a previous run's files from the output folder first (never one this run reads)."
+    )
     var overwrite = false
 
     @Argument(help: "The shards' output folders, in any order.")

@@ -31,7 +31,8 @@ struct EngineOptions: ParsableArguments {
 struct RunOptions: ParsableArguments {
   @OptionGroup var engine: EngineOptions
 
-  @Flag(help: "Remove a previous run's files from the output folder first.")
+  @Flag(
+    help: "Remove a previous run's files from the output folder first (never one this run reads).")
   var overwrite = false
 
   var workerThreads: Int { engine.workerThreads }

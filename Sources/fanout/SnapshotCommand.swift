@@ -96,7 +96,10 @@ extension Fanout {
       @Option(help: "The output folder: created if needed, must be empty unless --overwrite.")
       var out: String
 
-      @Flag(help: "Remove a previous split's shard files from the output folder first.")
+      @Flag(
+        help:
+          "Remove a previous split's shard files from the output folder first (never the snapshot split)."
+      )
       var overwrite = false
 
       func validate() throws {

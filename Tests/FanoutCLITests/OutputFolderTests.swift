@@ -83,6 +83,68 @@ struct OutputFolderTests {
     }
   }
 
+  /// `--overwrite` removes a previous run's files: never one this run
+  /// reads. Auditing an `eval` folder's own delivery files into it, traffic
+  /// named like an output, merging into a shard's folder: each is refused
+  /// before anything is removed, and the input is left as it was.
+  @Test("--overwrite never removes what the run reads; no output into an input folder")
+  func inputsNeverRemoved() throws {
+    let out = makeTemporaryDirectory()
+    #expect(Self.eval(out).status == 0)
+    let apns = try Data(contentsOf: URL(fileURLWithPath: out + "/apns.ndjson.lz4"))
+    let audit = runProcess(
+      fanoutExecutable,
+      [
+        "audit", "--snapshot", Self.snapshot, "--messages", Self.traffic, "--sent",
+        out + "/apns.ndjson.lz4", "--out", out, "--overwrite",
+      ])
+    #expect(audit.status == 64)
+    #expect(
+      audit.stderr.contains(
+        "--overwrite would remove '\(out)/apns.ndjson.lz4', which this run reads (--sent"),
+      "\(audit.stderr)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/apns.ndjson.lz4")) == apns)
+    #expect(listDirectory(out).contains("summary.json"), "nothing was removed")
+
+    let folder = makeTemporaryDirectory()
+    let named = folder + "/rejected.ndjson"
+    try readText(Self.traffic).write(toFile: named, atomically: false, encoding: .utf8)
+    let eval = runProcess(
+      fanoutExecutable,
+      ["eval", "--snapshot", Self.snapshot, "--messages", named, "--out", folder, "--overwrite"])
+    #expect(eval.status == 64)
+    #expect(eval.stderr.contains("which this run reads (--messages"), "\(eval.stderr)")
+    #expect(readText(named) == readText(Self.traffic))
+
+    // A link to an input is only a link: removed as any earlier output.
+    let linked = makeTemporaryDirectory()
+    #expect(symlink(Self.traffic, linked + "/summary.json") == 0)
+    #expect(Self.eval(linked, ["--overwrite"]).status == 0)
+    #expect(readText(linked + "/summary.json").hasPrefix("{"))
+
+    let shards = makeTemporaryDirectory()
+    #expect(
+      runProcess(
+        fanoutExecutable, ["snapshot", "split", Self.snapshot, "--shards", "2", "--out", shards]
+      ).status == 0)
+    let shardOuts = (0..<2).map { shards + "/out-\($0)" }
+    for (k, shardOut) in shardOuts.enumerated() {
+      let run = runProcess(
+        fanoutExecutable,
+        [
+          "eval", "--snapshot", shards + "/shard-\(k)-of-2.sqlite", "--messages", Self.traffic,
+          "--out", shardOut, "--mergeable",
+        ])
+      #expect(run.status == 0, "\(run.stderr)")
+    }
+    let before = listDirectory(shardOuts[0])
+    let merge = runProcess(
+      fanoutExecutable, ["merge", "--out", shardOuts[0] + "/", "--overwrite"] + shardOuts)
+    #expect(merge.status == 64)
+    #expect(merge.stderr.contains("is one this run reads (shard"), "\(merge.stderr)")
+    #expect(listDirectory(shardOuts[0]) == before)
+  }
+
   @Test("an empty or blank output path is refused, never taken as the root", arguments: ["", " "])
   func emptyPath(path: String) {
     let result = Self.eval(path)
