@@ -44,6 +44,10 @@ public struct WhatIfOptions: Sendable {
   public var overwrite: Bool
   /// How long to wait for a writer holding a snapshot locked.
   public var busyTimeoutMilliseconds = SnapshotLoader.defaultBusyTimeoutMilliseconds
+  /// The files the scenarios' SQL was read from (`--sql-file`,
+  /// `--variant`): read before the output folder is claimed, and never
+  /// removed by `overwrite` all the same.
+  package var sqlFiles: [OutputFolder.Input] = []
   /// Pushes per user per day above which a user counts as over budget.
   public var budget = WhatIfOptions.defaultBudget
   public static let defaultBudget = 20
@@ -206,6 +210,7 @@ public enum WhatIf {
         .init("--snapshot", options.snapshot), .init("--messages", options.messages),
       ]
       if case .snapshot(let b) = options.scenario { inputs.append(.init("--against", b)) }
+      inputs += options.sqlFiles
       folder = try OutputFolder(
         claiming: options.out, mode: .fresh(overwrite: options.overwrite), inputs: inputs)
     } catch { throw .run(error) }

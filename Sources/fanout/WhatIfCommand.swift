@@ -178,6 +178,9 @@ extension Fanout {
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
       options.indexCache = indexCacheOptions.cache
       options.budget = budget
+      options.sqlFiles =
+        sqlFile.map { .init("--sql-file", $0) }
+        + variant.compactMap { v in (try? Self.split(v)).map { .init("--variant", $0.file) } }
       let progress = ProgressBar.ifTerminal()
       options.progress = progress?.update
       let result: R

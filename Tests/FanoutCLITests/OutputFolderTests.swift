@@ -116,6 +116,20 @@ struct OutputFolderTests {
     #expect(eval.stderr.contains("which this run reads (--messages"), "\(eval.stderr)")
     #expect(readText(named) == readText(Self.traffic))
 
+    // A scenario's SQL file, read before the folder is claimed.
+    let sqlNamed = folder + "/report.json"
+    try "UPDATE users SET dnd_start = 0, dnd_end = 600".write(
+      toFile: sqlNamed, atomically: false, encoding: .utf8)
+    let whatif = runProcess(
+      fanoutExecutable,
+      [
+        "whatif", "--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", folder,
+        "--overwrite", "--sql-file", sqlNamed,
+      ])
+    #expect(whatif.status == 64)
+    #expect(whatif.stderr.contains("which this run reads (--sql-file"), "\(whatif.stderr)")
+    #expect(readText(sqlNamed) == "UPDATE users SET dnd_start = 0, dnd_end = 600")
+
     // A link to an input is only a link: removed as any earlier output.
     let linked = makeTemporaryDirectory()
     #expect(symlink(Self.traffic, linked + "/summary.json") == 0)
