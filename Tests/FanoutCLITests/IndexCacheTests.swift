@@ -173,6 +173,22 @@ struct IndexCacheTests {
     #expect(refused.stderr.contains("is not usable"), "\(refused.stderr)")
   }
 
+  @Test(
+    "snapshot compile --out the snapshot itself (or a link to it) is refused, the snapshot kept")
+  func compileOverItself() throws {
+    let snapshot = v2Snapshot()
+    let before = try Data(contentsOf: URL(fileURLWithPath: snapshot))
+    let link = makeTemporaryDirectory() + "/link.sqlite"
+    #expect(symlink(snapshot, link) == 0)
+    for out in [snapshot, link] {
+      let compile = runProcess(
+        fanoutExecutable, ["snapshot", "compile", "--snapshot", snapshot, "--out", out])
+      #expect(compile.status == 64)
+      #expect(compile.stderr.contains("is the snapshot itself"), "\(compile.stderr)")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: snapshot)) == before)
+  }
+
   @Test("a refused snapshot is never compiled")
   func refusedNotCompiled() throws {
     let snapshot = SQLiteFixture.make(
