@@ -30,9 +30,30 @@ struct StageRun {
   /// Checks the files the stage writes later (a bad path is a bad command
   /// line, found before any input is consumed), then loads the first snapshot.
   static func prepare(_ options: StreamOptions) throws(PipelineError) -> LoadedSnapshot {
-    for (option, path) in [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
-    {
-      if let path { try checkWritable(path, option: option) }
+    let written = [("--metrics", options.metricsPath), ("--ready-file", options.readyFile)]
+      .compactMap { option, path in path.map { (option, $0) } }
+    // Neither is written over what the stage reads (the ready file is also
+    // removed at the end) — the snapshot, standard input when it is a file
+    // — nor over the other.
+    var taken: [(what: String, dev: dev_t, ino: ino_t)] = []
+    var info = stat()
+    if stat(options.snapshot, &info) == 0 {
+      taken.append(("the snapshot the stage reads", info.st_dev, info.st_ino))
+    }
+    if fstat(STDIN_FILENO, &info) == 0 && info.st_mode & S_IFMT == S_IFREG {
+      taken.append(("the file the stage reads on standard input", info.st_dev, info.st_ino))
+    }
+    if written.count == 2 && written[0].1 == written[1].1 {
+      throw .usage("--metrics and --ready-file name one file, '\(written[0].1)': name two")
+    }
+    for (option, path) in written {
+      if stat(path, &info) == 0 {
+        if let other = taken.first(where: { $0.dev == info.st_dev && $0.ino == info.st_ino }) {
+          throw .usage("\(option) '\(path)' is \(other.what): name another file")
+        }
+        taken.append(("the \(option) file", info.st_dev, info.st_ino))
+      }
+      try checkWritable(path, option: option)
     }
     return try LoadedSnapshot.load(
       path: options.snapshot, generation: 1,

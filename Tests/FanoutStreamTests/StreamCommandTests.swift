@@ -122,6 +122,38 @@ struct StreamCommandTests {
     #expect(readText(notASocket) == "x", "the file at --listen is left alone")
   }
 
+  /// The metrics and ready files are written over (the ready file removed
+  /// at the end): never over the snapshot, the file on standard input, or
+  /// each other.
+  @Test("--metrics and --ready-file never name what the stage reads, nor one file")
+  func writtenFilesNeverInputs() throws {
+    let dir = makeTemporaryDirectory()
+    let snapshot = dir + "/snapshot.sqlite"
+    try FileManager.default.copyItem(atPath: generated.snapshot, toPath: snapshot)
+    let before = try Data(contentsOf: URL(fileURLWithPath: snapshot))
+    let traffic = dir + "/traffic.ndjson"
+    try Data(bytes(trafficLines[..<20])).write(to: URL(fileURLWithPath: traffic))
+    let stream = "'\(fanoutExecutable)' stream --snapshot '\(snapshot)' --out '\(dir)/out'"
+    let cases: [(command: String, message: String)] = [
+      (stream + " --metrics '\(snapshot)' < /dev/null", "is the snapshot the stage reads"),
+      (
+        stream + " --ready-file '\(traffic)' < '\(traffic)'",
+        "is the file the stage reads on standard input"
+      ),
+      (
+        stream + " --metrics '\(dir)/m' --ready-file '\(dir)/m' < /dev/null",
+        "--metrics and --ready-file name one file"
+      ),
+    ]
+    for c in cases {
+      let result = runProcess("/bin/sh", ["-c", c.command])
+      #expect(result.status == 64, "\(c.command): \(result.stderr)")
+      #expect(result.stderr.contains(c.message), "\(result.stderr)")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: snapshot)) == before)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: traffic)) == Data(bytes(trafficLines[..<20])))
+  }
+
   @Test("--out -: one stream, each delivery line naming its gateway, a record per batch")
   func standardOutput() throws {
     let sample = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
