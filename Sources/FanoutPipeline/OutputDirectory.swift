@@ -63,16 +63,16 @@ package final class OutputFolder {
     var st = stat()
     let exists = stat(path, &st) == 0
     // (Followed through links, as the run opens them.)
-    let read = inputs.compactMap { input -> (Input, dev_t, ino_t)? in
-      var info = stat()
-      guard input.path != "-", stat(input.path, &info) == 0 else { return nil }
-      return (input, info.st_dev, info.st_ino)
+    let read = inputs.compactMap { input -> (Input, FileIdentity)? in
+      guard input.path != "-", let file = FileIdentity(path: input.path) else { return nil }
+      return (input, file)
     }
     if exists {
       guard (st.st_mode & S_IFMT) == S_IFDIR else {
         throw .usage("output path '\(path)' is not a folder")
       }
-      if let (input, _, _) = read.first(where: { $0.1 == st.st_dev && $0.2 == st.st_ino }) {
+      let folder = FileIdentity(path: path)
+      if let (input, _) = read.first(where: { $0.1 == folder }) {
         throw .usage(
           "output folder '\(path)' is one this run reads (\(input.option) '\(input.path)'): "
             + "write to another folder")
@@ -133,7 +133,7 @@ package final class OutputFolder {
   }
 
   private func prepare(
-    overwrite: Bool, outputs: (String) -> Bool, reading inputs: [(Input, dev_t, ino_t)]
+    overwrite: Bool, outputs: (String) -> Bool, reading inputs: [(Input, FileIdentity)]
   ) throws(PipelineError) {
     let names = try entries()
     if !overwrite {
@@ -152,10 +152,8 @@ package final class OutputFolder {
     // Checked whole before anything is removed. (A link to an input is
     // removed as any other file: its target stays.)
     for name in removed {
-      var info = stat()
-      guard lstat(path + "/" + name, &info) == 0,
-        let (input, _, _) = inputs.first(where: { $0.1 == info.st_dev && $0.2 == info.st_ino })
-      else { continue }
+      let file = FileIdentity(path: path + "/" + name, followingLinks: false)
+      guard let (input, _) = inputs.first(where: { $0.1 == file }) else { continue }
       throw .usage(
         "--overwrite would remove '\(path)/\(name)', which this run reads (\(input.option) "
           + "'\(input.path)'): write to another folder")

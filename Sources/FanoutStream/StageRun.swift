@@ -1,4 +1,5 @@
 import FanoutEngine
+import FanoutModel
 import FanoutOutput
 import FanoutPipeline
 
@@ -35,23 +36,22 @@ struct StageRun {
     // Neither is written over what the stage reads (the ready file is also
     // removed at the end) — the snapshot, standard input when it is a file
     // — nor over the other.
-    var taken: [(what: String, dev: dev_t, ino: ino_t)] = []
-    var info = stat()
-    if stat(options.snapshot, &info) == 0 {
-      taken.append(("the snapshot the stage reads", info.st_dev, info.st_ino))
+    var taken: [(what: String, file: FileIdentity)] = []
+    if let snapshot = FileIdentity(path: options.snapshot) {
+      taken.append(("the snapshot the stage reads", snapshot))
     }
-    if fstat(STDIN_FILENO, &info) == 0 && info.st_mode & S_IFMT == S_IFREG {
-      taken.append(("the file the stage reads on standard input", info.st_dev, info.st_ino))
+    if let input = FileIdentity(regularFileOpenAs: STDIN_FILENO) {
+      taken.append(("the file the stage reads on standard input", input))
     }
     if written.count == 2 && written[0].1 == written[1].1 {
       throw .usage("--metrics and --ready-file name one file, '\(written[0].1)': name two")
     }
     for (option, path) in written {
-      if stat(path, &info) == 0 {
-        if let other = taken.first(where: { $0.dev == info.st_dev && $0.ino == info.st_ino }) {
+      if let file = FileIdentity(path: path) {
+        if let other = taken.first(where: { $0.file == file }) {
           throw .usage("\(option) '\(path)' is \(other.what): name another file")
         }
-        taken.append(("the \(option) file", info.st_dev, info.st_ino))
+        taken.append(("the \(option) file", file))
       }
       try checkWritable(path, option: option)
     }

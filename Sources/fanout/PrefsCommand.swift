@@ -58,6 +58,18 @@ extension Fanout {
 
       func validate() throws {
         if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
+        // --out is written over: never over what is read.
+        if let out, let file = FileIdentity(path: out) {
+          if file == FileIdentity(path: snapshot) {
+            throw ValidationError(
+              "--out '\(out)' is the snapshot: omit --out to change it in place")
+          }
+          let read =
+            changes == "-" ? FileIdentity(regularFileOpenAs: 0) : FileIdentity(path: changes)
+          if file == read {
+            throw ValidationError("--out '\(out)' is the changes file: name another file")
+          }
+        }
         if let now, Self.parseTime(now) == nil {
           throw ValidationError("--now '\(now)' is not an RFC 3339 time or Unix milliseconds")
         }

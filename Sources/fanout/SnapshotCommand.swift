@@ -4,10 +4,6 @@ import FanoutPipeline
 import FanoutScaleOut
 import FanoutSnapshot
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 extension Fanout {
   struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -72,10 +68,7 @@ extension Fanout {
       /// The compiled index is written over `--out`: never over the
       /// snapshot it is compiled from (a link to it included).
       func validate() throws {
-        var (a, b) = (stat(), stat())
-        if let out, stat(out, &a) == 0, stat(snapshot.path, &b) == 0,
-          a.st_dev == b.st_dev && a.st_ino == b.st_ino
-        {
+        if let out, let file = FileIdentity(path: out), file == FileIdentity(path: snapshot.path) {
           throw ValidationError(
             "--out '\(out)' is the snapshot itself: write the compiled index to another file")
         }

@@ -395,6 +395,32 @@ struct ChangeExamplesTests {
   }
 }
 
+@Suite("prefs apply --out: never over what it reads")
+struct ApplyOutTests {
+  /// `--out` is written over: naming the snapshot or the changes file (given
+  /// by path or on standard input) is refused, and both are left as they were.
+  @Test("--out naming the snapshot or the changes file is refused, both kept")
+  func outNeverAnInput() throws {
+    let snapshot = SQLiteFixture.make(readText(datasetURL("sample/snapshot.sql").path))
+    let before = try Data(contentsOf: URL(fileURLWithPath: snapshot))
+    let changes = makeTemporaryDirectory() + "/changes.json"
+    let text = readText(datasetURL("changes/stream.json").path)
+    try text.write(toFile: changes, atomically: false, encoding: .utf8)
+    let apply = "'\(fanoutExecutable)' prefs apply --snapshot '\(snapshot)' --format stream"
+    for (command, message) in [
+      (apply + " --out '\(snapshot)' '\(changes)'", "is the snapshot: omit --out"),
+      (apply + " --out '\(changes)' '\(changes)'", "is the changes file"),
+      (apply + " --out '\(changes)' - < '\(changes)'", "is the changes file"),
+    ] {
+      let r = runProcess("/bin/sh", ["-c", command])
+      #expect(r.status == 64, "\(command): \(r.stderr)")
+      #expect(r.stderr.contains(message), "\(r.stderr)")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: snapshot)) == before)
+    #expect(readText(changes) == text)
+  }
+}
+
 @Suite("prefs apply: snapshots without the optional tables")
 struct OptionalTablesTests {
   @Test("scope_prefs, dnd_weekly and gateway_prefs are created as the schema defines them")
