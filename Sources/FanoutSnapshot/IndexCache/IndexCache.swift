@@ -181,8 +181,29 @@ public struct IndexCache: Sendable {
     return Int64(fs.f_bavail) &* Int64(fs.f_frsize)
   }
 
-  /// Removes the least recently used files while the folder holds more
-  /// than `limitBytes`, and files left aside by runs that died writing.
+  /// Whether `name` is a cache file's (`SnapshotFingerprint.fileName`: 32
+  /// hex digits, then `.fanout-index`). Trimming removes no other: the
+  /// folder may be the user's own (`--index-cache DIR`), holding files
+  /// `snapshot compile --out` wrote, or anything else.
+  static func isCacheFile<Name: StringProtocol>(_ name: Name) -> Bool {
+    guard name.hasSuffix(".fanout-index") else { return false }
+    let stem = name.utf8.dropLast(".fanout-index".utf8.count)
+    return stem.count == 32
+      && stem.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+  }
+
+  /// Whether `name` is a cache file being written aside, or left so by a
+  /// run that died writing it: `.NAME.PID.MS.partial` (`CompiledSnapshot.write`).
+  static func isPartialCacheFile(_ name: String) -> Bool {
+    guard name.hasPrefix("."), name.hasSuffix(".partial") else { return false }
+    let parts = name.dropFirst().dropLast(".partial".count).split(
+      separator: ".", omittingEmptySubsequences: false)
+    return parts.count == 4 && isCacheFile(parts[0] + "." + parts[1])
+      && parts[2...].allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }
+  }
+
+  /// Removes the least recently used cache files while the folder holds
+  /// more than `limitBytes`, and those left aside by runs that died writing.
   func trim() {
     guard let dir = opendir(directory) else { return }
     var files: [(name: String, size: Int64, used: Int64)] = []
@@ -192,9 +213,9 @@ public struct IndexCache: Sendable {
       guard lstat(directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
         continue
       }
-      if name.hasSuffix(".partial") {
+      if Self.isPartialCacheFile(name) {
         if now &- Int64(st.st_mtim.tv_sec) > 3600 { unlink(directory + "/" + name) }
-      } else if name.hasSuffix(".fanout-index") {
+      } else if Self.isCacheFile(name) {
         files.append((name, Int64(st.st_size), Int64(st.st_mtim.tv_sec)))
       }
     }
