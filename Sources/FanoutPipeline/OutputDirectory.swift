@@ -166,11 +166,26 @@ package final class OutputFolder {
     }
   }
 
-  /// Whether `name` is a file a run writes (or a partial one it left).
+  /// Whether `name` is a file a run writes (`eval`, `whatif`, `audit`,
+  /// `merge`), or a partial one it left.
   package static func isRunOutput(_ name: String) -> Bool {
-    name.hasSuffix(".ndjson.lz4") || name == "rejected.ndjson" || name == "summary.json"
-      || name == "report.json" || name == "report.html"
-      || (name.hasPrefix(".") && name.hasSuffix(".partial"))
+    func isFinal(_ name: String) -> Bool {
+      name.hasSuffix(".ndjson.lz4") || outputNames.contains(name)
+    }
+    return isFinal(name) || isPartial(name, of: isFinal)
+  }
+
+  private static let outputNames: Set<String> = [
+    "rejected.ndjson", "summary.json", "report.json", "report.html", "audit.json",
+    "unreadable.ndjson",
+  ]
+
+  /// Whether `name` is a partial file (`.NAME.partial`, `PendingFile`) of a
+  /// NAME `output` accepts: only those a run of ours left are removed, not
+  /// another program's in the same folder.
+  package static func isPartial(_ name: String, of output: (String) -> Bool) -> Bool {
+    name.hasPrefix(".") && name.hasSuffix(".partial")
+      && output(String(name.dropFirst().dropLast(".partial".count)))
   }
 
   /// Opens and locks the lock file, writing this process's pid into it.

@@ -34,7 +34,11 @@ public enum SnapshotSplit {
     let folder = try OutputFolder(
       claiming: out,
       mode: .fresh(overwrite: overwrite) { name in
-        OutputFolder.isRunOutput(name) || (name.hasPrefix("shard-") && name.hasSuffix(".sqlite"))
+        func isShard(_ name: String) -> Bool {
+          name.hasPrefix("shard-") && name.hasSuffix(".sqlite")
+        }
+        return OutputFolder.isRunOutput(name) || isShard(name)
+          || OutputFolder.isPartial(name, of: isShard)
       }, inputs: [.init("the snapshot", snapshot)])
     defer { folder.release() }
     let files: [PendingFile]

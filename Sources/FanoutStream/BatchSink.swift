@@ -95,7 +95,7 @@ final class SegmentWriter: BatchSink {
     // A restart continues the numbering; files a crash left aside are removed.
     var last = 0
     for name in names {
-      if name.hasPrefix(".") && name.hasSuffix(".partial") {
+      if OutputFolder.isPartial(name, of: { Self.segmentNumber($0) != nil }) {
         unlink(directory + "/" + name)
         log.event(
           "partial_file_removed", "removed '\(name)', an incomplete file left by an earlier run",

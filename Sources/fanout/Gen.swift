@@ -68,7 +68,7 @@ extension Fanout {
           claiming: out,
           mode: .fresh(
             overwrite: overwrite,
-            outputs: { names.contains($0) || ($0.hasPrefix(".") && $0.hasSuffix(".partial")) }))
+            outputs: { names.contains($0) || OutputFolder.isPartial($0, of: names.contains) }))
       } catch { throw fail(error) }
       defer { folder.release() }
       do {

@@ -159,6 +159,27 @@ struct OutputFolderTests {
     #expect(listDirectory(shardOuts[0]) == before)
   }
 
+  /// `--overwrite` removes what a run of ours wrote — an audit's
+  /// `audit.json` and `unreadable.ndjson` too, which would otherwise pass
+  /// for a new run's — and partial files only of such names.
+  @Test("--overwrite removes every run's outputs and their partial files, nothing else")
+  func overwriteRemovesOnlyOurs() throws {
+    let out = makeTemporaryDirectory()
+    let ours = [
+      "audit.json", "unreadable.ndjson", "findings.ndjson.lz4", "report.html",
+      ".apns.ndjson.lz4.partial", ".audit.json.partial",
+    ]
+    let theirs = [".notes.txt.partial", "notes.txt", ".partial"]
+    for name in ours + theirs {
+      try "old".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
+    }
+    let run = Self.eval(out, ["--overwrite"])
+    #expect(run.status == 0, "\(run.stderr)")
+    let left = Set(listDirectory(out))
+    #expect(left.isSuperset(of: theirs))
+    #expect(left.isDisjoint(with: ours), "\(left)")
+  }
+
   @Test("an empty or blank output path is refused, never taken as the root", arguments: ["", " "])
   func emptyPath(path: String) {
     let result = Self.eval(path)

@@ -337,18 +337,22 @@ struct StreamCommandTests {
     for format in ["text", "json"] {
       let out = makeTemporaryDirectory() + "/out"
       #expect(mkdir(out, 0o700) == 0)
-      let name = ".x\u{1B}]0;pwned\u{07}.partial"
+      let name = ".x\u{1B}]0;pwned\u{07}-000001.ndjson.partial"
       try "".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
+      // Another program's partial file is not a segment's: it stays.
+      try "x".write(toFile: out + "/.notes.txt.partial", atomically: false, encoding: .utf8)
       let stream = StreamProcess([
         "--snapshot", generated.snapshot, "--out", out, "--log-format", format,
       ])
       stream.write(bytes(trafficLines[..<10]))
       #expect(stream.waitForExit() == 0, "\(stream.stderr)")
       #expect(!listDirectory(out).contains(name))
+      #expect(listDirectory(out).contains(".notes.txt.partial"))
       #expect(!stream.stderr.contains("\u{1B}"), "\(format)")
       let shown =
         format == "text"
-        ? "removed '.x\\u{1B}]0;pwned\\u{7}.partial'" : #".x\u001b]0;pwned\u0007.partial"#
+        ? "removed '.x\\u{1B}]0;pwned\\u{7}-000001.ndjson.partial'"
+        : #".x\u001b]0;pwned\u0007-000001.ndjson.partial"#
       #expect(stream.stderr.contains(shown), "\(stream.stderr)")
     }
   }
