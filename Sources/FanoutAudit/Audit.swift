@@ -116,6 +116,17 @@ public enum Audit {
       throw .run(.usage("--messages: audit reads the traffic twice; give a file, not '-'"))
     }
     guard !options.sent.isEmpty else { throw .run(.usage("--sent: give at least one log")) }
+    // One log given twice (however spelt) would report every push in it as
+    // a duplicate.
+    var seen: [(path: String, file: FileIdentity)] = []
+    for path in options.sent {
+      guard let file = FileIdentity(path: path) else { continue }  // unreadable: said later
+      if let first = seen.first(where: { $0.file == file }) {
+        throw .run(
+          .usage("--sent: '\(path)' is the log '\(first.path)' again: give each log once"))
+      }
+      seen.append((path, file))
+    }
     guard options.toleranceMs >= 0 else {
       throw .run(.usage("--tolerance-ms: must be 0 or more"))
     }

@@ -392,7 +392,9 @@ struct AuditCommandTests {
       !FileManager.default.fileExists(atPath: disk.path + "/a"), "\(listDirectory(disk.path))")
   }
 
-  @Test("bad command lines: no log, a bad --fail-on kind, traffic from standard input")
+  @Test(
+    "bad command lines: no log, a bad --fail-on kind, traffic from standard input, a log given twice"
+  )
   func badCommandLines() throws {
     let day = Day()
     let out = makeTemporaryDirectory() + "/audit"
@@ -406,6 +408,15 @@ struct AuditCommandTests {
     let missing = runProcess(
       fanoutExecutable, base + ["--messages", day.traffic, "--sent", day.dir + "/nope.ndjson"])
     #expect(missing.status == 66, "\(missing.stderr)")
+    // The same log twice, the second time through a link: every push in
+    // it would be a duplicate.
+    let link = day.dir + "/again.ndjson.lz4"
+    #expect(symlink(day.dir + "/eval/apns.ndjson.lz4", link) == 0)
+    let twice = runProcess(
+      fanoutExecutable,
+      base + ["--messages", day.traffic, "--sent", day.dir + "/eval/apns.ndjson.lz4", link])
+    #expect(twice.status == 64, "\(twice.stderr)")
+    #expect(twice.stderr.contains("is the log '\(day.dir)/eval/apns.ndjson.lz4' again"))
     #expect(!FileManager.default.fileExists(atPath: out + "/audit.json"))
   }
 }
