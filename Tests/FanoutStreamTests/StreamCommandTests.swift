@@ -133,7 +133,9 @@ struct StreamCommandTests {
     let before = try Data(contentsOf: URL(fileURLWithPath: snapshot))
     let traffic = dir + "/traffic.ndjson"
     try Data(bytes(trafficLines[..<20])).write(to: URL(fileURLWithPath: traffic))
-    let stream = "'\(fanoutExecutable)' stream --snapshot '\(snapshot)' --out '\(dir)/out'"
+    // (From the temporary folder: a file named "-" would land there.)
+    let stream =
+      "cd '\(dir)' && '\(fanoutExecutable)' stream --snapshot '\(snapshot)' --out '\(dir)/out'"
     let cases: [(command: String, message: String)] = [
       (stream + " --metrics '\(snapshot)' < /dev/null", "is the snapshot the stage reads"),
       (
@@ -144,6 +146,7 @@ struct StreamCommandTests {
         stream + " --metrics '\(dir)/m' --ready-file '\(dir)/m' < /dev/null",
         "--metrics and --ready-file name one file"
       ),
+      (stream + " --metrics - < /dev/null", "--metrics takes a file's path; '-'"),
     ]
     for c in cases {
       let result = runProcess("/bin/sh", ["-c", c.command])
