@@ -59,6 +59,10 @@ package final class OutputFolder {
     guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
       throw .usage("the output folder path is empty")
     }
+    // ("-" is standard output elsewhere — `stream --out -` — not a folder named "-".)
+    guard path != "-" else {
+      throw .usage("--out takes a folder's path; '-' (standard output) is not one")
+    }
     self.path = path
     var st = stat()
     let exists = stat(path, &st) == 0

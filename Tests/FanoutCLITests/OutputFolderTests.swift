@@ -180,6 +180,29 @@ struct OutputFolderTests {
     #expect(left.isDisjoint(with: ours), "\(left)")
   }
 
+  /// "-" means standard output (`stream --out -`): every other `--out` is
+  /// refused rather than taken as a file or folder named "-".
+  @Test("--out - is refused wherever it cannot mean standard output, nothing named '-' made")
+  func dashIsNotAPath() throws {
+    let dir = makeTemporaryDirectory()
+    let commands = [
+      ["eval", "--snapshot", Self.snapshot, "--messages", Self.traffic, "--out", "-"],
+      ["gen", "--users", "10", "--messages", "10", "--out", "-"],
+      ["snapshot", "compile", Self.snapshot, "--out", "-"],
+      [
+        "prefs", "apply", "--snapshot", Self.snapshot, "--format", "stream", "--out", "-",
+        datasetURL("changes/stream.json").path,
+      ],
+    ]
+    for arguments in commands {
+      let quoted = arguments.map { "'\($0)'" }.joined(separator: " ")
+      let run = runProcess("/bin/sh", ["-c", "cd '\(dir)' && '\(fanoutExecutable)' \(quoted)"])
+      #expect(run.status == 64, "\(arguments): \(run.stderr)")
+      #expect(run.stderr.contains("'-' (standard output) is not one"), "\(run.stderr)")
+    }
+    #expect(listDirectory(dir).isEmpty)
+  }
+
   @Test("an empty or blank output path is refused, never taken as the root", arguments: ["", " "])
   func emptyPath(path: String) {
     let result = Self.eval(path)
