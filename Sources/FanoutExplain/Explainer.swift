@@ -117,14 +117,14 @@ public final class Explainer {
         let bytes = Array(block.bytes[block.starts[k]..<block.ends[k]])
         let text = String(decoding: bytes, as: UTF8.self)
         guard let fields = try? decoder.decode(TextFields.self, from: Data(bytes)) else { continue }
-        // A read line forms no pair: never the message asked for, even with its id.
-        if (try? decoder.decode(EventField.self, from: Data(bytes)))?.event == "read" { continue }
         guard fields.id == id else {
           if index.settings.throttle != nil {
             earlier.append((text, block.firstLine + k, fields.channel))
           }
           continue
         }
+        // A read line forms no pair: never the message asked for, even with its id.
+        if (try? decoder.decode(EventField.self, from: Data(bytes)))?.event == "read" { continue }
         // Rule 8: the earlier lines of this channel, as eval saw them.
         for line in earlier where line.channel == fields.channel {
           guard

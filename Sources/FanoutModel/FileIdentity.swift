@@ -33,3 +33,10 @@ public struct FileIdentity: Equatable, Sendable {
     inode = UInt64(info.st_ino)
   }
 }
+
+/// "-" names standard output, which only `stream --out -` writes to: as the
+/// path of a `kind` ("file", "folder") that `option` writes, it is refused
+/// rather than made. The refusal, if `path` is "-".
+public func standardOutputRefusal(_ option: String, _ path: String?, kind: String) -> String? {
+  path == "-" ? "\(option) takes a \(kind)'s path; '-' (standard output) is not one" : nil
+}

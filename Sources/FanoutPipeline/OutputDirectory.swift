@@ -59,10 +59,7 @@ package final class OutputFolder {
     guard !path.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) else {
       throw .usage("the output folder path is empty")
     }
-    // ("-" is standard output elsewhere — `stream --out -` — not a folder named "-".)
-    guard path != "-" else {
-      throw .usage("--out takes a folder's path; '-' (standard output) is not one")
-    }
+    if let refusal = standardOutputRefusal("--out", path, kind: "folder") { throw .usage(refusal) }
     self.path = path
     var st = stat()
     let exists = stat(path, &st) == 0

@@ -43,9 +43,8 @@ struct StageRun {
     if let input = FileIdentity(regularFileOpenAs: STDIN_FILENO) {
       taken.append(("the file the stage reads on standard input", input))
     }
-    // ("-" is standard output elsewhere, not a file named "-".)
-    if let (option, _) = written.first(where: { $0.1 == "-" }) {
-      throw .usage("\(option) takes a file's path; '-' (standard output) is not one")
+    for (option, path) in written {
+      if let refusal = standardOutputRefusal(option, path, kind: "file") { throw .usage(refusal) }
     }
     if written.count == 2 && written[0].1 == written[1].1 {
       throw .usage("--metrics and --ready-file name one file, '\(written[0].1)': name two")

@@ -58,8 +58,8 @@ extension Fanout {
 
       func validate() throws {
         if busyTimeout < 0 { throw ValidationError("--busy-timeout must be at least 0") }
-        if out == "-" {
-          throw ValidationError("--out takes a file's path; '-' (standard output) is not one")
+        if let refusal = standardOutputRefusal("--out", out, kind: "file") {
+          throw ValidationError(refusal)
         }
         // --out is written over: never over what is read.
         if let out, let file = FileIdentity(path: out) {

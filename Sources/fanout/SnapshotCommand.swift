@@ -68,8 +68,8 @@ extension Fanout {
       /// The compiled index is written over `--out`: never over the
       /// snapshot it is compiled from (a link to it included).
       func validate() throws {
-        if out == "-" {
-          throw ValidationError("--out takes a file's path; '-' (standard output) is not one")
+        if let refusal = standardOutputRefusal("--out", out, kind: "file") {
+          throw ValidationError(refusal)
         }
         if let out, let file = FileIdentity(path: out), file == FileIdentity(path: snapshot.path) {
           throw ValidationError(
