@@ -18,12 +18,16 @@ extension WhatIfError {
     case sql(SQLiteError)
     /// The scenario's SQL tried what a scenario may not do.
     case refused(String)
+    /// The scenario's SQL ran past its time limit (`--sql-timeout`, seconds).
+    case timedOut(seconds: Int)
 
     public var description: String {
       switch self {
       case .copy(let reason): "cannot copy the snapshot for --sql: \(reason)"
       case .sql(let error): "--sql failed: \(error.message)"
       case .refused(let reason): "--sql refused: \(reason)"
+      case .timedOut(let seconds):
+        "--sql stopped: it ran longer than --sql-timeout (\(seconds) s); B was not made"
       }
     }
   }
@@ -66,7 +70,11 @@ public final class ScenarioCopy: Sendable {
     return stat(path, &info) != 0 || info.st_size == 0
   }
 
-  public init(of source: String, applying sql: String) throws(WhatIfError.Scenario) {
+  /// - Parameter timeout: seconds the SQL may run (copying the tables it
+  ///   writes included) before it is stopped; nil for no limit.
+  public init(of source: String, applying sql: String, timeout: Int? = nil)
+    throws(WhatIfError.Scenario)
+  {
     let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
     ScenarioFolder.removeAbandoned(in: temporary)
     let made: (made: ScenarioFolder, cleanup: Int)
@@ -81,7 +89,8 @@ public final class ScenarioCopy: Sendable {
     path = folder.snapshotPath
     cleanup = made.cleanup
     do {
-      let made = try Self.make(applying: sql, to: source, in: folder)
+      let made = try Self.make(
+        applying: sql, to: source, in: folder, deadline: timeout.map(Deadline.init(seconds:)))
       base = made.overlay ? source : nil
       (rowsChanged, writes) = (made.applied.rowsChanged, made.applied.writes)
     } catch {
@@ -98,11 +107,13 @@ public final class ScenarioCopy: Sendable {
 
   /// Makes the scenario's snapshot in `folder`: an overlay of `source` if
   /// it can, else a whole copy; with what the SQL changed.
-  private static func make(applying sql: String, to source: String, in folder: ScenarioFolder)
-    throws(WhatIfError.Scenario) -> (overlay: Bool, applied: Applied)
-  {
+  private static func make(
+    applying sql: String, to source: String, in folder: ScenarioFolder, deadline: Deadline?
+  ) throws(WhatIfError.Scenario) -> (overlay: Bool, applied: Applied) {
     let path = folder.snapshotPath
-    if let applied = try applyOnOverlay(sql, over: source, at: path) { return (true, applied) }
+    if let applied = try applyOnOverlay(sql, over: source, at: path, deadline: deadline) {
+      return (true, applied)
+    }
     folder.removeSnapshot()
     do {
       try copySnapshotPages(
@@ -111,16 +122,16 @@ public final class ScenarioCopy: Sendable {
     } catch { throw .copy(error.message) }
     let copy: Connection
     do { copy = try Connection(scratch: path) } catch { throw .sql(error) }
-    return (false, try apply(sql, to: copy))
+    return (false, try apply(sql, to: copy, deadline: deadline))
   }
 
   /// Applies `sql` to a new overlay of `source` at `path`, returning what
   /// it changed; nil when the scenario needs a whole copy
   /// instead (the overlay is then garbage). A refusal is final: the whole
   /// copy would refuse the same statement.
-  private static func applyOnOverlay(_ sql: String, over source: String, at path: String)
-    throws(WhatIfError.Scenario) -> Applied?
-  {
+  private static func applyOnOverlay(
+    _ sql: String, over source: String, at path: String, deadline: Deadline?
+  ) throws(WhatIfError.Scenario) -> Applied? {
     let tables: OverlayTables
     do throws(SQLiteError) {
       let overlay = try Connection(scratch: path, base: source)
@@ -130,12 +141,14 @@ public final class ScenarioCopy: Sendable {
       return nil
     }
     do {
-      return try apply(sql, to: tables.connection, overlay: tables)
+      return try apply(sql, to: tables.connection, overlay: tables, deadline: deadline)
     } catch {
       if let refusal = tables.refusal { throw .refused(refusal) }
+      // Its time is spent: a whole copy would only run it as long again.
+      if case .timedOut = error { throw error }
       if tables.needsWholeCopy || tables.hasTablesToCopy { return nil }
       switch error {
-      case .refused: throw error
+      case .refused, .timedOut: throw error
       case .sql, .copy: return nil
       }
     }
@@ -193,9 +206,9 @@ public final class ScenarioCopy: Sendable {
   /// - Returns: the rows each statement changed, and what it may have
   ///   written.
   @discardableResult
-  static func apply(_ sql: String, to copy: Connection, overlay: OverlayTables? = nil)
-    throws(WhatIfError.Scenario) -> Applied
-  {
+  static func apply(
+    _ sql: String, to copy: Connection, overlay: OverlayTables? = nil, deadline: Deadline? = nil
+  ) throws(WhatIfError.Scenario) -> Applied {
     let authorize:
       @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
@@ -226,6 +239,8 @@ public final class ScenarioCopy: Sendable {
     let context = Unmanaged.passUnretained(preparing).toOpaque()
     sqlite3_set_authorizer(copy.handle, authorize, context)
     defer { sqlite3_set_authorizer(copy.handle, nil, nil) }
+    if let deadline { deadline.watch(copy) }
+    defer { if deadline != nil { Deadline.unwatch(copy) } }
     var failure: WhatIfError.Scenario?
     sql.withCString { text in
       var next: UnsafePointer<CChar>? = text
@@ -248,7 +263,7 @@ public final class ScenarioCopy: Sendable {
           continue
         }
         guard code == SQLITE_OK else {
-          failure = Self.failure(copy, code)
+          failure = Self.failure(copy, code, deadline)
           return
         }
         guard let statement else { continue }  // only spaces or comments
@@ -259,7 +274,7 @@ public final class ScenarioCopy: Sendable {
         }
         repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
         guard code == SQLITE_DONE else {
-          failure = Self.failure(copy, code)
+          failure = Self.failure(copy, code, deadline)
           return
         }
         if let table = preparing.target {
@@ -324,8 +339,13 @@ public final class ScenarioCopy: Sendable {
     }
   }
 
-  private static func failure(_ copy: Connection, _ code: Int32) -> WhatIfError.Scenario {
+  private static func failure(_ copy: Connection, _ code: Int32, _ deadline: Deadline?)
+    -> WhatIfError.Scenario
+  {
     if code == SQLITE_AUTH { return .refused(confinement) }
+    if code == SQLITE_INTERRUPT, let deadline, deadline.passed {
+      return .timedOut(seconds: deadline.seconds)
+    }
     return .sql(SQLiteError.from(copy.handle, code: code, sql: nil))
   }
 
@@ -350,5 +370,42 @@ public final class ScenarioCopy: Sendable {
       p += 1
     }
     return String(decoding: word, as: UTF8.self)
+  }
+}
+
+/// When a scenario's SQL must stop (`--sql-timeout`): SQLite asks every
+/// few thousand steps of a statement, which then fails with
+/// `SQLITE_INTERRUPT`. An endless statement (a recursive CTE without a
+/// bound) would otherwise run, and grow its copy, until a signal.
+final class Deadline: Sendable {
+  let seconds: Int
+  private let end: UInt64
+
+  init(seconds: Int) {
+    self.seconds = seconds
+    let span = UInt64(max(0, seconds)).multipliedReportingOverflow(by: 1_000_000_000)
+    let end = Self.now().addingReportingOverflow(span.partialValue)
+    self.end = span.overflow || end.overflow ? .max : end.partialValue
+  }
+
+  var passed: Bool { Self.now() >= end }
+
+  private static func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+  }
+
+  /// Stops `connection`'s statements once the deadline has passed.
+  func watch(_ connection: Connection) {
+    sqlite3_progress_handler(
+      connection.handle, 4_096,
+      { context in
+        Unmanaged<Deadline>.fromOpaque(context!).takeUnretainedValue().passed ? 1 : 0
+      }, Unmanaged.passUnretained(self).toOpaque())
+  }
+
+  static func unwatch(_ connection: Connection) {
+    sqlite3_progress_handler(connection.handle, 0, nil, nil)
   }
 }

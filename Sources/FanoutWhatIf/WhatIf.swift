@@ -48,6 +48,9 @@ public struct WhatIfOptions: Sendable {
   /// `--variant`): read before the output folder is claimed, and never
   /// removed by `overwrite` all the same.
   package var sqlFiles: [OutputFolder.Input] = []
+  /// Seconds a scenario's SQL may run before it is stopped (nil: no limit).
+  public var sqlTimeoutSeconds: Int? = WhatIfOptions.defaultSQLTimeoutSeconds
+  public static let defaultSQLTimeoutSeconds = 300
   /// Pushes per user per day above which a user counts as over budget.
   public var budget = WhatIfOptions.defaultBudget
   public static let defaultBudget = 20
@@ -87,6 +90,8 @@ public enum WhatIfError: Error, CustomStringConvertible {
   case refusedB(SnapshotError, fromSQL: Bool)
   /// B does not have the same users, channels or categories as A.
   case incompatible(String)
+  /// A sweep's variant (by name) could not be made or compared.
+  indirect case variant(String, WhatIfError)
 
   public var description: String {
     switch self {
@@ -95,16 +100,18 @@ public enum WhatIfError: Error, CustomStringConvertible {
     case .refusedB(let e, let fromSQL):
       (fromSQL ? "snapshot A with --sql applied: " : "snapshot B: ") + e.description
     case .incompatible(let reason): "snapshots A and B cannot be compared: \(reason)"
+    case .variant(let name, let e): "--variant \(name): \(e.description)"
     }
   }
 
   public var exitStatus: ExitStatus {
     switch self {
     case .run(let e): e.exitStatus
-    case .scenario(.sql), .scenario(.refused): .usage
+    case .scenario(.sql), .scenario(.refused), .scenario(.timedOut): .usage
     case .scenario(.copy): .cannotCreate
     case .refusedB(let e, _): e.exitStatus
     case .incompatible: .dataError
+    case .variant(_, let e): e.exitStatus
     }
   }
 }
@@ -241,7 +248,8 @@ public enum WhatIf {
       case .sql(let sql):
         Pending {
           Result { () throws(WhatIfError.Scenario) in
-            try ScenarioCopy(of: options.snapshot, applying: sql)
+            try ScenarioCopy(
+              of: options.snapshot, applying: sql, timeout: options.sqlTimeoutSeconds)
           }
         }
       }
@@ -290,7 +298,7 @@ public enum WhatIf {
         rowsChanged.append(changed)
       } catch {
         for copy in copies[(k + 1)...] { _ = copy?.wait() }
-        throw error
+        throw b.name.map { .variant($0, error) } ?? error
       }
       if indexes[k + 1] !== a { compared.lap("load B") }
     }
@@ -303,7 +311,11 @@ public enum WhatIf {
             reason: "a writer committed to A while A and B were read for --sql, "
               + "so A and B would come from two states of the file; try again")))
     }
-    for b in indexes.dropFirst() { try checkComparable(a, b) }
+    for (b, index) in zip(bs, indexes.dropFirst()) {
+      do { try checkComparable(a, index) } catch {
+        throw b.name.map { .variant($0, error) } ?? error
+      }
+    }
 
     // The totals' counts per user and channel, per side, are zeroed on
     // their queue while the first lines are read and parsed (at 1M users,

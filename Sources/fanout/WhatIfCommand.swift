@@ -60,11 +60,18 @@ extension Fanout {
       help: "Pushes per user per day above which a user is over budget (default: 20).")
     var budget = WhatIfOptions.defaultBudget
 
+    @Option(
+      parsing: .unconditional,
+      help:
+        "Seconds the scenario's SQL may run before it is stopped, 0 for no limit (default: 300).")
+    var sqlTimeout = WhatIfOptions.defaultSQLTimeoutSeconds
+
     @OptionGroup var runOptions: RunOptions
     @OptionGroup var indexCacheOptions: IndexCacheOptions
 
     func validate() throws {
       if budget < 0 { throw ValidationError("--budget must be at least 0") }
+      if sqlTimeout < 0 { throw ValidationError("--sql-timeout must be at least 0") }
       if !variant.isEmpty {
         guard against == nil && sql.isEmpty && sqlFile.isEmpty else {
           throw ValidationError(
@@ -178,6 +185,7 @@ extension Fanout {
       options.busyTimeoutMilliseconds = runOptions.busyTimeout
       options.indexCache = indexCacheOptions.cache
       options.budget = budget
+      options.sqlTimeoutSeconds = sqlTimeout == 0 ? nil : sqlTimeout
       options.sqlFiles =
         sqlFile.map { .init("--sql-file", $0) }
         + variant.compactMap { v in (try? Self.split(v)).map { .init("--variant", $0.file) } }

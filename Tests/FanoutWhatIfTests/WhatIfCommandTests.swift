@@ -324,6 +324,81 @@ struct WhatIfCommandTests {
     #expect(!FileManager.default.fileExists(atPath: out))
   }
 
+  /// SQL that never ends (a recursive CTE without a bound) is stopped at
+  /// `--sql-timeout`, on an overlay or a whole copy, alone or as a sweep's
+  /// variant; its copy, however large it grew, is removed.
+  @Test(
+    "SQL that never ends is stopped at --sql-timeout, and its copy removed",
+    arguments: [
+      (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+          + "INSERT INTO settings SELECT 'k' || x, 'v' FROM c", false
+      ),
+      (
+        "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+          + "INSERT INTO t SELECT x FROM c", false
+      ),
+      (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        false
+      ),
+      (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+          + "INSERT INTO settings SELECT 'k' || x, 'v' FROM c", true
+      ),
+    ])
+  func endlessSQL(_ sql: String, asVariant: Bool) throws {
+    let dir = makeTemporaryDirectory()
+    let temporary = makeTemporaryDirectory()
+    let out = dir + "/out"
+    var scenario = ["--sql", sql]
+    if asVariant {
+      try "UPDATE users SET chat_level = 'mentions';".write(
+        toFile: dir + "/defer.sql", atomically: true, encoding: .utf8)
+      try sql.write(toFile: dir + "/endless.sql", atomically: true, encoding: .utf8)
+      scenario = ["--variant", "defer=\(dir)/defer.sql", "--variant", "endless=\(dir)/endless.sql"]
+    }
+    // (Under `timeout`: without the limit, the run would never end.)
+    let result = runProcess(
+      "/usr/bin/timeout",
+      [
+        "30", fanoutExecutable, "whatif", "--snapshot", sampleSnapshot, "--messages", sampleTraffic,
+        "--out", out,
+        "--sql-timeout", "1",
+      ] + scenario, environment: ["TMPDIR": temporary])
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        (asVariant ? "--variant endless: " : "")
+          + "--sql stopped: it ran longer than --sql-timeout (1 s); B was not made"),
+      "\(result.stderr)")
+    #expect(listDirectory(temporary).isEmpty)
+    #expect(!FileManager.default.fileExists(atPath: out))
+  }
+
+  @Test("a sweep's failing variant is named")
+  func failingVariantNamed() throws {
+    let dir = makeTemporaryDirectory()
+    try "UPDATE users SET chat_level = 'mentions';".write(
+      toFile: dir + "/defer.sql", atomically: true, encoding: .utf8)
+    try "UPDATE nosuch SET x = 1;".write(
+      toFile: dir + "/typo.sql", atomically: true, encoding: .utf8)
+    try "UPDATE users SET chat_level = 'loud' WHERE user_id = 'alice';".write(
+      toFile: dir + "/loud.sql", atomically: true, encoding: .utf8)
+    for (file, code, message) in [
+      ("typo", Int32(64), "--variant typo: --sql failed: no such table: nosuch"),
+      ("loud", 65, "--variant loud: snapshot A with --sql applied: snapshot refused: table users"),
+    ] {
+      let out = dir + "/out-" + file
+      let result = whatif(
+        ["--variant", "defer=\(dir)/defer.sql", "--variant", "\(file)=\(dir)/\(file).sql"],
+        out: out)
+      #expect(result.status == code, "\(result.stderr)")
+      #expect(result.stderr.contains(message), "\(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: out))
+    }
+  }
+
   @Test("a transaction the SQL closes itself is fine")
   func closedTransaction() {
     let out = makeTemporaryDirectory() + "/out"
