@@ -25,6 +25,12 @@ public enum LZ4Frame {
     return Array(out[0..<n])
   }()
 
+  /// LZ4's acceleration (1 is `LZ4_compress_default`). Delivery lines hold
+  /// random device tokens and compress only ~2.3×; at 4, compressing takes
+  /// about a fifth less time for about 2% more bytes (1M `eval`: 9% less
+  /// user CPU; docs/performance.md). Any LZ4 reader reads either.
+  static let acceleration: Int32 = 4
+
   /// The end mark that closes a frame.
   public static let endMark: [UInt8] = [0, 0, 0, 0]
 
@@ -55,10 +61,10 @@ public enum LZ4Frame {
         let headerAt = count
         let body = out.baseAddress! + headerAt + 4
         let written = Int(
-          LZ4_compress_default(
+          LZ4_compress_fast(
             (src.baseAddress! + start).assumingMemoryBound(to: CChar.self),
             UnsafeMutableRawPointer(body).assumingMemoryBound(to: CChar.self), Int32(n),
-            LZ4_compressBound(Int32(n))))
+            LZ4_compressBound(Int32(n)), acceleration))
         var word: UInt32
         if written > 0 && written < n {
           word = UInt32(written)
