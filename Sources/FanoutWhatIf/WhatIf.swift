@@ -50,7 +50,7 @@ public struct WhatIfOptions: Sendable {
   package var sqlFiles: [OutputFolder.Input] = []
   /// Seconds a scenario's SQL may run before it is stopped (nil: no limit).
   public var sqlTimeoutSeconds: Int? = WhatIfOptions.defaultSQLTimeoutSeconds
-  public static let defaultSQLTimeoutSeconds = 300
+  public static let defaultSQLTimeoutSeconds = 60
   /// Pushes per user per day above which a user counts as over budget.
   public var budget = WhatIfOptions.defaultBudget
   public static let defaultBudget = 20

@@ -63,7 +63,7 @@ extension Fanout {
     @Option(
       parsing: .unconditional,
       help:
-        "Seconds the scenario's SQL may run before it is stopped, 0 for no limit (default: 300).")
+        "Seconds the scenario's SQL may run before it is stopped, 0 for no limit (default: 60).")
     var sqlTimeout = WhatIfOptions.defaultSQLTimeoutSeconds
 
     @OptionGroup var runOptions: RunOptions
