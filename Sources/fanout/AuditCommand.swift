@@ -38,7 +38,7 @@ extension Fanout {
 
     @Option(
       parsing: .unconditional,
-      help: "Milliseconds a push may leave before or after its delivery time (default: 60000).")
+      help: "Milliseconds a push may leave before or after its delivery time.")
     var toleranceMs: Int64 = AuditOptions.defaultToleranceMs
 
     @Option(help: "Exit 1 when any finding of these kinds exists (comma-separated).")

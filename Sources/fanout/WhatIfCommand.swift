@@ -57,13 +57,13 @@ extension Fanout {
 
     @Option(
       parsing: .unconditional,
-      help: "Pushes per user per day above which a user is over budget (default: 20).")
+      help: "Pushes per user per day above which a user is over budget.")
     var budget = WhatIfOptions.defaultBudget
 
     @Option(
       parsing: .unconditional,
       help:
-        "Seconds the scenario's SQL may run before it is stopped, 0 for no limit (default: 60).")
+        "Seconds the scenario's SQL may run before it is stopped, 0 for no limit.")
     var sqlTimeout = WhatIfOptions.defaultSQLTimeoutSeconds
 
     @OptionGroup var runOptions: RunOptions
