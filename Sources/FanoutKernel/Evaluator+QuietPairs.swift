@@ -67,130 +67,167 @@ extension Evaluator {
 /// windows, other quiet actions) changes only the pairs of those users at
 /// instants where their quiet hours differ: every other pair's rules read
 /// the same columns. Such a side takes A's outcomes and decides those
-/// pairs again, instead of every pair.
+/// pairs again, instead of every pair; the sides of a sweep that are all
+/// such do it in one walk over A's pairs.
 extension Evaluator {
-  /// Decides again, against this index, each pair of `messages` of
-  /// `batch` (as `a` decided them in `decidedByA`) of a user `change`
-  /// names whose time state differs between the two indexes at the
-  /// message's ts — or, for a user who defers on either side, is quiet on
-  /// either side (the instant a deferral ends follows the schedule). Such
-  /// a pair is taken out of the counts as `a` decides it and counted as
-  /// this index does; if its outcome or delivery hour differ from `a`'s,
-  /// it is listed in `result.redecidedPairs` (`result` holds only the
-  /// messages' pair ends beside them: every pair not listed is `a`'s).
-  /// This evaluator's index must differ from `a`'s only in quiet hours
-  /// (`QuietHoursChange`), and `a`'s scratch counts be empty.
+  /// Decides again, for each side of `changes` (evaluated by `sides`), each
+  /// pair of `messages` of `batch` (as this evaluator, A's, decided them in
+  /// `decidedByA`) of a user the side changes whose time state differs
+  /// between A and the side at the message's ts — or, for a user who
+  /// defers on either, is quiet on either (the instant a deferral ends
+  /// follows the schedule). Such a pair is taken out of the side's counts
+  /// as A decides it (by the side's `takingBack`, an evaluator of A's
+  /// index, so that each side's counts stay its own) and counted as the
+  /// side decides it; if its outcome or delivery hour differ from A's, it
+  /// is listed in the side's `results[s].redecidedPairs` (which holds only
+  /// the messages' pair ends beside them: every pair not listed is A's).
+  /// Each side's index must differ from A's only in quiet hours
+  /// (`QuietHoursChange`), and the `takingBack` evaluators' scratch counts
+  /// be empty.
   ///
-  /// `result`'s counters gain only these differences: once the chunk is
+  /// Each result's counters gain only these differences: once the chunk is
   /// done, add `decidedByA`'s to them.
   ///
-  /// - Complexity: O(pairs) to find the pairs (a code per pair, two
-  ///   schedule lookups per pair of a changed user), and the rules at most
-  ///   twice for each pair found.
+  /// - Complexity: O(pairs) to find the pairs (one place read per member
+  ///   for all sides, two schedule lookups per side changing its user),
+  ///   and the rules at most twice for each pair found.
   public func redecideQuietHours(
-    _ batch: MessageBatch, messages: Range<Int>, decidedBy a: Evaluator,
-    _ decidedByA: ChunkResult, change: QuietHoursChange, into result: inout ChunkResult
+    _ batch: MessageBatch, messages: Range<Int>, decided decidedByA: ChunkResult,
+    changes: QuietHoursChanges, sides: [Evaluator], takingBack: [Evaluator],
+    into results: inout [ChunkResult]
   ) {
-    let c = columns
-    let userStateOfA = a.columns.userState
-    change.withCodes { codes in
-      // A's user records and the codes, asked for ahead: within a
-      // message 8 members ahead; for later messages, as a whole
-      // evaluation does (`prefetchMessageStarts`, with A's terms: A's
-      // are taken), and their first slots' snoozes 4 ahead and first
-      // members 2 ahead (a chunk's messages are long gone from the cache
-      // since A decided them).
-      func prefetchUsers(_ slots: Range<Int>) {
-        for slot in slots {
-          let u = Int(c.memberUser[slot])
-          cprefetch_read(codes.baseAddress! + u)
-          cprefetch_read(userStateOfA.baseAddress! + u)
+    let c = columns  // the sides' members, settings and zones are A's
+    let userStateOfA = c.userState
+    let count = sides.count
+    // The sides' evaluators without reference counting in the walk (the
+    // arrays hold them): retaining each per pair cost more than the walk.
+    let parts = (0..<count).map {
+      QuietSide(evaluator: .passUnretained(sides[$0]), takingBack: .passUnretained(takingBack[$0]))
+    }
+    parts.withUnsafeBufferPointer { parts in
+      changes.withTables { codes, quietHoursOf in
+        // The codes and A's user records, asked for ahead: within a
+        // message 8 members ahead; for later messages, as a whole
+        // evaluation does (`prefetchMessageStarts`), and their first slots'
+        // snoozes 4 ahead and first members 2 ahead (a chunk's messages are
+        // long gone from the cache since A decided them).
+        func prefetchUsers(_ slots: Range<Int>) {
+          for slot in slots {
+            let u = Int(c.memberUser[slot])
+            cprefetch_read(codes.baseAddress! + u &* count)
+            cprefetch_read(userStateOfA.baseAddress! + u)
+          }
         }
-      }
-      func prefetchMessages(after m: Int) {
-        let end = messages.upperBound
-        prefetchMessageStarts(batch.channel, batch.sender, ahead: m, end: end, terms: a.columns)
-        if m &+ 4 < end, let snoozes = c.memberSnooze.baseAddress {
-          cprefetch_read(snoozes + c.channelMembers[Int(batch.channel[m &+ 4])])
+        func prefetchMessages(after m: Int) {
+          let end = messages.upperBound
+          prefetchMessageStarts(batch.channel, batch.sender, ahead: m, end: end, terms: c)
+          if m &+ 4 < end, let snoozes = c.memberSnooze.baseAddress {
+            cprefetch_read(snoozes + c.channelMembers[Int(batch.channel[m &+ 4])])
+          }
+          if m &+ 2 < end {
+            prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
+          }
         }
-        if m &+ 2 < end {
-          prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
-        }
-      }
-      batch.mentions.withUnsafeBufferPointer { mentions in
-        for m in messages {
-          prefetchMessages(after: m)
-          let k = result.messagePairEnds.count
-          let end = Int(decidedByA.messagePairEnds[k])
-          let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<end
-          result.messagePairEnds.append(decidedByA.messagePairEnds[k])
-          // Force and silent messages never read quiet hours.
-          guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
-          stamp &+= 1  // a new message for the zones' and deferrals' caches
-          a.stamp &+= 1
-          let channel = Int(batch.channel[m])
-          let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
-          let (ts, sender) = (batch.ts[m], batch.sender[m])
-          // What the rules need, made for the message's first pair found.
-          var found: (terms: Terms, singled: SingledOut)? = nil
-          var i = pairs.lowerBound
-          for slot in members {
-            let ahead = slot &+ Self.membersAhead
-            if ahead < members.upperBound { prefetchUsers(ahead..<ahead &+ 1) }
-            let u = c.memberUser[slot]
-            if u == sender { continue }
-            defer { i &+= 1 }
-            let code = codes[Int(u)]
-            guard code != 0 else { continue }
-            // Rule 1 (sender_muted) decides before the time rules, alike.
-            if decidedByA.pairOutcomes[i] == .suppressed(.senderMuted) { continue }
-            let stateOfA = userStateOfA[Int(u)]
-            let (pattern, defers) =
-              code == QuietHoursChange.elsewhere
-              ? (c.userState[Int(u)].dnd, c.userState[Int(u)].defers) : change.quietHours(code)
-            let settings = c.memberSettings[slot]
-            let snoozed = settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], ts)
-            let quietForA = snoozed || a.isInDND(stateOfA, ts)
-            let quiet = snoozed || isInDND(pattern: pattern, zone: stateOfA.zone, ts)
-            let differs = stateOfA.defers || defers ? quietForA || quiet : quietForA != quiet
-            guard differs else { continue }
-            if found == nil {
-              // (A's terms are this index's, the settings being the same,
-              // and in cache: A just decided the message.)
-              found = (
-                a.terms(batch, m, channel: channel),
-                a.singledOut(batch, m, channel, mentions, .empty)
-              )
+        batch.mentions.withUnsafeBufferPointer { mentions in
+          for m in messages {
+            prefetchMessages(after: m)
+            let k = results[0].messagePairEnds.count
+            let end = Int(decidedByA.messagePairEnds[k])
+            let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<end
+            for s in 0..<count { results[s].messagePairEnds.append(decidedByA.messagePairEnds[k]) }
+            // Force and silent messages never read quiet hours.
+            guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
+            // A new message for the zones' and deferrals' caches.
+            stamp &+= 1
+            for part in parts {
+              part.evaluator._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
+              part.takingBack._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
             }
-            let terms = found!.terms
-            let pair = found!.singled.terms(for: u)
-            // A's decision taken back: a pair dropped in quiet time counted
-            // its reason alone; any other is decided again, counted −1.
-            let before = decidedByA.pairOutcomes[i]
-            if let reason = before.reason, reason == .snoozed || reason == .dnd {
-              scratch.suppressed[Int(reason.rawValue)] &-= 1
-            } else {
-              _ = a.evaluatePair(slot, u, terms, pair, sign: -1, &result)
+            let channel = Int(batch.channel[m])
+            let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
+            let (ts, sender) = (batch.ts[m], batch.sender[m])
+            // What the rules need, made for the message's first pair found
+            // (A's terms are every side's, the settings being the same, and
+            // in cache: A just decided the message).
+            var found: (terms: Terms, singled: SingledOut)? = nil
+            var i = pairs.lowerBound
+            for slot in members {
+              let ahead = slot &+ Self.membersAhead
+              if ahead < members.upperBound { prefetchUsers(ahead..<ahead &+ 1) }
+              let u = c.memberUser[slot]
+              if u == sender { continue }
+              defer { i &+= 1 }
+              let userCodes = codes.baseAddress! + Int(u) &* count
+              guard (0..<count).contains(where: { userCodes[$0] != 0 }) else { continue }
+              // Rule 1 (sender_muted) decides before the time rules, alike.
+              let before = decidedByA.pairOutcomes[i]
+              if before == .suppressed(.senderMuted) { continue }
+              let stateOfA = userStateOfA[Int(u)]
+              let settings = c.memberSettings[slot]
+              let snoozed = settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], ts)
+              let minute = localMinute(zone: Int(stateOfA.zone), ts)
+              let quietForA = snoozed || isInDND(pattern: stateOfA.dnd, minute: minute)
+              var pair: PairTerms? = nil
+              for s in 0..<count where userCodes[s] != 0 {
+                parts[s].evaluator._withUnsafeGuaranteedRef { side in
+                  let code = userCodes[s]
+                  let (pattern, defers) =
+                    code == QuietHoursChange.elsewhere
+                    ? (side.columns.userState[Int(u)].dnd, side.columns.userState[Int(u)].defers)
+                    : quietHoursOf(s, code)
+                  let quiet = snoozed || side.isInDND(pattern: pattern, minute: minute)
+                  let differs = stateOfA.defers || defers ? quietForA || quiet : quietForA != quiet
+                  guard differs else { return }
+                  if found == nil {
+                    found = (
+                      terms(batch, m, channel: channel),
+                      singledOut(batch, m, channel, mentions, .empty)
+                    )
+                  }
+                  let terms = found!.terms
+                  if pair == nil { pair = found!.singled.terms(for: u) }
+                  // A's decision taken back: a pair dropped in quiet time
+                  // counted its reason alone; any other is decided again,
+                  // counted −1.
+                  parts[s].takingBack._withUnsafeGuaranteedRef { back in
+                    if let reason = before.reason, reason == .snoozed || reason == .dnd {
+                      back.scratch.suppressed[Int(reason.rawValue)] &-= 1
+                    } else {
+                      _ = back.evaluatePair(slot, u, terms, pair!, sign: -1, &results[s])
+                    }
+                  }
+                  // The side's: a pair it drops in quiet time (rules 2 and
+                  // 3; a call is never deferred) reads nothing more.
+                  let after: Verdict
+                  if quiet && (!defers || terms.kind == .call) {
+                    after = Verdict(
+                      reason: snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: ts)
+                    side.scratch.suppressed[Int(after.reason!.rawValue)] &+= 1
+                  } else {
+                    after = side.evaluatePair(slot, u, terms, pair!, sign: 1, &results[s])
+                  }
+                  results[s].counters.delivered &+=
+                    (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
+                  let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
+                  results[s].listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
+                }
+              }
             }
-            // This side's: a pair it drops in quiet time (rules 2 and 3; a
-            // call is never deferred) reads nothing more.
-            let after: Verdict
-            if quiet && (!defers || terms.kind == .call) {
-              after = Verdict(
-                reason: snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: ts)
-              scratch.suppressed[Int(after.reason!.rawValue)] &+= 1
-            } else {
-              after = evaluatePair(slot, u, terms, pair, sign: 1, &result)
-            }
-            result.counters.delivered &+=
-              (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
-            let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
-            result.listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
           }
         }
       }
     }
-    a.moveScratchCounters(into: &result)
-    moveScratchCounters(into: &result)
+    for s in 0..<count {
+      takingBack[s].moveScratchCounters(into: &results[s])
+      sides[s].moveScratchCounters(into: &results[s])
+    }
   }
+}
+
+/// A side of `Evaluator.redecideQuietHours`: its evaluator and the one
+/// that takes A's decisions of its pairs back, unretained (the caller's
+/// arrays hold them).
+private struct QuietSide {
+  let evaluator: Unmanaged<Evaluator>
+  let takingBack: Unmanaged<Evaluator>
 }

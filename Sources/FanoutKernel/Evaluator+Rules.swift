@@ -319,9 +319,15 @@ extension Evaluator {
   /// Rule 2 for DND pattern `pattern` (−1: none) in zone `zone`.
   @inline(__always)
   func isInDND(pattern: Int32, zone: UInt16, _ ts: Int64) -> Bool {
-    if pattern < 0 { return false }
-    let minute = localMinute(zone: Int(zone), ts)
-    return columns.dndWords[Int(pattern) &* DNDPattern.wordCount &+ minute &>> 6]
-      & (1 &<< UInt64(minute & 63)) != 0
+    pattern >= 0 && isInDND(pattern: pattern, minute: localMinute(zone: Int(zone), ts))
+  }
+
+  /// Rule 2 for DND pattern `pattern` (−1: none) at local minute of the
+  /// week `minute`.
+  @inline(__always)
+  func isInDND(pattern: Int32, minute: Int) -> Bool {
+    pattern >= 0
+      && columns.dndWords[Int(pattern) &* DNDPattern.wordCount &+ minute &>> 6]
+        & (1 &<< UInt64(minute & 63)) != 0
   }
 }

@@ -10,9 +10,9 @@ import FanoutIndex
 /// the side's 16-byte user records would not.
 public struct QuietHoursChange: Sendable {
   /// Per user row: 0, an entry of `quietHours` + 1, or `Self.elsewhere`.
-  private let codes: [UInt16]
+  fileprivate let codes: [UInt16]
   /// The changed side's (DND pattern, defers) pairs met.
-  private let quietHours: [(pattern: Int32, defers: Bool)]
+  fileprivate let quietHours: [(pattern: Int32, defers: Bool)]
   /// How many users' quiet hours differ.
   public let users: Int
   /// The code of a user whose quiet hours are past the table's room: the
@@ -60,17 +60,49 @@ public struct QuietHoursChange: Sendable {
     self.quietHours = quietHours
     self.users = users
   }
+}
 
-  /// Runs `body` with the codes, per user row.
-  @inline(__always)
-  func withCodes<R>(_ body: (UnsafeBufferPointer<UInt16>) -> R) -> R {
-    codes.withUnsafeBufferPointer(body)
+/// The quiet-hours changes of several what-if sides from one A (a sweep of
+/// quiet-hours variants), walked together: a user's codes for every side
+/// lie side by side, so that one walk over A's pairs reads one place per
+/// member for all sides, where a walk per side read each side's codes and
+/// A's user records again (`Evaluator.redecideQuietHours`).
+public struct QuietHoursChanges: Sendable {
+  public let sides: Int
+  /// Per user row, per side: that side's code (`QuietHoursChange`).
+  private let codes: [UInt16]
+  /// The sides' tables of quiet hours, one after the other: side s's code
+  /// c is entry `starts[s] + c − 1`.
+  private let quietHours: [(pattern: Int32, defers: Bool)]
+  private let starts: [Int]
+
+  public init(_ changes: [QuietHoursChange]) {
+    sides = changes.count
+    let users = changes.first?.codes.count ?? 0
+    var codes = [UInt16](repeating: 0, count: users * sides)
+    for (s, change) in changes.enumerated() {
+      for u in 0..<users { codes[u * sides + s] = change.codes[u] }
+    }
+    self.codes = codes
+    quietHours = changes.flatMap(\.quietHours)
+    starts = changes.reduce(into: [0]) { $0.append($0.last! + $1.quietHours.count) }
   }
 
-  /// The changed side's DND pattern and quiet action for a user of code
-  /// `code` (not 0 or `elsewhere`).
+  /// Runs `body` with the codes (user row u's for side s at `u * sides +
+  /// s`) and side s's quiet hours for each code (not 0 or `elsewhere`).
   @inline(__always)
-  func quietHours(_ code: UInt16) -> (pattern: Int32, defers: Bool) {
-    quietHours[Int(code) &- 1]
+  func withTables<R>(
+    _ body: (
+      _ codes: UnsafeBufferPointer<UInt16>,
+      _ quietHours: (_ side: Int, _ code: UInt16) -> (pattern: Int32, defers: Bool)
+    ) -> R
+  ) -> R {
+    codes.withUnsafeBufferPointer { codes in
+      quietHours.withUnsafeBufferPointer { table in
+        starts.withUnsafeBufferPointer { starts in
+          body(codes) { side, code in table[starts[side] &+ Int(code) &- 1] }
+        }
+      }
+    }
   }
 }

@@ -76,11 +76,12 @@ struct ChunkComparer: ChunkWork {
   /// pairs), holding only those it decides otherwise
   /// (`ChunkResult.redecidedPairs`).
   let redecides: [Bool]
-  /// Per side: the users whose quiet hours alone it changes from A
-  /// (`QuietHoursChange`), so that it decides again only their pairs
-  /// where those differ (`Evaluator.redecideQuietHours`); nil for A and
-  /// the sides evaluated otherwise.
-  let quietHoursChanges: [QuietHoursChange?]
+  /// The sides that change only users' quiet hours from A, and those
+  /// changes (`QuietHoursChange`): they decide again only those users'
+  /// pairs where their quiet hours differ, all in one walk
+  /// (`Evaluator.redecideQuietHours`).
+  let quietHoursSides: [Int]
+  let quietHoursChanges: QuietHoursChanges
 
   /// - Parameter sharingAllowed: false evaluates and tallies every B
   ///   whole (the tests' check that both ways agree).
@@ -93,16 +94,18 @@ struct ChunkComparer: ChunkWork {
       side > 0 && relative[side - 1] && index.defersMoreThan(indexes[0])
     }
     self.defersMoreThanA = defersMoreThanA
-    quietHoursChanges = indexes.enumerated().map { [relative] side, index in
+    let quietHours = indexes.enumerated().compactMap { [relative] side, index in
       side > 0 && relative[side - 1] && !defersMoreThanA[side]
-        ? QuietHoursChange(index, from: indexes[0]) : nil
+        ? QuietHoursChange(index, from: indexes[0]).map { (side, $0) } : nil
     }
+    quietHoursSides = quietHours.map(\.0)
+    quietHoursChanges = QuietHoursChanges(quietHours.map(\.1))
     throttlesA = indexes.enumerated().map { [relative] side, index in
       side > 0 && relative[side - 1] && indexes[0].settings.throttle == nil
         && index.decidesAlikeBeforeLedgers(indexes[0])
     }
-    redecides = indexes.indices.map { [throttlesA, quietHoursChanges] side in
-      defersMoreThanA[side] || quietHoursChanges[side] != nil || throttlesA[side]
+    redecides = indexes.indices.map { [throttlesA, quietHoursSides] side in
+      defersMoreThanA[side] || quietHoursSides.contains(side) || throttlesA[side]
     }
   }
 
@@ -119,6 +122,9 @@ struct ChunkComparer: ChunkWork {
   struct Worker {
     var evaluators: [Evaluator]
     var results: [ChunkResult]
+    /// Per side of `quietHoursSides`, an evaluator of A's index that takes
+    /// A's decisions of its pairs back, in its counts alone.
+    let takingBack: [Evaluator]
     /// The changed pairs' lines of one comparison, before compression.
     let changeLines = ByteScratchBox(capacity: 1 << 16)
   }
@@ -130,7 +136,8 @@ struct ChunkComparer: ChunkWork {
       return evaluator
     }
     return Worker(
-      evaluators: evaluators, results: indexes.map { ChunkResult(gateways: $0.gateways.count) })
+      evaluators: evaluators, results: indexes.map { ChunkResult(gateways: $0.gateways.count) },
+      takingBack: quietHoursSides.map { _ in Evaluator(index: indexes[0], output: .outcomes) })
   }
 
   /// Only the sides tallied whole count their pairs' local hours.
@@ -182,7 +189,10 @@ struct ChunkComparer: ChunkWork {
       }
     }
     // (Sides of other quiet hours have no ledgers: never evaluated in a pass.)
-    let quietHoursSides = indexes.indices.filter { quietHoursChanges[$0] != nil }
+    var quietHoursResults = quietHoursSides.map { _ in ChunkResult(gateways: 0) }
+    for (k, side) in quietHoursSides.enumerated() {
+      swap(&quietHoursResults[k], &worker.results[side])
+    }
     // The slices of A's messages, for every side tallied in them (first:
     // the messages' channel rows are then in cache for the loop below).
     let keysOfA = MessageSlices(batch, messages, indexes[0])
@@ -200,12 +210,16 @@ struct ChunkComparer: ChunkWork {
         worker.evaluators[side].evaluate(
           batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
       }
-      for side in quietHoursSides {
-        worker.evaluators[side].redecideQuietHours(
-          batch, messages: start..<end, decidedBy: worker.evaluators[0], worker.results[0],
-          change: quietHoursChanges[side]!, into: &worker.results[side])
+      if !quietHoursSides.isEmpty {
+        worker.evaluators[0].redecideQuietHours(
+          batch, messages: start..<end, decided: worker.results[0], changes: quietHoursChanges,
+          sides: quietHoursSides.map { worker.evaluators[$0] }, takingBack: worker.takingBack,
+          into: &quietHoursResults)
       }
       start = end
+    }
+    for (k, side) in quietHoursSides.enumerated() {
+      swap(&quietHoursResults[k], &worker.results[side])
     }
     for side in indexes.indices where defersMoreThanA[side] {
       worker.evaluators[side].redecideQuietPairs(

@@ -239,3 +239,62 @@ struct PushesPerDayTests {
     #expect(WhatIfReport.PushesPerDay(tenths: [], budget: 3).p50Tenths == 0)
   }
 }
+
+extension SweepTests {
+  /// Variants that change only users' quiet hours are decided again in one
+  /// walk over A's pairs (`QuietHoursChanges`): each must still find what a
+  /// `whatif` of it alone finds — daily and weekly windows, quiet actions,
+  /// one variant set twice, beside a variant evaluated otherwise — over
+  /// users who defer and over users who drop.
+  @Test("quiet hours judged together equal each judged alone", arguments: [1, 2])
+  func quietHoursTogether(threads: Int) throws {
+    let variants = [
+      ("q21", "UPDATE users SET dnd_start = 21 * 60, dnd_end = 7 * 60"),
+      (
+        "q23-half-drop",
+        "UPDATE users SET dnd_start = 23 * 60, dnd_end = 9 * 60, quiet_action = 'drop' WHERE rowid % 2 = 0"
+      ),
+      (
+        "saturdays",
+        "INSERT INTO dnd_weekly (user_id, weekday, start_min, end_min) SELECT user_id, 6, 0, 1439 FROM users WHERE rowid % 3 = 0"
+      ),
+      (
+        "quiet-actions",
+        "UPDATE users SET quiet_action = CASE WHEN rowid % 4 = 1 THEN 'defer' ELSE 'drop' END WHERE rowid % 2 = 1"
+      ),
+      ("q21-again", "UPDATE users SET dnd_start = 21 * 60, dnd_end = 7 * 60"),
+      (
+        "throttle",
+        "INSERT INTO settings VALUES ('throttle_messages', '1'), ('throttle_window_ms', '86400000')"
+      ),
+    ].map { WhatIfOptions.Variant(name: $0.0, sql: $0.1) }
+    for data in [try quietHoursBase.get(), try deferringBase.get()] {
+      let out = makeTemporaryDirectory() + "/sweep"
+      let options = WhatIfOptions(
+        snapshot: data.snapshot, scenario: .sql(""), messages: data.traffic, out: out,
+        threads: threads)
+      _ = try WhatIf.sweep(options, variants: variants)
+      let listed = try #require(
+        try Self.json(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))))[
+          "variants"] as? [[String: Any]])
+      for (k, variant) in variants.enumerated() {
+        let alone = makeTemporaryDirectory() + "/alone"
+        _ = try WhatIf.run(
+          WhatIfOptions(
+            snapshot: data.snapshot, scenario: .sql(variant.sql), messages: data.traffic,
+            out: alone, threads: threads))
+        let separate = try Self.json(
+          Array(try Data(contentsOf: URL(fileURLWithPath: alone + "/report.json"))))
+        let inSweep = try #require(listed[k]["report"] as? [String: Any])
+        #expect(
+          NSDictionary(dictionary: inSweep) == NSDictionary(dictionary: separate),
+          "\(variant.name)")
+        #expect(
+          try Self.changes(out + "/changes-\(variant.name).ndjson.lz4")
+            == Self.changes(alone + "/changes.ndjson.lz4"), "\(variant.name) changes")
+        // Each changes some pairs.
+        #expect((inSweep["changed_pairs"] as? Int ?? 0) > 0, "\(variant.name) \(data.snapshot)")
+      }
+    }
+  }
+}
