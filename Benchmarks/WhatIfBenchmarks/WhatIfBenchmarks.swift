@@ -1,7 +1,8 @@
 // A sweep of five variants against one `whatif` of its costliest variant:
 // the sweep evaluates the traffic once against A and all five (issue 37's
 // target: at most 2× the one); and a sweep of five throttles against one
-// of them (judged together, over one ledger). Both read A from an index cache filled
+// of them (judged together, over one ledger), and a sweep of the three quiet
+// hours (decided again in one walk). All read A from an index cache filled
 // before the runs, as `fanout whatif` does. Beside them, `fanout eval` of
 // the same traffic with the same cache (issue 39's target: one `whatif`
 // at most 1.5× that).
@@ -51,6 +52,13 @@ let benchmarks: @Sendable () -> Void = {
       "defer-quiet-hours", "quiet-hours-21-07", "quiet-hours-22-08", "quiet-hours-23-09",
       "throttle-3-per-10-minutes",
     ].map { WhatIfOptions.Variant(name: $0, sql: sql($0)) }
+    blackHole(try WhatIf.sweep(options(.sql("")), variants: variants).variants.count)
+  }
+
+  Benchmark("WhatIfSweep-quiet-hours-3", configuration: .init(setup: fillCache)) { _ in
+    let variants = ["quiet-hours-21-07", "quiet-hours-22-08", "quiet-hours-23-09"].map {
+      WhatIfOptions.Variant(name: $0, sql: sql($0))
+    }
     blackHole(try WhatIf.sweep(options(.sql("")), variants: variants).variants.count)
   }
 
