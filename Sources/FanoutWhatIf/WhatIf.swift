@@ -446,6 +446,7 @@ public enum WhatIf {
       if let copy, let base = copy.base,
         let index = try SnapshotLoader.index(
           overlay: path, base: base, over: a,
+          usersColumnsChanged: copy.writes.columnsChanged(in: "users"),
           busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
       {
         return (index, copy.rowsChanged)
