@@ -197,10 +197,11 @@ extension SnapshotLoader {
         ? TableRead(readers.take()) { connection throws(SnapshotError) in
           try sameLevels(connection)
         } : nil
+      // Levels that are A's and build nothing again are not read at all.
       let read = Result { () throws(SnapshotError) in
         try UserRows.read(
           main, aside: readers.take, tzdb: timeZones, known: index.users,
-          knownZones: index.zones)
+          knownZones: index.zones, timesOnly: levelsKept && !levelsChanged)
       }
       if let levels, try !levels.result() { levelsChanged = true }
       let users = try read.get()

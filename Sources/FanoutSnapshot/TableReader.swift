@@ -20,10 +20,13 @@ package struct TableReader {
   }
 
   /// Reads `table`'s columns, optionally filtered by `condition` (with `?`
-  /// placeholders bound to `arguments` in order) and ordered by `orderBy`.
+  /// placeholders bound to `arguments` in order) and ordered by `orderBy`;
+  /// with `only`, the other columns read as NULL (SQLite then decodes only
+  /// these).
   package init(
     _ connection: Connection, _ table: SnapshotSchema.Table, keyColumns: [Int32],
-    where condition: String? = nil, arguments: [String] = [], orderBy: String? = nil
+    where condition: String? = nil, arguments: [String] = [], orderBy: String? = nil,
+    only: Set<Int32>? = nil
   )
     throws(SnapshotError)
   {
@@ -45,6 +48,8 @@ package struct TableReader {
     let list =
       (table.columns.map { "\"\($0)\"" }
       + table.optionalColumns.map { present.contains($0) ? "\"\($0)\"" : "NULL" })
+      .enumerated().map { c, column in only.map { $0.contains(Int32(c)) } ?? true ? column : "NULL"
+      }
       .joined(separator: ", ")
     var sql = "SELECT \(list) FROM \"\(table.name)\""
     if let condition { sql += " WHERE \(condition)" }

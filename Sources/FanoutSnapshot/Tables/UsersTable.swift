@@ -24,17 +24,25 @@ struct UserRows: Sendable {
   ///     is `known`, not built again.
   ///   - knownZones: that snapshot's zones, read from the same tz
   ///     database: a zone named as one of them is taken, not read again.
+  ///   - timesOnly: read only the ids and the columns of the users'
+  ///     times (zone, daily DND, quiet action), leaving `prefs` empty: for
+  ///     rows whose levels are known to be those of a snapshot read before.
   static func read(
     _ connection: Connection, tzdb: TimeZoneDatabase, known: StringTable? = nil,
-    knownZones: [ZoneTable] = []
+    knownZones: [ZoneTable] = [], timesOnly: Bool = false
   ) throws(SnapshotError) -> UserRows {
     let capacity = try connection.rowCount("users")
     let zones = Zones(tzdb, knownZones)
     return try connection.readInIDOrder("user_id") { orderBy throws(SnapshotError) in
-      try Part.read(connection, orderBy: orderBy, capacity: capacity, zones: zones)
-        .finished(known: known)
+      try Part.read(
+        connection, orderBy: orderBy, capacity: capacity, zones: zones, timesOnly: timesOnly
+      ).finished(known: known)
     }
   }
+
+  /// The columns a `timesOnly` read reads: user_id, timezone, dnd_start,
+  /// dnd_end, quiet_action.
+  private static let timeColumns: Set<Int32> = [0, 8, 9, 10, 12]
 
   /// `read`, in two halves by rowid side by side, the second on a
   /// connection of its own (`aside`, taken only then): for a read no
@@ -44,25 +52,28 @@ struct UserRows: Sendable {
   /// whose answer — rows, or the refusal — is then the one given.
   static func read(
     _ connection: Connection, aside: () -> HandedConnection, tzdb: TimeZoneDatabase,
-    known: StringTable? = nil, knownZones: [ZoneTable] = []
+    known: StringTable? = nil, knownZones: [ZoneTable] = [], timesOnly: Bool = false
   ) throws(SnapshotError) -> UserRows {
-    guard let middle = middleRowid(connection) else {
-      return try read(connection, tzdb: tzdb, known: known, knownZones: knownZones)
+    func readWhole() throws(SnapshotError) -> UserRows {
+      try read(
+        connection, tzdb: tzdb, known: known, knownZones: knownZones, timesOnly: timesOnly)
     }
+    guard let middle = middleRowid(connection) else { return try readWhole() }
     let zones = Zones(tzdb, knownZones)
     let handed = aside()
     let later = Pending { () -> Result<Part, SnapshotError> in
       Result { () throws(SnapshotError) in
-        try Part.read(handed.connection, rowids: "rowid >= \(middle)", zones: zones)
+        try Part.read(
+          handed.connection, rowids: "rowid >= \(middle)", zones: zones, timesOnly: timesOnly)
       }
     }
     let first = Result { () throws(SnapshotError) in
-      try Part.read(connection, rowids: "rowid < \(middle)", zones: zones)
+      try Part.read(connection, rowids: "rowid < \(middle)", zones: zones, timesOnly: timesOnly)
     }
     let second = later.wait()  // (ended before any answer, a refusal too)
     guard case .success(var rows) = first, case .success(let second) = second,
       rows.append(second)
-    else { return try read(connection, tzdb: tzdb, known: known, knownZones: knownZones) }
+    else { return try readWhole() }
     return rows.finished(known: known)
   }
 
@@ -105,17 +116,17 @@ struct UserRows: Sendable {
     /// in rowid order or `orderBy`'s.
     static func read(
       _ connection: Connection, rowids: String? = nil, orderBy: String? = nil,
-      capacity: Int = 0, zones: Zones
+      capacity: Int = 0, zones: Zones, timesOnly: Bool
     ) throws(SnapshotError) -> Part {
       let r = try TableReader(
         connection, SnapshotSchema.table("users"), keyColumns: [0], where: rowids,
-        orderBy: orderBy)
+        orderBy: orderBy, only: timesOnly ? UserRows.timeColumns : nil)
       var part = Part()
-      try part.read(r, capacity: capacity, zones: zones)
+      try part.read(r, capacity: capacity, zones: zones, levels: !timesOnly)
       return part
     }
 
-    private mutating func read(_ r: TableReader, capacity: Int, zones: Zones)
+    private mutating func read(_ r: TableReader, capacity: Int, zones: Zones, levels: Bool)
       throws(SnapshotError)
     {
       // The ids are gathered first and hashed in one batched pass at the
@@ -133,7 +144,7 @@ struct UserRows: Sendable {
           }
         }
         ids.append(id)  // strictly after its predecessor, so new
-        rows.prefs.append(try LevelRow(r, first: 1))
+        if levels { rows.prefs.append(try LevelRow(r, first: 1)) }
         let zoneName = try r.optionalText(8) ?? "UTC"
         if let z = zoneIDs[zoneName] {
           rows.zone.append(z)
