@@ -104,112 +104,119 @@ extension Evaluator {
     let parts = (0..<count).map {
       QuietSide(evaluator: .passUnretained(sides[$0]), takingBack: .passUnretained(takingBack[$0]))
     }
-    parts.withUnsafeBufferPointer { parts in
-      changes.withTables { codes, quietHoursOf in
-        // The codes and A's user records, asked for ahead: within a
-        // message 8 members ahead; for later messages, as a whole
-        // evaluation does (`prefetchMessageStarts`), and their first slots'
-        // snoozes 4 ahead and first members 2 ahead (a chunk's messages are
-        // long gone from the cache since A decided them).
-        func prefetchUsers(_ slots: Range<Int>) {
-          for slot in slots {
-            let u = Int(c.memberUser[slot])
-            cprefetch_read(codes.baseAddress! + u &* count)
-            cprefetch_read(userStateOfA.baseAddress! + u)
-          }
-        }
-        func prefetchMessages(after m: Int) {
-          let end = messages.upperBound
-          prefetchMessageStarts(batch.channel, batch.sender, ahead: m, end: end, terms: c)
-          if m &+ 4 < end, let snoozes = c.memberSnooze.baseAddress {
-            cprefetch_read(snoozes + c.channelMembers[Int(batch.channel[m &+ 4])])
-          }
-          if m &+ 2 < end {
-            prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
-          }
-        }
-        batch.mentions.withUnsafeBufferPointer { mentions in
-          for m in messages {
-            prefetchMessages(after: m)
-            let k = results[0].messagePairEnds.count
-            let end = Int(decidedByA.messagePairEnds[k])
-            let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<end
-            for s in 0..<count { results[s].messagePairEnds.append(decidedByA.messagePairEnds[k]) }
-            // Force and silent messages never read quiet hours.
-            guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
-            // A new message for the zones' and deferrals' caches.
-            stamp &+= 1
-            for part in parts {
-              part.evaluator._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
-              part.takingBack._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
+    // (Through a buffer: each side's result is reached per pair, and an
+    // array's element checks its buffer is unique on every write.)
+    results.withUnsafeMutableBufferPointer { results in
+      parts.withUnsafeBufferPointer { parts in
+        changes.withTables { codes, tables in
+          // The codes and A's user records, asked for ahead: within a
+          // message 8 members ahead; for later messages, as a whole
+          // evaluation does (`prefetchMessageStarts`), and their first slots'
+          // snoozes 4 ahead and first members 2 ahead (a chunk's messages are
+          // long gone from the cache since A decided them).
+          func prefetchUsers(_ slots: Range<Int>) {
+            for slot in slots {
+              let u = Int(c.memberUser[slot])
+              cprefetch_read(codes.baseAddress! + u &* count)
+              cprefetch_read(userStateOfA.baseAddress! + u)
             }
-            let channel = Int(batch.channel[m])
-            let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
-            let (ts, sender) = (batch.ts[m], batch.sender[m])
-            // What the rules need, made for the message's first pair found
-            // (A's terms are every side's, the settings being the same, and
-            // in cache: A just decided the message).
-            var found: (terms: Terms, singled: SingledOut)? = nil
-            var i = pairs.lowerBound
-            for slot in members {
-              let ahead = slot &+ Self.membersAhead
-              if ahead < members.upperBound { prefetchUsers(ahead..<ahead &+ 1) }
-              let u = c.memberUser[slot]
-              if u == sender { continue }
-              defer { i &+= 1 }
-              let userCodes = codes.baseAddress! + Int(u) &* count
-              guard (0..<count).contains(where: { userCodes[$0] != 0 }) else { continue }
-              // Rule 1 (sender_muted) decides before the time rules, alike.
-              let before = decidedByA.pairOutcomes[i]
-              if before == .suppressed(.senderMuted) { continue }
-              let stateOfA = userStateOfA[Int(u)]
-              let settings = c.memberSettings[slot]
-              let snoozed = settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], ts)
-              let minute = localMinute(zone: Int(stateOfA.zone), ts)
-              let quietForA = snoozed || isInDND(pattern: stateOfA.dnd, minute: minute)
-              var pair: PairTerms? = nil
-              for s in 0..<count where userCodes[s] != 0 {
-                parts[s].evaluator._withUnsafeGuaranteedRef { side in
-                  let code = userCodes[s]
-                  let (pattern, defers) =
-                    code == QuietHoursChange.elsewhere
-                    ? (side.columns.userState[Int(u)].dnd, side.columns.userState[Int(u)].defers)
-                    : quietHoursOf(s, code)
-                  let quiet = snoozed || side.isInDND(pattern: pattern, minute: minute)
-                  let differs = stateOfA.defers || defers ? quietForA || quiet : quietForA != quiet
-                  guard differs else { return }
-                  if found == nil {
-                    found = (
-                      terms(batch, m, channel: channel),
-                      singledOut(batch, m, channel, mentions, .empty)
-                    )
-                  }
-                  let terms = found!.terms
-                  if pair == nil { pair = found!.singled.terms(for: u) }
-                  // A's decision taken back: a pair dropped in quiet time
-                  // counted its reason alone; any other is decided again,
-                  // counted −1.
-                  parts[s].takingBack._withUnsafeGuaranteedRef { back in
-                    if let reason = before.reason, reason == .snoozed || reason == .dnd {
-                      back.scratch.suppressed[Int(reason.rawValue)] &-= 1
-                    } else {
-                      _ = back.evaluatePair(slot, u, terms, pair!, sign: -1, &results[s])
+          }
+          func prefetchMessages(after m: Int) {
+            let end = messages.upperBound
+            prefetchMessageStarts(batch.channel, batch.sender, ahead: m, end: end, terms: c)
+            if m &+ 4 < end, let snoozes = c.memberSnooze.baseAddress {
+              cprefetch_read(snoozes + c.channelMembers[Int(batch.channel[m &+ 4])])
+            }
+            if m &+ 2 < end {
+              prefetchUsers(leadingSlots(of: batch.channel[m &+ 2], Self.membersAhead))
+            }
+          }
+          batch.mentions.withUnsafeBufferPointer { mentions in
+            for m in messages {
+              prefetchMessages(after: m)
+              let k = results[0].messagePairEnds.count
+              let end = Int(decidedByA.messagePairEnds[k])
+              let pairs = (k == 0 ? 0 : Int(decidedByA.messagePairEnds[k &- 1]))..<end
+              for s in 0..<count {
+                results[s].messagePairEnds.append(decidedByA.messagePairEnds[k])
+              }
+              // Force and silent messages never read quiet hours.
+              guard !batch.force[m] && !batch.silent[m] && !pairs.isEmpty else { continue }
+              // A new message for the zones' and deferrals' caches.
+              stamp &+= 1
+              for part in parts {
+                part.evaluator._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
+                part.takingBack._withUnsafeGuaranteedRef { $0.stamp &+= 1 }
+              }
+              let channel = Int(batch.channel[m])
+              let members = c.channelMembers[channel]..<c.channelMembers[channel + 1]
+              let (ts, sender) = (batch.ts[m], batch.sender[m])
+              // What the rules need, made for the message's first pair found
+              // (A's terms are every side's, the settings being the same, and
+              // in cache: A just decided the message).
+              var found: (terms: Terms, singled: SingledOut)? = nil
+              var i = pairs.lowerBound
+              for slot in members {
+                let ahead = slot &+ Self.membersAhead
+                if ahead < members.upperBound { prefetchUsers(ahead..<ahead &+ 1) }
+                let u = c.memberUser[slot]
+                if u == sender { continue }
+                defer { i &+= 1 }
+                let userCodes = codes.baseAddress! + Int(u) &* count
+                guard (0..<count).contains(where: { userCodes[$0] != 0 }) else { continue }
+                // Rule 1 (sender_muted) decides before the time rules, alike.
+                let before = decidedByA.pairOutcomes[i]
+                if before == .suppressed(.senderMuted) { continue }
+                let stateOfA = userStateOfA[Int(u)]
+                let settings = c.memberSettings[slot]
+                let snoozed = settings.hasSnooze && isSnoozed(group: c.memberSnooze[slot], ts)
+                let minute = localMinute(zone: Int(stateOfA.zone), ts)
+                let quietForA = snoozed || isInDND(pattern: stateOfA.dnd, minute: minute)
+                var pair: PairTerms? = nil
+                for s in 0..<count where userCodes[s] != 0 {
+                  parts[s].evaluator._withUnsafeGuaranteedRef { side in
+                    let code = userCodes[s]
+                    let (pattern, defers) =
+                      code == QuietHoursChange.elsewhere
+                      ? (side.columns.userState[Int(u)].dnd, side.columns.userState[Int(u)].defers)
+                      : tables.quietHours(side: s, code)
+                    let quiet = snoozed || side.isInDND(pattern: pattern, minute: minute)
+                    let differs =
+                      stateOfA.defers || defers ? quietForA || quiet : quietForA != quiet
+                    guard differs else { return }
+                    if found == nil {
+                      found = (
+                        terms(batch, m, channel: channel),
+                        singledOut(batch, m, channel, mentions, .empty)
+                      )
                     }
+                    let terms = found!.terms
+                    if pair == nil { pair = found!.singled.terms(for: u) }
+                    // A's decision taken back: a pair dropped in quiet time
+                    // counted its reason alone; any other is decided again,
+                    // counted −1.
+                    parts[s].takingBack._withUnsafeGuaranteedRef { back in
+                      if let reason = before.reason, reason == .snoozed || reason == .dnd {
+                        back.scratch.suppressed[Int(reason.rawValue)] &-= 1
+                      } else {
+                        _ = back.evaluatePair(slot, u, terms, pair!, sign: -1, &results[s])
+                      }
+                    }
+                    // The side's: a pair it drops in quiet time (rules 2 and
+                    // 3; a call is never deferred) reads nothing more.
+                    let after: Verdict
+                    if quiet && (!defers || terms.kind == .call) {
+                      after = Verdict(
+                        reason: snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: ts)
+                      side.scratch.suppressed[Int(after.reason!.rawValue)] &+= 1
+                    } else {
+                      after = side.evaluatePair(slot, u, terms, pair!, sign: 1, &results[s])
+                    }
+                    results[s].counters.delivered &+=
+                      (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
+                    let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
+                    results[s].listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
                   }
-                  // The side's: a pair it drops in quiet time (rules 2 and
-                  // 3; a call is never deferred) reads nothing more.
-                  let after: Verdict
-                  if quiet && (!defers || terms.kind == .call) {
-                    after = Verdict(
-                      reason: snoozed ? .snoozed : .dnd, trigger: .message, deliverAt: ts)
-                    side.scratch.suppressed[Int(after.reason!.rawValue)] &+= 1
-                  } else {
-                    after = side.evaluatePair(slot, u, terms, pair!, sign: 1, &results[s])
-                  }
-                  results[s].counters.delivered &+=
-                    (after.reason == nil ? 1 : 0) &- (before.isDelivered ? 1 : 0)
-                  let (outcome, deliveryHour) = Self.outcome(after, ts: ts)
-                  results[s].listRedecided(i, of: decidedByA, outcome, deliveryHour: deliveryHour)
                 }
               }
             }

@@ -89,20 +89,27 @@ public struct QuietHoursChanges: Sendable {
   }
 
   /// Runs `body` with the codes (user row u's for side s at `u * sides +
-  /// s`) and side s's quiet hours for each code (not 0 or `elsewhere`).
+  /// s`) and the sides' quiet hours (`Tables.quietHours`).
   @inline(__always)
-  func withTables<R>(
-    _ body: (
-      _ codes: UnsafeBufferPointer<UInt16>,
-      _ quietHours: (_ side: Int, _ code: UInt16) -> (pattern: Int32, defers: Bool)
-    ) -> R
-  ) -> R {
+  func withTables<R>(_ body: (_ codes: UnsafeBufferPointer<UInt16>, _ tables: Tables) -> R) -> R {
     codes.withUnsafeBufferPointer { codes in
       quietHours.withUnsafeBufferPointer { table in
         starts.withUnsafeBufferPointer { starts in
-          body(codes) { side, code in table[starts[side] &+ Int(code) &- 1] }
+          body(codes, Tables(table: table, starts: starts))
         }
       }
+    }
+  }
+
+  /// The sides' tables of quiet hours, as buffers.
+  struct Tables {
+    let table: UnsafeBufferPointer<(pattern: Int32, defers: Bool)>
+    let starts: UnsafeBufferPointer<Int>
+
+    /// Side `side`'s quiet hours for code `code` (not 0 or `elsewhere`).
+    @inline(__always)
+    func quietHours(side: Int, _ code: UInt16) -> (pattern: Int32, defers: Bool) {
+      table[starts[side] &+ Int(code) &- 1]
     }
   }
 }
