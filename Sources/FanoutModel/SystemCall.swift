@@ -91,15 +91,20 @@ public func openLockFile(_ path: String) throws(LockFileError) -> Int32 {
 }
 
 /// The names in the folder `listing` (from `opendir` or `fdopendir`) but
-/// "." and "..", in the system's order; closes `listing`.
-public func folderEntryNames(_ listing: OpaquePointer) -> [String] {
+/// "." and "..", in the system's order; closes `listing`. With `prefix`,
+/// only the names that start with it: the others are passed over before
+/// a string is made of them (a shared `/tmp` holds thousands).
+public func folderEntryNames(_ listing: OpaquePointer, prefix: String = "") -> [String] {
   defer { closedir(listing) }
+  let prefix = Array(prefix.utf8)
   var names: [String] = []
   while let entry = readdir(listing) {
-    let name = withUnsafeBytes(of: entry.pointee.d_name) {
-      String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> String? in
+      // (A shorter name's terminating NUL differs from the prefix's byte.)
+      bytes.starts(with: prefix)
+        ? String(cString: bytes.bindMemory(to: CChar.self).baseAddress!) : nil
     }
-    if name != "." && name != ".." { names.append(name) }
+    if let name, name != "." && name != ".." { names.append(name) }
   }
   return names
 }

@@ -68,8 +68,8 @@ struct ScenarioFolder: Sendable {
   /// only a scenario's files. Anything else is left as it is.
   static func removeAbandoned(in temporary: String) {
     guard let listing = opendir(temporary) else { return }
-    for name in folderEntryNames(listing)
-    where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
+    for name in folderEntryNames(listing, prefix: prefix)
+    where name.utf8.count == prefix.utf8.count + 6 {
       removeIfAbandoned(temporary + "/" + name)
     }
   }
