@@ -48,8 +48,7 @@ package struct TableReader {
     let list =
       (table.columns.map { "\"\($0)\"" }
       + table.optionalColumns.map { present.contains($0) ? "\"\($0)\"" : "NULL" })
-      .enumerated().map { c, column in only.map { $0.contains(Int32(c)) } ?? true ? column : "NULL"
-      }
+      .enumerated().map { c, column in only?.contains(Int32(c)) ?? true ? column : "NULL" }
       .joined(separator: ", ")
     var sql = "SELECT \(list) FROM \"\(table.name)\""
     if let condition { sql += " WHERE \(condition)" }

@@ -122,8 +122,10 @@ struct ChunkComparer: ChunkWork {
   struct Worker {
     var evaluators: [Evaluator]
     var results: [ChunkResult]
-    /// Per side of `quietHoursSides`, an evaluator of A's index that takes
-    /// A's decisions of its pairs back, in its counts alone.
+    /// Per side of `quietHoursSides`: its evaluator (of `evaluators`), and
+    /// an evaluator of A's index that takes A's decisions of its pairs
+    /// back, in its counts alone.
+    let quietHoursEvaluators: [Evaluator]
     let takingBack: [Evaluator]
     /// The changed pairs' lines of one comparison, before compression.
     let changeLines = ByteScratchBox(capacity: 1 << 16)
@@ -137,6 +139,7 @@ struct ChunkComparer: ChunkWork {
     }
     return Worker(
       evaluators: evaluators, results: indexes.map { ChunkResult(gateways: $0.gateways.count) },
+      quietHoursEvaluators: quietHoursSides.map { evaluators[$0] },
       takingBack: quietHoursSides.map { _ in Evaluator(index: indexes[0], output: .outcomes) })
   }
 
@@ -213,7 +216,7 @@ struct ChunkComparer: ChunkWork {
       if !quietHoursSides.isEmpty {
         worker.evaluators[0].redecideQuietHours(
           batch, messages: start..<end, decided: worker.results[0], changes: quietHoursChanges,
-          sides: quietHoursSides.map { worker.evaluators[$0] }, takingBack: worker.takingBack,
+          sides: worker.quietHoursEvaluators, takingBack: worker.takingBack,
           into: &quietHoursResults)
       }
       start = end
