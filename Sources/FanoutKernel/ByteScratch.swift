@@ -19,9 +19,12 @@ extension Array: ByteOutput where Element == UInt8 {
 /// Owned by one evaluator and freed with it (`deallocate`), or held by a
 /// `ByteScratchBox`.
 public struct ByteScratch: ByteOutput {
-  private var base: UnsafeMutablePointer<UInt8>
-  private var capacity: Int
-  private(set) var count = 0
+  // (Inlinable, as the modules that append to it are others: a call per
+  // append, and memmove's per fragment, were a third of a sweep's change
+  // lines' time.)
+  @usableFromInline var base: UnsafeMutablePointer<UInt8>
+  @usableFromInline var capacity: Int
+  @usableFromInline private(set) var count = 0
 
   public init(capacity: Int = 256) {
     self.capacity = capacity
@@ -29,24 +32,49 @@ public struct ByteScratch: ByteOutput {
   }
 
   /// The bytes appended since the last `removeAll`.
+  @inlinable
   public var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   public mutating func removeAll() { count = 0 }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   public mutating func append(_ byte: UInt8) {
     reserve(1)
     base[count] = byte
     count &+= 1
   }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   public mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
     guard let source = bytes.baseAddress else { return }
-    reserve(bytes.count)
-    (base + count).update(from: source, count: bytes.count)
-    count &+= bytes.count
+    let n = bytes.count
+    reserve(n)
+    Self.copy(UnsafeRawPointer(source), to: UnsafeMutableRawPointer(base + count), n)
+    count &+= n
+  }
+
+  /// Copies `n` bytes; the JSON fragments are mostly 2 to 16 bytes long,
+  /// copied as two words that may overlap rather than by a call.
+  @inlinable @inline(__always)
+  static func copy(_ from: UnsafeRawPointer, to: UnsafeMutableRawPointer, _ n: Int) {
+    if n >= 8 && n <= 16 {
+      let (head, tail) = (
+        from.loadUnaligned(as: UInt64.self),
+        from.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self)
+      )
+      to.storeBytes(of: head, as: UInt64.self)
+      to.storeBytes(of: tail, toByteOffset: n &- 8, as: UInt64.self)
+    } else if n >= 4 && n < 8 {
+      let (head, tail) = (
+        from.loadUnaligned(as: UInt32.self),
+        from.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self)
+      )
+      to.storeBytes(of: head, as: UInt32.self)
+      to.storeBytes(of: tail, toByteOffset: n &- 4, as: UInt32.self)
+    } else {
+      to.copyMemory(from: from, byteCount: n)
+    }
   }
 
   /// `value` in decimal, as `JSONText.appendDecimal` writes it, straight
@@ -57,13 +85,13 @@ public struct ByteScratch: ByteOutput {
     count &+= JSONText.writeDecimal(value, to: base + count)
   }
 
-  @inline(__always)
-  private mutating func reserve(_ n: Int) {
+  @inlinable @inline(__always)
+  mutating func reserve(_ n: Int) {
     if count &+ n > capacity { grow(to: count &+ n) }
   }
 
-  @inline(never)
-  private mutating func grow(to needed: Int) {
+  @usableFromInline @inline(never)
+  mutating func grow(to needed: Int) {
     var size = capacity &* 2
     while size < needed { size &*= 2 }
     let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)

@@ -21,6 +21,7 @@ package final class Connection {
   /// ones), which is how a what-if scenario's overlay is read
   /// (`ScenarioCopy`).
   package init(path: String, writable: Bool = false, base: String? = nil) throws(SQLiteError) {
+    _ = Self.configured
     var db: OpaquePointer?
     let flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
     // URI names only with a base, to attach it read-only (a plain path is kept plain).
@@ -39,6 +40,10 @@ package final class Connection {
       try attach.insert()
     }
   }
+
+  /// SQLite's process-wide settings, made before its first connection
+  /// (`csqlite_disable_memory_statistics`).
+  private static let configured: Void = { _ = csqlite_disable_memory_statistics() }()
 
   /// The schema name a base snapshot is attached under: one no scenario's
   /// SQL would name by chance.

@@ -80,9 +80,17 @@ struct ChangeTotals {
   private var channelFirstChange: [Int32]
   private var firstChanges: [(line: Int, user: Int32)] = []
 
+  /// Which user and channel rows have their first change: one bit each,
+  /// so that the many changes after a row's first read no row of the
+  /// large tables above (at 1M, 128 KB and 0.8 MB against 8 MB and 26 MB).
+  private var userSeen: [UInt64]
+  private var channelSeen: [UInt64]
+
   init(users: Int, channels: Int) {
     userFirstChange = [Int](repeating: 0, count: users)
     channelFirstChange = [Int32](repeating: 0, count: channels)
+    userSeen = [UInt64](repeating: 0, count: users / 64 + 1)
+    channelSeen = [UInt64](repeating: 0, count: channels / 64 + 1)
   }
 
   mutating func add(_ changes: PairChanges) {
@@ -91,18 +99,22 @@ struct ChangeTotals {
     let (users, channels) = (changes.changedUsers, changes.changedChannels)
     userFirstChange.withUnsafeMutableBufferPointer { userFirst in
       channelFirstChange.withUnsafeMutableBufferPointer { channelFirst in
-        for k in users.indices {
-          let ahead = k &+ SideTotals.rowsAhead
-          if ahead < users.count {
-            cprefetch_read(userFirst.baseAddress! + Int(users[ahead]))
-            cprefetch_read(channelFirst.baseAddress! + Int(channels[ahead]))
-          }
-          let (u, c, line) = (Int(users[k]), Int(channels[k]), changes.changedLines[k])
-          if userFirst[u] == 0 { userFirst[u] = line }
-          if channelFirst[c] == 0 {
-            firstChanges.append((line, users[k]))
-            // At most one per channel row, whose number fits an Int32.
-            channelFirst[c] = Int32(truncatingIfNeeded: firstChanges.count)
+        userSeen.withUnsafeMutableBufferPointer { userSeen in
+          channelSeen.withUnsafeMutableBufferPointer { channelSeen in
+            for k in users.indices {
+              let (u, c) = (Int(users[k]), Int(channels[k]))
+              let (userBit, channelBit) = (UInt64(1) << (u & 63), UInt64(1) << (c & 63))
+              if userSeen[u >> 6] & userBit == 0 {
+                userSeen[u >> 6] |= userBit
+                userFirst[u] = changes.changedLines[k]
+              }
+              if channelSeen[c >> 6] & channelBit == 0 {
+                channelSeen[c >> 6] |= channelBit
+                firstChanges.append((changes.changedLines[k], users[k]))
+                // At most one per channel row, whose number fits an Int32.
+                channelFirst[c] = Int32(truncatingIfNeeded: firstChanges.count)
+              }
+            }
           }
         }
       }
