@@ -70,12 +70,17 @@ public final class ScenarioCopy: Sendable {
     return stat(path, &info) != 0 || info.st_size == 0
   }
 
-  /// - Parameter timeout: seconds the SQL may run (copying the tables it
-  ///   writes included) before it is stopped; nil for no limit.
-  public init(of source: String, applying sql: String, timeout: Int? = nil)
+  /// - Parameters:
+  ///   - timeout: seconds the SQL may run (copying the tables it writes
+  ///     included) before it is stopped; nil for no limit.
+  ///   - template: the tables the SQL is forecast to write, already
+  ///     copied for a sweep's scenarios: an overlay starts as a copy of it.
+  init(
+    of source: String, applying sql: String, timeout: Int? = nil, template: OverlayTemplate? = nil
+  )
     throws(WhatIfError.Scenario)
   {
-    let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+    let temporary = ScenarioFolder.temporary
     ScenarioFolder.removeAbandoned(in: temporary)
     let made: (made: ScenarioFolder, cleanup: Int)
     do {
@@ -90,7 +95,8 @@ public final class ScenarioCopy: Sendable {
     cleanup = made.cleanup
     do {
       let made = try Self.make(
-        applying: sql, to: source, in: folder, deadline: timeout.map(Deadline.init(seconds:)))
+        applying: sql, to: source, in: folder, deadline: timeout.map(Deadline.init(seconds:)),
+        template: template)
       base = made.overlay ? source : nil
       (rowsChanged, writes) = (made.applied.rowsChanged, made.applied.writes)
     } catch {
@@ -108,10 +114,13 @@ public final class ScenarioCopy: Sendable {
   /// Makes the scenario's snapshot in `folder`: an overlay of `source` if
   /// it can, else a whole copy; with what the SQL changed.
   private static func make(
-    applying sql: String, to source: String, in folder: ScenarioFolder, deadline: Deadline?
+    applying sql: String, to source: String, in folder: ScenarioFolder, deadline: Deadline?,
+    template: OverlayTemplate?
   ) throws(WhatIfError.Scenario) -> (overlay: Bool, applied: Applied) {
     let path = folder.snapshotPath
-    if let applied = try applyOnOverlay(sql, over: source, at: path, deadline: deadline) {
+    if let applied = try applyOnOverlay(
+      sql, over: source, at: path, deadline: deadline, template: template)
+    {
       return (true, applied)
     }
     folder.removeSnapshot()
@@ -125,15 +134,18 @@ public final class ScenarioCopy: Sendable {
     return (false, try apply(sql, to: copy, deadline: deadline))
   }
 
-  /// Applies `sql` to a new overlay of `source` at `path`, returning what
-  /// it changed; nil when the scenario needs a whole copy
-  /// instead (the overlay is then garbage). A refusal is final: the whole
-  /// copy would refuse the same statement.
+  /// Applies `sql` to a new overlay of `source` at `path` (a copy of
+  /// `template`'s tables, if any), returning what it changed; nil when the
+  /// scenario needs a whole copy instead (the overlay is then garbage). A
+  /// refusal is final: the whole copy would refuse the same statement.
   private static func applyOnOverlay(
-    _ sql: String, over source: String, at path: String, deadline: Deadline?
+    _ sql: String, over source: String, at path: String, deadline: Deadline?,
+    template: OverlayTemplate?
   ) throws(WhatIfError.Scenario) -> Applied? {
     let tables: OverlayTables
     do throws(SQLiteError) {
+      // (Without the template's copy, the overlay copies its tables itself.)
+      _ = template?.copy(to: path)
       let overlay = try Connection(scratch: path, base: source)
       guard try OverlayTables.canOverlay(overlay) else { return nil }
       tables = OverlayTables(overlay)

@@ -22,6 +22,9 @@ struct ScenarioFolder: Sendable {
   /// its lock yet (between `mkdtemp` and `flock`).
   static let minimumAgeSeconds = 60
 
+  /// Where scenarios' folders are made: `$TMPDIR`, else /tmp.
+  static var temporary: String { getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp" }
+
   let path: String
   /// Where the scenario's snapshot is made.
   var snapshotPath: String { path + "/" + Self.fileNames[0] }

@@ -77,6 +77,13 @@ final class OverlayTables {
   /// schema is not what SQLite itself writes.
   private(set) var refusal: String?
 
+  /// Copies `tables` now, as if a statement had been denied for each
+  /// (`OverlayTemplate`).
+  func copy(_ tables: [String]) -> Bool {
+    pending = tables
+    return copyPendingTables()
+  }
+
   func copyPendingTables() -> Bool {
     defer { pending.removeAll() }
     do throws(SQLiteError) {

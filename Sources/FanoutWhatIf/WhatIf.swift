@@ -242,14 +242,21 @@ public enum WhatIf {
         throw .run(.snapshot(error))
       }
     }
-    let copies: [Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?] = bs.map { b in
-      switch b.scenario {
+    let forecasts = bs.map { b -> Set<String>? in
+      guard case .sql(let sql) = b.scenario else { return nil }
+      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)
+    }
+    // Scenarios of a sweep that write the same tables start from one copy of them.
+    var templates = OverlayTemplate.shared(by: forecasts, source: options.snapshot)
+    let copies: [Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?] = bs.indices.map { k in
+      switch bs[k].scenario {
       case .snapshot: nil
       case .sql(let sql):
-        Pending {
+        Pending { [template = templates[k]] in
           Result { () throws(WhatIfError.Scenario) in
             try ScenarioCopy(
-              of: options.snapshot, applying: sql, timeout: options.sqlTimeoutSeconds)
+              of: options.snapshot, applying: sql, timeout: options.sqlTimeoutSeconds,
+              template: template)
           }
         }
       }
@@ -261,10 +268,9 @@ public enum WhatIf {
     // need. Otherwise A is read from SQLite for its
     // rows, and each B is built over them, sharing A's columns wherever its
     // SQL left their tables alone (docs/whatif.md).
-    let overIndex = bs.allSatisfy { b in
-      guard case .sql(let sql) = b.scenario else { return true }
-      return ScenarioCopy.tablesWritten(by: sql, in: options.snapshot)?.isSubset(
-        of: SnapshotLoader.tablesOverIndex) ?? false
+    let overIndex = zip(bs, forecasts).allSatisfy { b, tables in
+      guard case .sql = b.scenario else { return true }
+      return tables?.isSubset(of: SnapshotLoader.tablesOverIndex) ?? false
     }
     let a: Index
     var rowsOfA: SnapshotRows? = nil
@@ -303,6 +309,7 @@ public enum WhatIf {
       if indexes[k + 1] !== a { compared.lap("load B") }
     }
     rowsOfA = nil  // A's rows, if a B built from A's columns alone left them
+    templates = []  // (every copy is made)
     if let watch, watch.committedSince() {
       throw .run(
         .snapshot(

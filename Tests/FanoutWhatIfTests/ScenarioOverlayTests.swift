@@ -26,9 +26,11 @@ struct ScenarioOverlayTests {
   /// and by its tables alone over the source's rows, against a whole copy.
   /// Returns the scenario's snapshot for more checks.
   @discardableResult
-  private func agrees(_ sql: String, source: String? = nil) throws -> ScenarioCopy {
+  private func agrees(_ sql: String, source: String? = nil, template: OverlayTemplate? = nil)
+    throws -> ScenarioCopy
+  {
     let source = source ?? self.source
-    let scenario = try ScenarioCopy(of: source, applying: sql)
+    let scenario = try ScenarioCopy(of: source, applying: sql, template: template)
     let wholeLoad = Result { () throws(SnapshotError) in
       try SnapshotLoader.load(path: SQLiteFixture.copy(source, applying: sql))
     }
@@ -259,8 +261,10 @@ struct ScenarioOverlayTests {
   }
 
   /// The tables in the scenario's own file.
-  private func tables(_ scenario: ScenarioCopy) -> String? {
-    SQLiteSession(scenario.path).value(
+  private func tables(_ scenario: ScenarioCopy) -> String? { tables(scenario.path) }
+
+  private func tables(_ file: String) -> String? {
+    SQLiteSession(file).value(
       "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
         + "WHERE type = 'table' ORDER BY name)")
   }
@@ -497,6 +501,64 @@ struct ScenarioOverlayTests {
   func forecast(_ sql: String, _ expected: String?) {
     let tables = ScenarioCopy.tablesWritten(by: sql, in: source)
     #expect(tables.map { $0.sorted().joined(separator: ",") } == expected, "\(sql)")
+  }
+
+  @Test(
+    "a sweep's scenarios that write the same tables start from one copy of them, and load as whole copies would",
+    arguments: [
+      "UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL",
+      "UPDATE users SET quiet_action = 'defer' WHERE rowid % 2 = 0",
+      "DELETE FROM users WHERE user_id = (SELECT min(user_id) FROM members)",
+      "INSERT INTO users (user_id) VALUES ('zz-new')",
+      "UPDATE users SET chat_level = 'loud' WHERE rowid = 3",
+      "UPDATE main.users SET show_preview = 0",
+      "UPDATE users SET show_preview = 0; DELETE FROM devices WHERE device_id % 3 = 0",
+      "INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')",
+      "CREATE INDEX users_zone ON users(timezone); UPDATE users SET show_preview = 0",
+    ])
+  func template(_ sql: String) throws {
+    let forecast = ScenarioCopy.tablesWritten(by: sql, in: source)
+    let templates = OverlayTemplate.shared(
+      by: [forecast, nil, forecast, ["thread_prefs"]], source: source)
+    #expect(templates[1] == nil && templates[3] == nil, "one scenario alone has none")
+    guard let forecast else {
+      #expect(templates[0] == nil, "\(sql): no forecast, no template")
+      return
+    }
+    let template = try #require(templates[0], "\(sql)")
+    #expect(templates[2] === template)
+    let file = try #require(template.file, "\(sql)")
+    #expect(tables(file) == forecast.sorted().joined(separator: ","), "\(sql)")
+    for _ in 0..<2 { try agrees(sql, template: template) }
+  }
+
+  @Test("a template whose tables the overlay will not copy is none: each scenario copies its own")
+  func templateRefused() throws {
+    // A's stored schema for users is not one CREATE statement each.
+    let source = SQLiteFixture.copy(
+      self.source,
+      applying: "CREATE INDEX i ON users(timezone); PRAGMA writable_schema = ON; "
+        + "UPDATE sqlite_master SET sql = 'CREATE INDEX i ON users(timezone); SELECT 1' "
+        + "WHERE name = 'i'")
+    let templates = OverlayTemplate.shared(by: [["users"], ["users"]], source: source)
+    #expect(try #require(templates[0]).file == nil)
+    #expect {
+      try ScenarioCopy(
+        of: source, applying: "UPDATE users SET show_preview = 0", template: templates[0])
+    } throws: { error in
+      guard case .refused(let reason) = error as? WhatIfError.Scenario else { return false }
+      return reason.contains("stored schema")
+    }
+  }
+
+  @Test("a template's folder is gone with it")
+  func templateRemoved() throws {
+    var templates = OverlayTemplate.shared(by: [["users"], ["users"]], source: source)
+    let file = try #require(templates[0]?.file)
+    #expect(FileManager.default.fileExists(atPath: file))
+    templates = []
+    #expect(!FileManager.default.fileExists(atPath: file))
+    #expect(!FileManager.default.fileExists(atPath: (file as NSString).deletingLastPathComponent))
   }
 
   @Test("a refusal on an overlay is the scenario's refusal")
