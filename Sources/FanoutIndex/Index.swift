@@ -173,7 +173,7 @@ public final class Index: Sendable {
     categoryPref: Column<Preference>,
     settings: AppSettings, declaredMemberCount: [Int64], mutedBy: MutedBy, threadPrefs: ThreadPrefs,
     presence: PresenceWindows, userQuietActions: [QuietAction?], columnsOrigin: Index? = nil,
-    columnsBesideTimesOrigin: Index? = nil
+    columnsBesideTimesOrigin: Index? = nil, derivedAlike: DerivedColumns? = nil
   ) {
     self.columnsOrigin = columnsOrigin
     self.columnsBesideTimesOrigin = columnsBesideTimesOrigin
@@ -208,13 +208,21 @@ public final class Index: Sendable {
     self.categoryPref = categoryPref
     self.settings = settings
     self.declaredMemberCount = declaredMemberCount
-    channelDefaultChat = Column(
-      Self.defaultChatLevels(
-        settings, scopes: channelScope, starts: channelMembers, declared: declaredMemberCount))
+    channelDefaultChat =
+      derivedAlike?.channelDefaultChat
+      ?? Column(
+        Self.defaultChatLevels(
+          settings, scopes: channelScope, starts: channelMembers, declared: declaredMemberCount))
     self.mutedBy = mutedBy
     self.threadPrefs = threadPrefs
     self.presence = presence
     self.userQuietActions = userQuietActions
+    if let users = derivedAlike?.users {
+      (userState, userDefers, anyUserDefers) = (
+        users.userState, users.userDefers, users.anyUserDefers
+      )
+      return
+    }
     let userDefers = userQuietActions.map { ($0 ?? settings.defaultQuietAction) == .defer }
     self.userDefers = userDefers
     anyUserDefers = userDefers.contains(true)
@@ -239,6 +247,16 @@ public final class Index: Sendable {
       initialized = count
     }
     userState = Column(states)
+  }
+
+  /// Columns an index derives from others, taken from the index it
+  /// replaces (`replacing`) where what they derive from is unchanged: each
+  /// is a pass over 6.6M channels or 1M users at 1M users, for every B of
+  /// a what-if.
+  package struct DerivedColumns {
+    var channelDefaultChat: Column<Level>?
+    /// The users' records and quiet actions, taken whole.
+    var users: Index?
   }
 
   /// What a user's row sets besides the levels the membership slots
@@ -406,13 +424,20 @@ public final class Index: Sendable {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
     let timesOnly = gateways == nil && devices == nil && slots == nil
     let settingsOnly = timesOnly && userTimes == nil
-    let devices = devices ?? self.devices
-    let slots = slots ?? self.slots
     let times =
       userTimes
       ?? UserTimes(
         zones: zones, userZone: userZone, userDND: userDND, dndWords: dndWords,
         userQuietActions: userQuietActions)
+    let derived = DerivedColumns(
+      channelDefaultChat: slots == nil && settings.sameChannelDefaults(as: self.settings)
+        ? channelDefaultChat : nil,
+      // The records read the times, devices, category preferences, presence
+      // and quiet actions; only the default quiet action of the settings.
+      users: userTimes == nil && devices == nil && gateways == nil
+        && settings.defaultQuietAction == self.settings.defaultQuietAction ? self : nil)
+    let devices = devices ?? self.devices
+    let slots = slots ?? self.slots
     let gateways = gateways ?? gatewayColumns
     let prefs = gateways.categoryPrefs
     return Index(
@@ -433,7 +458,8 @@ public final class Index: Sendable {
       mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
       userQuietActions: times.userQuietActions,
       columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil,
-      columnsBesideTimesOrigin: timesOnly ? columnsBesideTimesOrigin ?? self : nil)
+      columnsBesideTimesOrigin: timesOnly ? columnsBesideTimesOrigin ?? self : nil,
+      derivedAlike: derived)
   }
 
   /// Whether rules 0–7 decide every pair against `other` as against this

@@ -112,6 +112,13 @@ public struct AppSettings: Sendable, Equatable {
     return level
   }
 
+  /// Whether every channel's default chat level (`Index.channelDefaultChat`)
+  /// is the same under `other`.
+  public func sameChannelDefaults(as other: AppSettings) -> Bool {
+    largeChannel == other.largeChannel && kindChatLevel == other.kindChatLevel
+      && defaultChatLevel == other.defaultChatLevel
+  }
+
   /// Whether an index's membership slots are the same under `other`: the
   /// call default is resolved into them (a chat level left to the defaults
   /// is the channel's, resolved per message: `Index.channelDefaultChat`).

@@ -314,6 +314,13 @@ struct ScenarioOverlayTests {
       ("DELETE FROM thread_prefs WHERE rowid % 3 = 0", "thread_prefs"),
       // Settings apply to the source's rows at build time.
       ("UPDATE settings SET value = 'mentions' WHERE key = 'default_chat_level'", "settings"),
+      // The channels' default chat levels alone (the slots kept), the
+      // quiet action alone (the users' records made again).
+      (
+        "INSERT OR REPLACE INTO settings VALUES ('default_chat_level.group', 'none'), "
+          + "('large_channel_members', '3'), ('large_channel_level', 'mentions')", "settings"
+      ),
+      ("INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer')", "settings"),
       (
         """
         INSERT OR REPLACE INTO settings VALUES ('default_quiet_action', 'defer'),
