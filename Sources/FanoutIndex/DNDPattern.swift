@@ -58,24 +58,39 @@ extension DNDPattern {
     weekly: [(user: Int32, weekday: Int, start: Int, end: Int)]
   ) -> (userDND: [Int32], words: [UInt64], patterns: Int) {
     var patternIDs: [DNDPattern: Int32] = [:]
-    // Most schedules are a daily window: each distinct one is built and hashed once.
+    // Most schedules are a daily window: each distinct one is built and
+    // hashed once, and users in a row with the same one (a what-if giving
+    // everyone 22–07) not even looked up again.
     var dailyIDs: [Int: Int32] = [:]  // start << 11 | end
+    var lastDaily: (key: Int, id: Int32)? = nil
     var words: [UInt64] = []
     var userDND = [Int32](repeating: -1, count: userCount)
-    var weeklyPatterns: [Int32: DNDPattern] = [:]
-    for w in weekly {
-      weeklyPatterns[w.user, default: DNDPattern()].addWeekly(
-        weekday: w.weekday, start: w.start, end: w.end)
-    }
+    // The weekly windows by user (as read, mostly), met in user order: no
+    // lookup per user. (A pattern is the union of its windows: any order.)
+    let weekly =
+      zip(weekly, weekly.dropFirst()).allSatisfy { $0.user <= $1.user }
+      ? weekly : weekly.sorted { $0.user < $1.user }
+    var nextWeekly = 0
     for u in 0..<userCount {
       var pattern: DNDPattern
       var dailyKey: Int? = nil
-      if let weeklyPattern = weeklyPatterns[Int32(u)] {
-        pattern = weeklyPattern
+      while nextWeekly < weekly.count && weekly[nextWeekly].user < u { nextWeekly += 1 }
+      if nextWeekly < weekly.count && weekly[nextWeekly].user == u {
+        pattern = DNDPattern()
+        while nextWeekly < weekly.count && weekly[nextWeekly].user == u {
+          let w = weekly[nextWeekly]
+          pattern.addWeekly(weekday: w.weekday, start: w.start, end: w.end)
+          nextWeekly += 1
+        }
       } else if let window = daily[u] {
         let key = window.start << 11 | window.end
+        if let last = lastDaily, last.key == key {
+          userDND[u] = last.id
+          continue
+        }
         if let id = dailyIDs[key] {
           userDND[u] = id
+          lastDaily = (key, id)
           continue
         }
         dailyKey = key
@@ -93,7 +108,10 @@ extension DNDPattern {
         words += pattern.words
       }
       userDND[u] = id
-      if let dailyKey { dailyIDs[dailyKey] = id }
+      if let dailyKey {
+        dailyIDs[dailyKey] = id
+        lastDaily = (dailyKey, id)
+      }
     }
     return (userDND, words, patternIDs.count)
   }

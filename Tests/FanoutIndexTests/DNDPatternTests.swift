@@ -48,4 +48,61 @@ struct DNDPatternTests {
       }
     }
   }
+
+  @Test(
+    "schedules: weekly windows replace the daily one, in any row order; equal schedules share a pattern"
+  )
+  func schedules() {
+    var random = SeededRandom(seed: 5)
+    for round in 0..<60 {
+      let users = Int.random(in: 1...300, using: &random)
+      // Runs of users with one window (as a what-if gives everyone one), others apart.
+      let windows = [(1_320, 420), (0, 0), (60, 120), (1_380, 360)]
+      var daily: [(start: Int, end: Int)?] = []
+      var run: (start: Int, end: Int)? = nil
+      for _ in 0..<users {
+        if Int.random(in: 0..<8, using: &random) == 0 {
+          run = Bool.random(using: &random) ? windows.randomElement(using: &random)! : nil
+        }
+        daily.append(
+          Int.random(in: 0..<10, using: &random) == 0
+            ? (Int.random(in: 0..<1_440, using: &random), Int.random(in: 0..<1_440, using: &random))
+            : run)
+      }
+      var weekly: [(user: Int32, weekday: Int, start: Int, end: Int)] = []
+      for _ in 0..<Int.random(in: 0...40, using: &random) {
+        let start = Int.random(in: 0..<1_439, using: &random)
+        weekly.append(
+          (
+            Int32.random(in: 0..<Int32(users), using: &random),
+            Int.random(in: 1...7, using: &random),
+            start, Int.random(in: (start + 1)...1_439, using: &random)
+          ))
+      }
+      if round % 2 == 0 { weekly.sort { $0.user < $1.user } }
+      let made = DNDPattern.schedules(users: users, daily: daily, weekly: weekly)
+      var expected: [[UInt64]?] = []
+      for u in 0..<users {
+        let own = weekly.filter { $0.user == u }
+        var pattern = DNDPattern()
+        if !own.isEmpty {
+          for w in own { pattern.addWeekly(weekday: w.weekday, start: w.start, end: w.end) }
+        } else if let window = daily[u] {
+          pattern.addDaily(start: window.start, end: window.end)
+        } else {
+          expected.append(nil)
+          continue
+        }
+        expected.append(pattern.words)
+      }
+      let count = DNDPattern.wordCount
+      for u in 0..<users {
+        let id = Int(made.userDND[u])
+        let words = id < 0 ? nil : Array(made.words[(id * count)..<((id + 1) * count)])
+        #expect(words == expected[u], "round \(round), user \(u)")
+      }
+      #expect(made.patterns == Set(expected.compactMap { $0 }).count, "round \(round)")
+      #expect(made.words.count == made.patterns * count)
+    }
+  }
 }
