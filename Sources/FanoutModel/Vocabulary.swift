@@ -192,12 +192,12 @@ public struct Outcome: RawRepresentable, Hashable, Sendable {
 
   public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-  public static func delivered(_ trigger: Trigger) -> Outcome {
+  @inlinable public static func delivered(_ trigger: Trigger) -> Outcome {
     Outcome(rawValue: trigger.rawValue)
   }
 
-  public static func suppressed(_ reason: Reason) -> Outcome {
-    Outcome(rawValue: UInt8(Trigger.allCases.count) + reason.rawValue)
+  @inlinable public static func suppressed(_ reason: Reason) -> Outcome {
+    Outcome(rawValue: triggers &+ reason.rawValue)
   }
 
   public static let notMember = Outcome(
@@ -209,8 +209,11 @@ public struct Outcome: RawRepresentable, Hashable, Sendable {
   /// (Inlinable: the what-if tallies ask it of every pair.)
   @inlinable public var isDelivered: Bool { rawValue < Outcome.triggers }
 
-  /// Outcomes below this are deliveries, one per trigger.
-  @usableFromInline static let triggers = UInt8(Trigger.allCases.count)
+  /// Outcomes below this are deliveries, one per trigger
+  /// (`Trigger.allCases.count`, as a test checks): a constant, where a
+  /// stored static took a lazy-initialization check on every pair the
+  /// what-if walks read it for.
+  @usableFromInline static var triggers: UInt8 { 4 }
 
   /// The reason of a suppressed pair (nil: delivered, or `notMember`).
   @inlinable public var reason: Reason? {

@@ -426,14 +426,15 @@ struct ChunkComparer: ChunkWork {
     // Views valid while `batch` and `indexes` are held (for the whole call).
     let ids = batch.idJSON.view
     let userJSON = indexes[0].userJSON.view
+    let (keys, ends) = (Self.lineKeys, Self.changeEnds)  // (read once: lazily made statics)
     for n in users.indices {
       if n &+ 16 < users.count { userJSON.prefetchOffsets(Int(users[n &+ 16])) }
       if n &+ 8 < users.count { userJSON.prefetchBytes(Int(users[n &+ 8])) }
-      lines.append(contentsOf: Self.lineKeys[0])
+      lines.append(contentsOf: keys[0])
       lines.append(contentsOf: ids[Int(messages[n])])
-      lines.append(contentsOf: Self.lineKeys[1])
+      lines.append(contentsOf: keys[1])
       lines.append(contentsOf: userJSON[Int(users[n])])
-      lines.append(contentsOf: Self.changeEnds[Int(transitions[n])])
+      lines.append(contentsOf: ends[Int(transitions[n])])
     }
     changes.changeBlocks = LZ4Frame.blocks(UnsafeRawBufferPointer(lines.bytes))
     withExtendedLifetime(batch) {}
@@ -470,6 +471,10 @@ struct MessageSlices {
 /// Counts one side's pairs of the current message into its slices.
 private struct SideTally {
   let slices: MessageSlices
+  /// `Slice`'s offsets, read once: each read of a lazily made static checks
+  /// that it is made, a call per pair.
+  private let localHours = Slice.localHours
+  private let deliveryHours = Slice.deliveryHours
   var message = 0
   /// The current message's pairs counted so far, delivered and not (with
   /// their sign): its kind, size and UTC hour slices take them at `end`.
@@ -492,8 +497,8 @@ private struct SideTally {
     into side: inout SideChunk
   ) {
     let isDelivered = outcome.isDelivered
-    side.slices.count(Slice.localHours + Int(localHour), delivered: isDelivered, by: sign)
-    side.slices.count(Slice.deliveryHours + Int(deliveryHour), delivered: isDelivered, by: sign)
+    side.slices.count(localHours + Int(localHour), delivered: isDelivered, by: sign)
+    side.slices.count(deliveryHours + Int(deliveryHour), delivered: isDelivered, by: sign)
     guard isDelivered else {
       suppressed &+= sign
       return
