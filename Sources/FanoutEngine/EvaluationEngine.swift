@@ -30,11 +30,28 @@ public protocol ChunkWork: Sendable {
   /// theirs: rules 0–7 decide alike on both (`Index.decidesAlikeBeforeLedgers`)
   /// and both keep outcomes (`LedgerPass.outcomes`).
   func sharesFirstPass(side: Int) -> Bool
+  /// Index 0's pass before the ledgers over one chunk, by `finder` (an
+  /// evaluator of index 0 made for that pass), where index 0 has no
+  /// ledgers of its own but other sides take its pass: with whatever else
+  /// the work decides from that evaluation while the chunk's rows are in
+  /// cache, handed back to `evaluate` in index 0's verdicts
+  /// (`LedgerVerdicts.decidedBeside`; nothing when empty).
+  func firstPass(
+    _ batch: MessageBatch, messages: Range<Int>, finder: Evaluator, worker: inout Worker
+  )
+    -> (ChunkResult, beside: [ChunkResult])
 }
 
 extension ChunkWork {
   public func ledgerPass(side: Int) -> LedgerPass { .deliveredPairs }
   public func sharesFirstPass(side: Int) -> Bool { false }
+  public func firstPass(
+    _ batch: MessageBatch, messages: Range<Int>, finder: Evaluator, worker: inout Worker
+  ) -> (ChunkResult, beside: [ChunkResult]) {
+    var result = ChunkResult(gateways: indexes[0].gateways.count)
+    finder.evaluate(batch, messages: messages, into: &result)
+    return (result, [])
+  }
 }
 
 /// The one evaluation loop of every command: parse → plan → chunks on the
@@ -241,10 +258,19 @@ public final class EvaluationEngine<Work: ChunkWork> {
     let work = work
     let size = max(1, groupSize)
     let judgingStarted = PhaseTime.start()
-    // Index 0's pass, where other sides' ledgers take it as theirs.
-    let first =
-      sidesSharingFirstPass.isEmpty
-      ? nil : (firstPass ?? ledgers[0]?.pass)?.run(batches, plan: plan)
+    // Index 0's pass, where other sides' ledgers take it as theirs (with
+    // what the work decides beside it, when index 0 has no ledgers).
+    var first: [ChunkResult]? = nil
+    var decidedBeside: [[ChunkResult]] = []
+    if !sidesSharingFirstPass.isEmpty, let firstPass {
+      let made = firstPass.run(batches, plan: plan, states: &workers, empty: [ChunkResult]()) {
+        finder, worker, batch, messages in
+        work.firstPass(batch, messages: messages, finder: finder, worker: &worker)
+      }
+      (first, decidedBeside) = (made.map(\.0), made.map(\.1))
+    } else if !sidesSharingFirstPass.isEmpty {
+      first = ledgers[0]?.pass.run(batches, plan: plan)
+    }
     // Per index, per batch.
     let judged = ledgers.enumerated().map { side, ledger in
       let shares = side == 0 || sidesSharingFirstPass.contains(side)
@@ -263,6 +289,11 @@ public final class EvaluationEngine<Work: ChunkWork> {
       }
       for (k, result) in evaluated.enumerated() {
         verdicts[plan[k].batch].evaluated[plan[k].messages.lowerBound] = result
+      }
+      if side == 0 {
+        for (k, beside) in decidedBeside.enumerated() where !beside.isEmpty {
+          verdicts[plan[k].batch].decidedBeside[plan[k].messages.lowerBound] = beside
+        }
       }
       return verdicts
     }

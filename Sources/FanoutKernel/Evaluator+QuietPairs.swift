@@ -28,10 +28,11 @@ extension Evaluator {
     let snoozed = Outcome.suppressed(.snoozed)
     let dnd = Outcome.suppressed(.dnd)
     batch.mentions.withUnsafeBufferPointer { mentions in
-      var start = 0
-      for (k, m) in messages.enumerated() {
+      for m in messages {
+        // (The messages may be the chunk's next few: `result` has the ends of those before.)
+        let k = result.messagePairEnds.count
+        let start = k == 0 ? 0 : Int(decidedByA.messagePairEnds[k - 1])
         let end = Int(decidedByA.messagePairEnds[k])
-        defer { start = end }
         result.messagePairEnds.append(decidedByA.messagePairEnds[k])
         guard
           let first = (start..<end).first(where: {

@@ -179,6 +179,27 @@ public final class PassBeforeLedgers {
     }
   }
 
+  /// `run`, each chunk evaluated by `chunk`, given this pass's evaluator
+  /// for its thread and one of `states` (as many as this pass has threads;
+  /// any state serves any chunk): work that reads the pass's evaluation
+  /// of a chunk is done beside it while the chunk's rows are in cache.
+  public func run<State, Beside: Sendable>(
+    _ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)],
+    states: inout [State], empty: Beside,
+    chunk: @Sendable (Evaluator, inout State, MessageBatch, Range<Int>) -> (ChunkResult, Beside)
+  ) -> [(ChunkResult, Beside)] {
+    precondition(states.count == finders.count, "one state per thread of the pass")
+    // The states moved, not copied: a copy would share their buffers.
+    var paired: [(finder: Evaluator, state: State)] = []
+    for finder in finders.reversed() { paired.append((finder, states.removeLast())) }
+    defer { while let (_, state) = paired.popLast() { states.append(state) } }
+    return runChunks(
+      count: plan.count, workers: &paired, empty: (ChunkResult(gateways: gateways), empty)
+    ) { pair, k in
+      chunk(pair.finder, &pair.state, batches[plan[k].batch], plan[k].messages)
+    }
+  }
+
   /// `plan`'s chunks of `batches`, evaluated without rule 8.
   public func run(_ batches: [MessageBatch], plan: [(batch: Int, messages: Range<Int>)])
     -> [ChunkResult]

@@ -9,6 +9,9 @@ public struct LedgerVerdicts: Sendable {
   /// With `LedgerPass.outcomes` or `.deliveries`: the batch's chunks as
   /// the pass evaluated them, without rule 8, by their first message.
   public var evaluated: [Int: ChunkResult] = [:]
+  /// On index 0's verdicts, what the work decided beside that pass's
+  /// evaluation of each chunk (`ChunkWork.firstPass`), by its first message.
+  public var decidedBeside: [Int: [ChunkResult]] = [:]
 
   public init(
     throttled: ThrottledMembers = .none, notifications: NotificationFields? = nil,

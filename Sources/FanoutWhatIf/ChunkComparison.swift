@@ -191,42 +191,30 @@ struct ChunkComparer: ChunkWork {
         if !redecides[side] { evaluatedSides.append(side) }
       }
     }
-    // (Sides of other quiet hours have no ledgers: never evaluated in a pass.)
-    var quietHoursResults = quietHoursSides.map { _ in ChunkResult(gateways: 0) }
-    for (k, side) in quietHoursSides.enumerated() {
-      swap(&quietHoursResults[k], &worker.results[side])
+    // The sides that decide again some of A's pairs from A's decisions
+    // (other quiet hours, deferral) did so beside A's pass, if A had one.
+    let decidedBeside = verdicts[0].decidedBeside[messages.lowerBound]
+    if let decidedBeside {
+      for side in indexes.indices where redecidesFromA(side) {
+        worker.results[side] = decidedBeside[side]
+      }
     }
     // The slices of A's messages, for every side tallied in them (first:
     // the messages' channel rows are then in cache for the loop below).
     let keysOfA = MessageSlices(batch, messages, indexes[0])
     // Every side evaluates a few messages before the next side does: the
     // members, settings and users the sides share are still in cache.
-    var start = messages.lowerBound
-    while start < messages.upperBound {
-      var end = start
-      var pairs = 0
-      while end < messages.upperBound && pairs < Self.sidePairs {
-        pairs &+= indexes[0].memberCount(of: Int(batch.channel[end]))
-        end &+= 1
-      }
+    for block in blocks(batch, messages) {
       for side in evaluatedSides {
         worker.evaluators[side].evaluate(
-          batch, messages: start..<end, verdicts: verdicts[side], into: &worker.results[side])
+          batch, messages: block, verdicts: verdicts[side], into: &worker.results[side])
       }
-      if !quietHoursSides.isEmpty {
-        worker.evaluators[0].redecideQuietHours(
-          batch, messages: start..<end, decided: worker.results[0], changes: quietHoursChanges,
-          sides: worker.quietHoursEvaluators, takingBack: worker.takingBack,
-          into: &quietHoursResults)
+      if decidedBeside == nil && redecidesFromA {
+        var results: [ChunkResult] = []
+        swap(&results, &worker.results)
+        redecide(batch, block, from: results[0], into: &results, worker)
+        swap(&results, &worker.results)
       }
-      start = end
-    }
-    for (k, side) in quietHoursSides.enumerated() {
-      swap(&quietHoursResults[k], &worker.results[side])
-    }
-    for side in indexes.indices where defersMoreThanA[side] {
-      worker.evaluators[side].redecideQuietPairs(
-        batch, messages: messages, decidedBy: worker.results[0], into: &worker.results[side])
     }
     for side in indexes.indices where redecides[side] {
       worker.results[side].counters.add(worker.results[0].counters)
@@ -257,6 +245,72 @@ struct ChunkComparer: ChunkWork {
       chunk.sides.append(side)
     }
     return chunk
+  }
+
+  /// A's pass before the ledgers (where other sides take it as theirs),
+  /// block by block, each block's pairs decided again right after by the
+  /// sides that decide some of A's pairs from A's decisions: A's rows are
+  /// then in cache, where after the pass of a whole wave they were not.
+  func firstPass(
+    _ batch: MessageBatch, messages: Range<Int>, finder: Evaluator, worker: inout Worker
+  ) -> (ChunkResult, beside: [ChunkResult]) {
+    var a = ChunkResult(gateways: indexes[0].gateways.count)
+    guard redecidesFromA else {
+      finder.evaluate(batch, messages: messages, into: &a)
+      return (a, [])
+    }
+    var results = indexes.map { ChunkResult(gateways: $0.gateways.count) }
+    for block in blocks(batch, messages) {
+      finder.evaluate(batch, messages: block, into: &a)
+      redecide(batch, block, from: a, into: &results, worker)
+    }
+    return (a, results)
+  }
+
+  /// Whether some side decides again some of A's pairs from A's decisions.
+  private var redecidesFromA: Bool { !quietHoursSides.isEmpty || defersMoreThanA.contains(true) }
+
+  private func redecidesFromA(_ side: Int) -> Bool {
+    defersMoreThanA[side] || quietHoursSides.contains(side)
+  }
+
+  /// The chunk's messages in blocks of about `sidePairs` pairs.
+  private func blocks(_ batch: MessageBatch, _ messages: Range<Int>) -> [Range<Int>] {
+    var blocks: [Range<Int>] = []
+    var start = messages.lowerBound
+    while start < messages.upperBound {
+      var end = start
+      var pairs = 0
+      while end < messages.upperBound && pairs < Self.sidePairs {
+        pairs &+= indexes[0].memberCount(of: Int(batch.channel[end]))
+        end &+= 1
+      }
+      blocks.append(start..<end)
+      start = end
+    }
+    return blocks
+  }
+
+  /// The sides that decide again some of A's pairs from A's decisions
+  /// (`a`, up to `block`'s end) decide those of `block`, into their
+  /// `results` (per side).
+  private func redecide(
+    _ batch: MessageBatch, _ block: Range<Int>, from a: ChunkResult,
+    into results: inout [ChunkResult], _ worker: Worker
+  ) {
+    if !quietHoursSides.isEmpty {
+      var quietHoursResults = quietHoursSides.map { _ in ChunkResult(gateways: 0) }
+      for (k, side) in quietHoursSides.enumerated() { swap(&quietHoursResults[k], &results[side]) }
+      worker.evaluators[0].redecideQuietHours(
+        batch, messages: block, decided: a, changes: quietHoursChanges,
+        sides: worker.quietHoursEvaluators, takingBack: worker.takingBack,
+        into: &quietHoursResults)
+      for (k, side) in quietHoursSides.enumerated() { swap(&quietHoursResults[k], &results[side]) }
+    }
+    for side in indexes.indices where defersMoreThanA[side] {
+      worker.evaluators[side].redecideQuietPairs(
+        batch, messages: block, decidedBy: a, into: &results[side])
+    }
   }
 
   /// One side's own tally of its pairs.
