@@ -292,6 +292,7 @@ public enum WhatIf {
     compared.lap("load A")
     var indexes = [a]
     var rowsChanged: [[String: Int]?] = []
+    let baseRows = BaseRows()
     for (k, b) in bs.enumerated() {
       // Every overlay B is built from A's rows; the last one takes them.
       // (Loading the Bs side by side gained nothing: each already keeps
@@ -299,7 +300,7 @@ public enum WhatIf {
       rowsOfA?.sharedWithMore = k < bs.count - 1
       do {
         let (index, changed) = try loadB(
-          options, scenario: b.scenario, copy: copies[k], over: rowsOfA, a: a)
+          options, scenario: b.scenario, copy: copies[k], over: rowsOfA, a: a, baseRows: baseRows)
         indexes.append(index)
         rowsChanged.append(changed)
       } catch {
@@ -440,7 +441,7 @@ public enum WhatIf {
   private static func loadB(
     _ options: WhatIfOptions, scenario: WhatIfOptions.Scenario,
     copy scenarioCopy: Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?,
-    over rowsOfA: SnapshotRows?, a: Index
+    over rowsOfA: SnapshotRows?, a: Index, baseRows: BaseRows
   ) throws(WhatIfError) -> (Index, rowsChanged: [String: Int]?) {
     var copy: ScenarioCopy? = nil
     if let scenarioCopy {
@@ -457,7 +458,7 @@ public enum WhatIf {
       if let copy, let base = copy.base,
         let index = try SnapshotLoader.index(
           overlay: path, base: base, over: a,
-          usersColumnsChanged: copy.writes.columnsChanged(in: "users"),
+          usersColumnsChanged: copy.writes.columnsChanged(in: "users"), baseRows: baseRows,
           busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
       {
         return (index, copy.rowsChanged)
