@@ -90,6 +90,14 @@ package struct TableReader {
     return bytes
   }
 
+  /// Column `c`'s bytes when it holds text, not checked to be UTF-8 (nil
+  /// for anything else): for a lookup among names already read with
+  /// `text`, where only a match is taken.
+  func uncheckedTextBytes(_ c: Int32) -> UnsafeRawBufferPointer? {
+    let value = statement.value(c)
+    return value.type == SQLITE_TEXT ? value.textBytes : nil
+  }
+
   /// Column `c`'s text, or nil when it holds anything else: for values no
   /// rule reads, which are never refused.
   func textIfAny(_ c: Int32) -> String? {

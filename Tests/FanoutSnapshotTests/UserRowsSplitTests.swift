@@ -1,6 +1,7 @@
 import FanoutSQLite
 import FanoutTestSupport
 import FanoutTime
+import Foundation
 import Testing
 
 @testable import FanoutSnapshot
@@ -81,6 +82,44 @@ struct UserRowsSplitTests {
       #expect(!scenario.name.hasPrefix("ids"))
     default:
       Issue.record("one read gives \(whole), two halves \(halves)")
+    }
+  }
+
+  /// A row's zone is found by its name's bytes among the names met (no
+  /// string made per row): over some 140 zones, hashed into a small table
+  /// where names collide, NULL and 'UTC' among them, each user keeps its own.
+  @Test("each user's zone is the one its row names, among many zones")
+  func manyZones() throws {
+    let names = try FileManager.default.contentsOfDirectory(atPath: "/usr/share/zoneinfo/America")
+      .filter { !$0.contains(".") }.sorted().map { "America/" + $0 }
+    let tzdb = TimeZoneDatabase()
+    let zones = names.filter { (try? tzdb.zone(named: $0)) != nil } + ["UTC"]
+    #expect(zones.count > 100)
+    let values = zones.map { "('\($0)')" }.joined(separator: ", ")
+    let path = SQLiteFixture.make(
+      SQLiteFixture.header + """
+        CREATE TEMP TABLE z (name TEXT);
+        INSERT INTO z (name) VALUES \(values);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+        INSERT INTO users (user_id, timezone)
+          SELECT printf('u%05d', i),
+            CASE WHEN i % 7 = 0 THEN NULL
+              ELSE (SELECT name FROM z WHERE rowid = (i * 37) % \(zones.count) + 1) END
+          FROM n;
+
+        """)
+    let reads = try ConsistentReads(path: path, connections: 3, busyTimeoutMilliseconds: 1_000)
+    for rows in [
+      try UserRows.read(reads.main, tzdb: tzdb),
+      try UserRows.read(reads.take().connection, aside: reads.take, tzdb: tzdb),
+    ] {
+      #expect(rows.users.count == 1000)
+      for u in 0..<1000 {
+        let i = u + 1
+        let expected = i % 7 == 0 ? "UTC" : zones[(i * 37) % zones.count]
+        #expect(rows.zones[Int(rows.zone[u])].name == expected, "user \(i)")
+      }
+      #expect(rows.zoneNames.count == Set(rows.zones.map(\.name)).count)
     }
   }
 
