@@ -112,8 +112,10 @@ struct UserRows: Sendable {
     var ids = BytePool()
     var zoneIDs: [String: UInt16] = [:]
     /// `zoneIDs` by the names' bytes: a row's zone found without making a
-    /// string of it (1M rows per read, a few hundred names).
-    private var zonesByBytes = ZoneLookup()
+    /// string of it (1M rows per read, a few hundred names): row n of
+    /// `zoneNamesMet` is zone `zoneOfNameMet[n]`.
+    private var zoneNamesMet = StringTable()
+    private var zoneOfNameMet: [UInt16] = []
 
     /// The rows `rowids` selects (a condition on rowid; all when nil),
     /// in rowid order or `orderBy`'s.
@@ -148,8 +150,8 @@ struct UserRows: Sendable {
         }
         ids.append(id)  // strictly after its predecessor, so new
         if levels { rows.prefs.append(try LevelRow(r, first: 1)) }
-        if let bytes = r.uncheckedTextBytes(8), let z = zonesByBytes.find(bytes) {
-          rows.zone.append(z)
+        if let bytes = r.uncheckedTextBytes(8), let n = zoneNamesMet.find(bytes) {
+          rows.zone.append(zoneOfNameMet[Int(n)])
         } else {
           let zoneName = try r.optionalText(8) ?? "UTC"
           let z: UInt16
@@ -164,7 +166,7 @@ struct UserRows: Sendable {
             z = UInt16(rows.zones.count - 1)
             zoneIDs[zoneName] = z
           }
-          if !r.isNull(8) { zonesByBytes.insert(Array(zoneName.utf8), z) }
+          if !r.isNull(8), zoneNamesMet.insert(zoneName) != nil { zoneOfNameMet.append(z) }
           rows.zone.append(z)
         }
         switch (try r.optionalMinute(9), try r.optionalMinute(10)) {
@@ -234,47 +236,5 @@ enum WeeklyTable {
       weekly.append((u, Int(weekday), start, end))
     }
     return weekly
-  }
-}
-
-/// Small ids by byte strings, looked up without making a string: an open
-/// table of a few hundred names (time zones), hashed with FNV-1a.
-private struct ZoneLookup: Sendable {
-  private var slots = [Int32](repeating: -1, count: 64)
-  private var names: [[UInt8]] = []
-  private var ids: [UInt16] = []
-
-  func find(_ bytes: UnsafeRawBufferPointer) -> UInt16? {
-    let mask = slots.count - 1
-    var s = Self.hash(bytes) & mask
-    while slots[s] >= 0 {
-      let n = Int(slots[s])
-      if names[n].elementsEqual(bytes) { return ids[n] }
-      s = (s + 1) & mask
-    }
-    return nil
-  }
-
-  mutating func insert(_ name: [UInt8], _ id: UInt16) {
-    if (names.count + 1) * 2 > slots.count {
-      slots = [Int32](repeating: -1, count: slots.count * 2)
-      for n in names.indices { place(n) }
-    }
-    names.append(name)
-    ids.append(id)
-    place(names.count - 1)
-  }
-
-  private mutating func place(_ n: Int) {
-    let mask = slots.count - 1
-    var s = names[n].withUnsafeBytes { Self.hash($0) } & mask
-    while slots[s] >= 0 { s = (s + 1) & mask }
-    slots[s] = Int32(n)
-  }
-
-  private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
-    var h: UInt64 = 0xcbf2_9ce4_8422_2325
-    for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-    return Int(truncatingIfNeeded: h ^ (h >> 29))
   }
 }
