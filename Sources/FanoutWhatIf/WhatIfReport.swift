@@ -6,38 +6,85 @@ import FanoutOutput
 import FanoutReport
 import FanoutTraffic
 
-/// Running totals of a comparison, merged chunk by chunk in input order.
+/// The channels the traffic names, numbered in the order first met: the
+/// totals count per number, not per channel row, since a day's traffic
+/// names a fraction of the channels (at 1M, 1.6M of 6.6M) and each side's
+/// counts are fresh memory (in a sweep of five, 318 MB by channel row).
+struct ChannelNumbers {
+  /// Per channel row, its number + 1 (0: not met yet).
+  private var numberOfRow: [Int32]
+  /// Per number, its channel row.
+  private(set) var rows: [Int32] = []
+
+  init(channels: Int) {
+    numberOfRow = [Int32](repeating: 0, count: channels)
+    // Address space only: its pages come as numbers are given.
+    rows.reserveCapacity(channels)
+  }
+
+  var count: Int { rows.count }
+
+  /// The numbers of `channels` (rows), numbering those met for the first time.
+  mutating func number(_ channels: [Int32]) -> [Int32] {
+    var numbers = [Int32](repeating: 0, count: channels.count)
+    numberOfRow.withUnsafeMutableBufferPointer { numberOfRow in
+      for k in channels.indices {
+        let ahead = k &+ SideTotals.rowsAhead
+        if ahead < channels.count {
+          cprefetch_read(numberOfRow.baseAddress! + Int(channels[ahead]))
+        }
+        let row = Int(channels[k])
+        if numberOfRow[row] == 0 {
+          rows.append(channels[k])
+          // At most one per channel row, whose count fits an Int32.
+          numberOfRow[row] = Int32(truncatingIfNeeded: rows.count)
+        }
+        numbers[k] = numberOfRow[row] &- 1
+      }
+    }
+    return numbers
+  }
+}
+
 /// One side's totals over the run, merged from its `SideChunk`s in chunk
 /// order; a B tallied relative to A holds B's minus A's until `over(_:)`
 /// (its channels' counts even after).
 struct SideTotals {
   var counters: Counters
   var slices = SideSlices()
-  /// Delivered pairs per channel row and per user row.
-  var channelDelivered: [Int]
+  /// Delivered pairs per channel, by its `ChannelNumbers` number, and per
+  /// user row.
+  var channelDelivered: [Int] = []
   var userDelivered: [Int]
   /// Whether `channelDelivered` is still B's minus A's (`over(_:)`).
   private(set) var channelsAreDifference = false
 
   init(users: Int, channels: Int, gateways: Int) {
     counters = Counters(gateways: gateways)
-    channelDelivered = [Int](repeating: 0, count: channels)
+    // Address space only: its pages come as channels are numbered.
+    channelDelivered.reserveCapacity(channels)
     userDelivered = [Int](repeating: 0, count: users)
   }
 
-  mutating func add(_ side: SideChunk, channels: [Int32]) {
+  /// Adds a chunk whose messages' channels have `numbers`, of `numbered`
+  /// channels met so far.
+  mutating func add(_ side: SideChunk, channels numbers: [Int32], numbered: Int) {
     counters.add(side.counters)
     slices.add(side.slices)
+    if channelDelivered.count < numbered {
+      channelDelivered.append(
+        contentsOf: repeatElement(0, count: numbered - channelDelivered.count))
+    }
     // Each row is a cache miss, asked for `rowsAhead` ahead; a relative
     // side's channel counts are mostly 0, and its channels left alone.
     channelDelivered.withUnsafeMutableBufferPointer { counts in
       let delivered = side.messageDelivered
-      for k in channels.indices {
+      for k in numbers.indices {
         let ahead = k &+ Self.rowsAhead
-        if ahead < channels.count && delivered[ahead] != 0 {
-          cprefetch_read(counts.baseAddress! + Int(channels[ahead]))
+        if ahead < numbers.count && delivered[ahead] != 0 {
+          cprefetch_read(counts.baseAddress! + Int(numbers[ahead]))
         }
-        if delivered[k] != 0 { counts[Int(channels[k])] &+= Int(delivered[k]) }
+        if delivered[k] != 0 { counts[Int(numbers[k])] &+= Int(delivered[k]) }
       }
     }
     userDelivered.withUnsafeMutableBufferPointer { counts in
@@ -55,8 +102,7 @@ struct SideTotals {
   static let rowsAhead = 16
 
   /// These relative totals made whole, A's (`a`) plus the difference,
-  /// but for the channels' counts: only the top channels are shown, and a
-  /// whole copy per B cost 53 MB of fresh memory at 1M (6.6M channels).
+  /// but for the channels' counts: only the top channels are shown.
   func over(_ a: SideTotals) -> SideTotals {
     var whole = self
     whole.slices.add(a.slices)
@@ -73,22 +119,20 @@ struct ChangeTotals {
   /// Per user row, the traffic line of its first changed pair (0: none;
   /// lines are numbered from 1).
   var userFirstChange: [Int]
-  /// Per channel row, its first changed pair as a place in `firstChanges`
-  /// + 1 (0: none): 4 bytes per channel and 16 per channel changed, where
-  /// the pairs themselves per channel took 16 per channel (at 1M, 6.6M
-  /// channels: 106 MB per B of a sweep).
-  private var channelFirstChange: [Int32]
-  private var firstChanges: [(line: Int, user: Int32)] = []
+  /// Each changed channel's first changed pair, in the order met: 16
+  /// bytes per channel changed, where a place per channel row took 4 per
+  /// channel (at 1M, 6.6M channels: 26 MB per B of a sweep); only the top
+  /// channels' are ever looked up (`firstChanges(ofChannels:)`).
+  private var firstChanges: [(line: Int, user: Int32, channel: Int32)] = []
 
   /// Which user and channel rows have their first change: one bit each,
   /// so that the many changes after a row's first read no row of the
-  /// large tables above (at 1M, 128 KB and 0.8 MB against 8 MB and 26 MB).
+  /// large table above (at 1M, 128 KB against 8 MB).
   private var userSeen: [UInt64]
   private var channelSeen: [UInt64]
 
   init(users: Int, channels: Int) {
     userFirstChange = [Int](repeating: 0, count: users)
-    channelFirstChange = [Int32](repeating: 0, count: channels)
     userSeen = [UInt64](repeating: 0, count: users / 64 + 1)
     channelSeen = [UInt64](repeating: 0, count: channels / 64 + 1)
   }
@@ -98,22 +142,18 @@ struct ChangeTotals {
     changedPairs &+= changes.changedPairs
     let (users, channels) = (changes.changedUsers, changes.changedChannels)
     userFirstChange.withUnsafeMutableBufferPointer { userFirst in
-      channelFirstChange.withUnsafeMutableBufferPointer { channelFirst in
-        userSeen.withUnsafeMutableBufferPointer { userSeen in
-          channelSeen.withUnsafeMutableBufferPointer { channelSeen in
-            for k in users.indices {
-              let (u, c) = (Int(users[k]), Int(channels[k]))
-              let (userBit, channelBit) = (UInt64(1) << (u & 63), UInt64(1) << (c & 63))
-              if userSeen[u >> 6] & userBit == 0 {
-                userSeen[u >> 6] |= userBit
-                userFirst[u] = changes.changedLines[k]
-              }
-              if channelSeen[c >> 6] & channelBit == 0 {
-                channelSeen[c >> 6] |= channelBit
-                firstChanges.append((changes.changedLines[k], users[k]))
-                // At most one per channel row, whose number fits an Int32.
-                channelFirst[c] = Int32(truncatingIfNeeded: firstChanges.count)
-              }
+      userSeen.withUnsafeMutableBufferPointer { userSeen in
+        channelSeen.withUnsafeMutableBufferPointer { channelSeen in
+          for k in users.indices {
+            let (u, c) = (Int(users[k]), Int(channels[k]))
+            let (userBit, channelBit) = (UInt64(1) << (u & 63), UInt64(1) << (c & 63))
+            if userSeen[u >> 6] & userBit == 0 {
+              userSeen[u >> 6] |= userBit
+              userFirst[u] = changes.changedLines[k]
+            }
+            if channelSeen[c >> 6] & channelBit == 0 {
+              channelSeen[c >> 6] |= channelBit
+              firstChanges.append((changes.changedLines[k], users[k], channels[k]))
             }
           }
         }
@@ -121,10 +161,21 @@ struct ChangeTotals {
     }
   }
 
-  /// Channel row `c`'s first changed pair: its traffic line and user row.
-  func firstChange(ofChannel c: Int) -> (line: Int, user: Int32)? {
-    let place = Int(channelFirstChange[c])
-    return place == 0 ? nil : firstChanges[place - 1]
+  /// The first changed pair (its traffic line and user row) of each of
+  /// the channel rows `rows`, or nil for one with none: one pass over the
+  /// changed channels.
+  func firstChanges(ofChannels rows: [Int]) -> [(line: Int, user: Int32)?] {
+    var found = [(line: Int, user: Int32)?](repeating: nil, count: rows.count)
+    guard !rows.isEmpty else { return found }
+    var wanted = [UInt64](repeating: 0, count: channelSeen.count)
+    for row in rows { wanted[row >> 6] |= UInt64(1) << (row & 63) }
+    let place = Dictionary(rows.enumerated().map { ($1, $0) }) { first, _ in first }
+    for change in firstChanges {
+      let c = Int(change.channel)
+      guard wanted[c >> 6] & (UInt64(1) << (c & 63)) != 0 else { continue }
+      found[place[c]!] = (change.line, change.user)
+    }
+    return found
   }
 
   /// The users with any pair changed.
@@ -137,7 +188,7 @@ struct ComparisonTotals {
   var rejected = 0
   var counters: [Counters]
   var slices: SliceCounts
-  /// Delivered pairs per channel row; per side, per user row.
+  /// Delivered pairs per channel; per side, per user row.
   var channelDelivered: RowCounts
   var userDelivered: [[Int]]
   /// B's pairs against A's.
@@ -145,11 +196,16 @@ struct ComparisonTotals {
   var firstTs: Int64
   var lastTs: Int64
 
-  init(a: SideTotals, b: SideTotals, changes: ChangeTotals, firstTs: Int64, lastTs: Int64) {
+  /// - Parameter channels: the channel rows of the sides' channel numbers.
+  init(
+    a: SideTotals, b: SideTotals, channels: ChannelNumbers, changes: ChangeTotals,
+    firstTs: Int64, lastTs: Int64
+  ) {
     counters = [a.counters, b.counters]
     slices = SliceCounts(a: a.slices, b: b.slices)
     channelDelivered = RowCounts(
-      a: a.channelDelivered, b: b.channelDelivered, bIsDifference: b.channelsAreDifference)
+      a: a.channelDelivered, b: b.channelDelivered, bIsDifference: b.channelsAreDifference,
+      rows: channels.rows)
     userDelivered = [a.userDelivered, b.userDelivered]
     self.changes = changes
     self.firstTs = firstTs
@@ -160,15 +216,21 @@ struct ComparisonTotals {
 }
 
 /// Delivered pairs per row (channel or user) on both sides: A's, and B's
-/// whole or as its difference from A's.
+/// whole or as its difference from A's; counted per row, or per number
+/// with each number's row in `rows`.
 struct RowCounts {
   var a: [Int]
   var b: [Int]
   var bIsDifference = false
+  var rows: [Int32]? = nil
 
-  /// B's count minus A's for `row`.
+  /// B's count minus A's at `k`.
   @inline(__always)
-  func change(_ row: Int) -> Int { bIsDifference ? b[row] : b[row] &- a[row] }
+  func change(_ k: Int) -> Int { bIsDifference ? b[k] : b[k] &- a[k] }
+
+  /// The row counted at `k`.
+  @inline(__always)
+  func row(_ k: Int) -> Int { rows.map { Int($0[k]) } ?? k }
 }
 
 /// Everything `report.json`, `report.html` and the terminal table show.
@@ -344,16 +406,18 @@ public struct WhatIfReport: Sendable {
           delivered: totals.counters[s].deliveries[g], suppressed: totals.counters[s].blocked[g])
       }
     }
-    topChannels = Self.top(totals.channelDelivered, names: a.channels) { row in
-      totals.changes.firstChange(ofChannel: row).map {
-        Example(line: $0.line, user: a.users[Int($0.user)])
+    topChannels = Self.top(totals.channelDelivered, names: a.channels) { rows in
+      totals.changes.firstChanges(ofChannels: rows).map {
+        $0.map { Example(line: $0.line, user: a.users[Int($0.user)]) }
       }
     }
     topUsers = Self.top(
       RowCounts(a: totals.userDelivered[0], b: totals.userDelivered[1]), names: a.users
-    ) { row in
-      let line = totals.changes.userFirstChange[row]
-      return line == 0 ? nil : Example(line: line, user: a.users[row])
+    ) { rows in
+      rows.map { row in
+        let line = totals.changes.userFirstChange[row]
+        return line == 0 ? nil : Example(line: line, user: a.users[row])
+      }
     }
     usersAffected = totals.changes.usersChanged
     // Whole days from the first message's ts to the last (any Int64s: the
@@ -448,36 +512,39 @@ public struct WhatIfReport: Sendable {
   }
 
   /// The rows whose delivered count changed most (by size of the change,
-  /// then in id order), each with its example; unchanged rows are never
-  /// listed.
+  /// then in id order), each with its example (`examples` of their rows);
+  /// unchanged rows are never listed.
   private static func top(
-    _ delivered: RowCounts, names: StringTable, example: (Int) -> Example?
+    _ delivered: RowCounts, names: StringTable, examples: ([Int]) -> [Example?]
   ) -> [Change] {
     // The best `topCount` so far, best first: one pass over the rows, no
     // sort of every changed row (786k users change in a quiet-hours
     // what-if at 1M, and a sweep reports each variant).
-    var best: [(row: Int, change: Int)] = []
+    typealias Candidate = (k: Int, row: Int, change: Int)
+    var best: [Candidate] = []
     best.reserveCapacity(topCount + 1)
-    func ranksAbove(_ x: (row: Int, change: Int), _ y: (row: Int, change: Int)) -> Bool {
+    func ranksAbove(_ x: Candidate, _ y: Candidate) -> Bool {
       x.change.magnitude != y.change.magnitude
         ? x.change.magnitude > y.change.magnitude : x.row < y.row
     }
-    for row in delivered.a.indices {
-      let candidate = (row: row, change: delivered.change(row))
-      guard candidate.change != 0 else { continue }
+    for k in delivered.a.indices {
+      let change = delivered.change(k)
+      guard change != 0 else { continue }
+      let candidate = (k: k, row: delivered.row(k), change: change)
       if best.count == topCount {
-        // Rows come in id order: a tie with the last kept ranks below it.
-        guard candidate.change.magnitude > best[topCount - 1].change.magnitude else { continue }
+        guard ranksAbove(candidate, best[topCount - 1]) else { continue }
         best.removeLast()
       }
       var place = best.count
       while place > 0 && ranksAbove(candidate, best[place - 1]) { place -= 1 }
       best.insert(candidate, at: place)
     }
-    return best.map {
-      Change(
-        id: names[$0.row], a: delivered.a[$0.row], b: delivered.a[$0.row] &+ $0.change,
-        example: example($0.row))
+    let found = examples(best.map(\.row))
+    return best.indices.map { i in
+      let (k, row, change) = best[i]
+      return Change(
+        id: names[row], a: delivered.a[k], b: delivered.a[k] &+ change, example: found[i])
     }
   }
+
 }
