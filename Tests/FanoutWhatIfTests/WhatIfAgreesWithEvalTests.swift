@@ -51,6 +51,22 @@ private func ndjson(_ bytes: [UInt8]) throws -> [[String: Any]] {
   }
 }
 
+/// The 20 ids (users or channels) whose delivered count changes most
+/// from `delivered[0]` (A's) to `delivered[1]` (B's), by size of the
+/// change, then in byte order; unchanged ids are never listed.
+private func topChanges(_ delivered: [[String: Int]]) -> [(id: String, a: Int, b: Int)] {
+  var changed: [(id: String, a: Int, b: Int)] = []
+  for id in Set(delivered[0].keys).union(delivered[1].keys) {
+    let (x, y) = (delivered[0][id] ?? 0, delivered[1][id] ?? 0)
+    if x != y { changed.append((id, x, y)) }
+  }
+  changed.sort { p, q in
+    let (dp, dq) = (abs(p.b - p.a), abs(q.b - q.a))
+    return dp != dq ? dp > dq : byteOrder(p.id, q.id)
+  }
+  return Array(changed.prefix(20))
+}
+
 /// Each message id's channel id, from the traffic's lines.
 private func messageChannels(_ messages: String) throws -> [String: String] {
   try Data(contentsOf: URL(fileURLWithPath: messages)).split(separator: UInt8(ascii: "\n"))
@@ -206,16 +222,7 @@ private func checkAgainstEval(
   }
 
   // The users whose delivered count changes most.
-  var users: [(user: String, a: Int, b: Int)] = []
-  for user in Set(delivered[0].keys).union(delivered[1].keys) {
-    let (x, y) = (delivered[0][user] ?? 0, delivered[1][user] ?? 0)
-    if x != y { users.append((user, x, y)) }
-  }
-  users.sort { p, q in
-    let (dp, dq) = (abs(p.b - p.a), abs(q.b - q.a))
-    return dp != dq ? dp > dq : byteOrder(p.user, q.user)
-  }
-  let expectedTop: [[String]] = users.prefix(20).map { [$0.user, String($0.a), String($0.b)] }
+  let expectedTop: [[String]] = topChanges(delivered).map { [$0.id, String($0.a), String($0.b)] }
   let reported: [[String]] = (report["top_users"] as! [[String: Any]]).map { row in
     [row["user"] as! String, String(row["a"] as! Int), String(row["b"] as! Int)]
   }
@@ -239,15 +246,6 @@ private func checkAgainstEval(
       channelDelivered[s][channelOf[d.message]!, default: 0] += 1
     }
   }
-  var channels: [(channel: String, a: Int, b: Int)] = []
-  for channel in Set(channelDelivered[0].keys).union(channelDelivered[1].keys) {
-    let (x, y) = (channelDelivered[0][channel] ?? 0, channelDelivered[1][channel] ?? 0)
-    if x != y { channels.append((channel, x, y)) }
-  }
-  channels.sort { p, q in
-    let (dp, dq) = (abs(p.b - p.a), abs(q.b - q.a))
-    return dp != dq ? dp > dq : byteOrder(p.channel, q.channel)
-  }
   var channelFirstChange: [String: [String]] = [:]
   for change in expectedChanges where channelFirstChange[channelOf[change[0]]!] == nil {
     channelFirstChange[channelOf[change[0]]!] = [change[0], change[1]]
@@ -260,8 +258,8 @@ private func checkAgainstEval(
         example?["message"] as? String ?? "", example?["user"] as? String ?? "",
       ]
     }
-      == channels.prefix(20).map {
-        [$0.channel, String($0.a), String($0.b)] + channelFirstChange[$0.channel]!
+      == topChanges(channelDelivered).map {
+        [$0.id, String($0.a), String($0.b)] + channelFirstChange[$0.id]!
       })
 
   // Users affected: those with a changed pair.
