@@ -1,3 +1,4 @@
+import Dispatch
 import FanoutEngine
 import FanoutIndex
 import FanoutKernel
@@ -248,12 +249,18 @@ public enum WhatIf {
     }
     // Scenarios of a sweep that write the same tables start from one copy of them.
     var templates = OverlayTemplate.shared(by: forecasts, source: options.snapshot)
+    // As many scenarios' SQL at a time as there are threads: each keeps
+    // the cores busy alone, and each has a page cache of its own
+    // (`Connection(scratch:)`), which sixteen at once would multiply.
+    let sqlSlots = DispatchSemaphore(value: max(1, options.threads))
     let copies: [Pending<Result<ScenarioCopy, WhatIfError.Scenario>>?] = bs.indices.map { k in
       switch bs[k].scenario {
       case .snapshot: nil
       case .sql(let sql):
         Pending { [template = templates[k]] in
-          Result { () throws(WhatIfError.Scenario) in
+          sqlSlots.wait()
+          defer { sqlSlots.signal() }
+          return Result { () throws(WhatIfError.Scenario) in
             try ScenarioCopy(
               of: options.snapshot, applying: sql, timeout: options.sqlTimeoutSeconds,
               template: template)
