@@ -387,6 +387,16 @@ public final class Index: Sendable {
     }
   }
 
+  /// Per category: whether it is mandatory, and its default preference.
+  package struct CategoryColumns {
+    package var mandatory: Column<Bool>
+    package var defaults: Column<Preference>
+
+    package init(mandatory: Column<Bool>, defaults: Column<Preference>) {
+      (self.mandatory, self.defaults) = (mandatory, defaults)
+    }
+  }
+
   /// This index's membership slots, devices and gateways, as `replacing`
   /// takes them.
   package var slots: Slots {
@@ -411,18 +421,20 @@ public final class Index: Sendable {
   }
 
   /// This index under other settings, and with other `userTimes`,
-  /// `gateways` (with the category preferences), `devices` and membership
-  /// `slots` if given: every other column shared, the users' quiet actions and the channels'
+  /// `gateways` (with the category preferences), `devices`, membership
+  /// `slots` and `categoryColumns` if given: every other column shared, the users' quiet actions and the channels'
   /// default chat levels following the new settings. Without `slots`, only
   /// for settings with this index's call default
   /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
   /// level down to it.
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, gateways: GatewayColumns? = nil,
-    devices: DeviceColumns? = nil, slots: Slots? = nil
+    devices: DeviceColumns? = nil, slots: Slots? = nil,
+    categoryColumns: CategoryColumns? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
-    let timesOnly = gateways == nil && devices == nil && slots == nil
+    let timesOnly =
+      gateways == nil && devices == nil && slots == nil && categoryColumns == nil
     let settingsOnly = timesOnly && userTimes == nil
     let times =
       userTimes
@@ -451,7 +463,8 @@ public final class Index: Sendable {
       snoozeBounds: slots.snoozeBounds, dndWords: times.dndWords,
       zones: times.zones, gateways: gateways.gateways, gatewayJSON: gateways.gatewayJSON,
       categories: categories,
-      categoryMandatory: categoryMandatory, categoryDefault: categoryDefault,
+      categoryMandatory: categoryColumns?.mandatory ?? categoryMandatory,
+      categoryDefault: categoryColumns?.defaults ?? categoryDefault,
       categoryGatewayMandatory: gateways.categoryGatewayMandatory,
       categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
       categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,

@@ -134,7 +134,7 @@ extension SnapshotLoader {
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
     "settings", "users", "dnd_weekly", "members", "scope_prefs", "channel_prefs", "devices",
-    "category_prefs", "gateway_prefs",
+    "categories", "category_gateways", "category_prefs", "gateway_prefs",
   ]
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
@@ -143,8 +143,10 @@ extension SnapshotLoader {
   /// weekly) and quiet actions; where members, the levels' rows (users', scope_prefs,
   /// channel_prefs) or the call default changed, its membership slots
   /// built again from its members (else the base's) and levels' rows;
-  /// where devices, category preferences or restricted gateways changed,
-  /// its gateways and the columns numbering them. Every other column is
+  /// where the categories' defaults or mandatory flags changed, those
+  /// columns (the categories themselves must be the base's); where
+  /// devices, mandatory gateways, category preferences or restricted
+  /// gateways changed, its gateways and the columns numbering them. Every other column is
   /// shared, no other table read but `dnd_weekly` with the users (its
   /// windows replace a daily one) and the small tables that name gateways. Nil when the overlay
   /// holds other tables, or users other than the base's, or turns
@@ -303,25 +305,37 @@ extension SnapshotLoader {
     return slots
   }
 
-  /// `index` with `settings`, `userTimes`, `slots` and, where the overlay
-  /// wrote `devices`, `category_prefs` or `gateway_prefs`, its gateways
-  /// and the columns numbering them: B's gateways are those its devices
-  /// (A's, or the overlay's) and the three tables after `categories` name
-  /// (the overlay's or the base's, small, read whole in schema order, as a
-  /// whole load reports the first refusal in that order), numbered as a
-  /// whole load numbers them.
+  /// `index` with `settings`, `userTimes`, `slots`; where the overlay
+  /// wrote `categories`, their columns (nil when it named other
+  /// categories: a whole load numbers every other table's rows by them);
+  /// and where it wrote `devices` or a table after `categories`, its
+  /// gateways and the columns numbering them: B's gateways are those its
+  /// devices (A's, or the overlay's) and the three tables after
+  /// `categories` name (the overlay's or the base's, small, read whole in
+  /// schema order, as a whole load reports the first refusal in that
+  /// order), numbered as a whole load numbers them.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
     slots: Index.Slots?, _ changed: Set<String>, _ main: Connection
   ) throws(SnapshotError) -> Index? {
-    guard !changed.isDisjoint(with: ["devices", "category_prefs", "gateway_prefs"]) else {
-      return index.replacing(settings: settings, userTimes: userTimes, slots: slots)
-    }
     let deviceRows =
       changed.contains("devices")
       ? try DeviceRows.read(
         main, users: index.users, notificationGroups: settings.notificationGroups != nil)
       : nil
+    var categories: Index.CategoryColumns? = nil
+    if changed.contains("categories") {
+      let rows = try CategoryRows.read(main)
+      guard rows.categories.pool.sameStrings(as: index.categories.pool) else { return nil }
+      categories = Index.CategoryColumns(
+        mandatory: Column(rows.mandatory), defaults: Column(rows.defaults))
+    }
+    guard
+      !changed.isDisjoint(with: ["devices", "category_gateways", "category_prefs", "gateway_prefs"])
+    else {
+      return index.replacing(
+        settings: settings, userTimes: userTimes, slots: slots, categoryColumns: categories)
+    }
     // The gateways the devices use, in the order a whole load meets them;
     // with A's devices, A's gateways that have any (`seenOfRow`: each
     // index row's number there).
@@ -367,7 +381,8 @@ extension SnapshotLoader {
       devices.deviceRestricted = Column(restricted)
     }
     return index.replacing(
-      settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots)
+      settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots,
+      categoryColumns: categories)
   }
 
   /// The columns of `users` its rows' levels are read from, with the keys

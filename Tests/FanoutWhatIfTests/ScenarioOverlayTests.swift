@@ -80,7 +80,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, categories, mandatory gateways, category preferences and restricted gateways is A's index with them replaced",
     arguments: [
       (
         """
@@ -222,6 +222,28 @@ struct ScenarioOverlayTests {
         """, true
       ),
       ("UPDATE gateway_prefs SET restricted = 7 WHERE rowid = 1", true),  // refused
+      // Categories: their defaults and mandatory flags, under A's names.
+      ("UPDATE categories SET default_preference = 'opt_in'", true),
+      ("UPDATE categories SET mandatory = 1 - mandatory WHERE rowid % 2 = 1", true),
+      (
+        """
+        UPDATE categories SET default_preference = 'opt_out' WHERE rowid % 2 = 0;
+        UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL;
+        DELETE FROM devices WHERE device_id % 4 = 1
+        """, true
+      ),
+      ("UPDATE categories SET default_preference = 'maybe' WHERE rowid = 1", true),  // refused
+      ("INSERT INTO categories VALUES ('brand-new', 'opt_in', 0)", false),
+      ("UPDATE categories SET category = category || '-renamed' WHERE rowid = 1", false),
+      // Mandatory gateways: B's gateways numbered again.
+      ("UPDATE category_gateways SET mandatory = 1 - mandatory", true),
+      ("DELETE FROM category_gateways WHERE rowid % 2 = 0", true),
+      (
+        "INSERT INTO category_gateways (category, gateway, mandatory) "
+          + "SELECT category, 'pigeon', 1 FROM categories", true
+      ),
+      ("UPDATE category_gateways SET mandatory = 5 WHERE rowid = 1", true),  // refused
+      ("UPDATE category_gateways SET category = 'nothing' WHERE rowid = 1", true),  // refused
       (
         "INSERT OR REPLACE INTO gateway_prefs (user_id, gateway, restricted) "
           + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2", true

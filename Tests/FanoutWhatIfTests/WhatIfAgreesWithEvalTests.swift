@@ -392,6 +392,16 @@ let scenarios: [(name: String, sql: String)] =
       INSERT OR IGNORE INTO members SELECT c.channel_id, u.user_id FROM channels c, users u WHERE u.rowid % 5 = 0 AND c.rowid % 40 = 0
       """
     ),
+    (
+      // B as A's index with the categories' columns and the gateways
+      // numbered again.
+      "categories' defaults turned, mandatory gateways turned",
+      """
+      UPDATE categories SET default_preference =
+        CASE default_preference WHEN 'opt_in' THEN 'opt_out' ELSE 'opt_in' END;
+      UPDATE category_gateways SET mandatory = 1 - mandatory
+      """
+    ),
   ]
 
 @Suite("fanout whatif agrees with two fanout eval runs")
