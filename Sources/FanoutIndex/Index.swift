@@ -422,7 +422,8 @@ public final class Index: Sendable {
 
   /// This index under other settings, and with other `userTimes`,
   /// `gateways` (with the category preferences), `devices`, membership
-  /// `slots` and `categoryColumns` if given: every other column shared, the users' quiet actions and the channels'
+  /// `slots`, `categoryColumns`, `mutedBy`, `threadPrefs` and `presence`
+  /// if given: every other column shared, the users' quiet actions and the channels'
   /// default chat levels following the new settings. Without `slots`, only
   /// for settings with this index's call default
   /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
@@ -430,11 +431,13 @@ public final class Index: Sendable {
   package func replacing(
     settings: AppSettings, userTimes: UserTimes? = nil, gateways: GatewayColumns? = nil,
     devices: DeviceColumns? = nil, slots: Slots? = nil,
-    categoryColumns: CategoryColumns? = nil
+    categoryColumns: CategoryColumns? = nil, mutedBy: MutedBy? = nil,
+    threadPrefs: ThreadPrefs? = nil, presence: PresenceWindows? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
     let timesOnly =
       gateways == nil && devices == nil && slots == nil && categoryColumns == nil
+      && mutedBy == nil && threadPrefs == nil && presence == nil
     let settingsOnly = timesOnly && userTimes == nil
     let times =
       userTimes
@@ -446,7 +449,7 @@ public final class Index: Sendable {
         ? channelDefaultChat : nil,
       // The records read the times, devices, category preferences, presence
       // and quiet actions; only the default quiet action of the settings.
-      users: userTimes == nil && devices == nil && gateways == nil
+      users: userTimes == nil && devices == nil && gateways == nil && presence == nil
         && settings.defaultQuietAction == self.settings.defaultQuietAction ? self : nil)
     let devices = devices ?? self.devices
     let slots = slots ?? self.slots
@@ -468,8 +471,8 @@ public final class Index: Sendable {
       categoryGatewayMandatory: gateways.categoryGatewayMandatory,
       categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
       categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
-      mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
-      userQuietActions: times.userQuietActions,
+      mutedBy: mutedBy ?? self.mutedBy, threadPrefs: threadPrefs ?? self.threadPrefs,
+      presence: presence ?? self.presence, userQuietActions: times.userQuietActions,
       columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil,
       columnsBesideTimesOrigin: timesOnly ? columnsBesideTimesOrigin ?? self : nil,
       derivedAlike: derived)

@@ -134,7 +134,8 @@ extension SnapshotLoader {
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
     "settings", "users", "dnd_weekly", "members", "scope_prefs", "channel_prefs", "devices",
-    "categories", "category_gateways", "category_prefs", "gateway_prefs",
+    "categories", "category_gateways", "category_prefs", "gateway_prefs", "user_mutes",
+    "thread_prefs", "presence",
   ]
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
@@ -146,7 +147,9 @@ extension SnapshotLoader {
   /// where the categories' defaults or mandatory flags changed, those
   /// columns (the categories themselves must be the base's); where
   /// devices, mandatory gateways, category preferences or restricted
-  /// gateways changed, its gateways and the columns numbering them. Every other column is
+  /// gateways changed, its gateways and the columns numbering them; its
+  /// muted senders, thread levels and presence windows where those
+  /// changed. Every other column is
   /// shared, no other table read but `dnd_weekly` with the users (its
   /// windows replace a daily one) and the small tables that name gateways. Nil when the overlay
   /// holds other tables, or users other than the base's, or turns
@@ -308,12 +311,11 @@ extension SnapshotLoader {
   /// `index` with `settings`, `userTimes`, `slots`; where the overlay
   /// wrote `categories`, their columns (nil when it named other
   /// categories: a whole load numbers every other table's rows by them);
-  /// and where it wrote `devices` or a table after `categories`, its
-  /// gateways and the columns numbering them: B's gateways are those its
-  /// devices (A's, or the overlay's) and the three tables after
-  /// `categories` name (the overlay's or the base's, small, read whole in
-  /// schema order, as a whole load reports the first refusal in that
-  /// order), numbered as a whole load numbers them.
+  /// where it wrote `devices` or a table after `categories`, its gateways
+  /// and the columns numbering them (`gatewaysAndDevices`); and where it
+  /// wrote `user_mutes`, `thread_prefs` or `presence`, theirs. Each table
+  /// is read in a whole load's order, so that a refusal is the one it
+  /// would report first.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
     slots: Index.Slots?, _ changed: Set<String>, _ main: Connection
@@ -330,12 +332,40 @@ extension SnapshotLoader {
       categories = Index.CategoryColumns(
         mandatory: Column(rows.mandatory), defaults: Column(rows.defaults))
     }
-    guard
-      !changed.isDisjoint(with: ["devices", "category_gateways", "category_prefs", "gateway_prefs"])
-    else {
-      return index.replacing(
-        settings: settings, userTimes: userTimes, slots: slots, categoryColumns: categories)
+    var gateways: Index.GatewayColumns? = nil
+    var devices: Index.DeviceColumns? = nil
+    if !changed.isDisjoint(with: [
+      "devices", "category_gateways", "category_prefs", "gateway_prefs",
+    ]) {
+      (gateways, devices) = try gatewaysAndDevices(
+        over: index, deviceRows: deviceRows, changed, main)
     }
+    let users = index.users
+    let mutedBy =
+      changed.contains("user_mutes")
+      ? MutedBy(users: users.count, mutes: try UserMutesTable.read(main, users: users)) : nil
+    var threadPrefs: ThreadPrefs? = nil
+    if changed.contains("thread_prefs") {
+      let rows = try ThreadPrefRows.read(main, users: users, channels: index.channels)
+      threadPrefs = ThreadPrefs(threads: rows.threads, rows: rows.rows)
+    }
+    let presence =
+      changed.contains("presence")
+      ? PresenceWindows(users: users.count, rows: try PresenceTable.read(main, users: users))
+      : nil
+    return index.replacing(
+      settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots,
+      categoryColumns: categories, mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence)
+  }
+
+  /// B's gateways and devices: B's gateways are those its devices (A's,
+  /// or the overlay's `deviceRows`) and the three tables after
+  /// `categories` name (the overlay's or the base's, small, read whole in
+  /// schema order), numbered as a whole load numbers them, and its
+  /// devices placed under them.
+  private static func gatewaysAndDevices(
+    over index: Index, deviceRows: DeviceRows?, _ changed: Set<String>, _ main: Connection
+  ) throws(SnapshotError) -> (Index.GatewayColumns, Index.DeviceColumns) {
     // The gateways the devices use, in the order a whole load meets them;
     // with A's devices, A's gateways that have any (`seenOfRow`: each
     // index row's number there).
@@ -380,9 +410,7 @@ extension SnapshotLoader {
       devices.deviceGateway = Column(gatewayOf)
       devices.deviceRestricted = Column(restricted)
     }
-    return index.replacing(
-      settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots,
-      categoryColumns: categories)
+    return (gateways, devices)
   }
 
   /// The columns of `users` its rows' levels are read from, with the keys

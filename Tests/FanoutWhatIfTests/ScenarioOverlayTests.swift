@@ -80,7 +80,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, categories, mandatory gateways, category preferences and restricted gateways is A's index with them replaced",
+    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, categories, mandatory gateways, category preferences, restricted gateways, muted senders, thread levels and presence is A's index with them replaced",
     arguments: [
       (
         """
@@ -244,6 +244,41 @@ struct ScenarioOverlayTests {
       ),
       ("UPDATE category_gateways SET mandatory = 5 WHERE rowid = 1", true),  // refused
       ("UPDATE category_gateways SET category = 'nothing' WHERE rowid = 1", true),  // refused
+      // The tables a whole load reads last: muted senders, thread levels, presence.
+      ("DELETE FROM user_mutes WHERE rowid % 2 = 0", true),
+      (
+        """
+        INSERT OR IGNORE INTO user_mutes (user_id, muted_user_id)
+          SELECT a.user_id, b.user_id FROM users AS a, users AS b
+          WHERE a.rowid % 7 = 0 AND b.rowid % 5 = 1 AND a.user_id <> b.user_id
+        """, true
+      ),
+      ("UPDATE user_mutes SET muted_user_id = 'nobody' WHERE rowid = 1", true),  // refused
+      ("UPDATE thread_prefs SET chat_level = 'none'", true),
+      (
+        """
+        INSERT OR IGNORE INTO thread_prefs (user_id, channel_id, thread_id, chat_level)
+          SELECT user_id, channel_id, 'new-thread', 'mentions' FROM members WHERE rowid % 3 = 0
+        """, true
+      ),
+      ("UPDATE thread_prefs SET chat_level = 'loud' WHERE rowid = 1", true),  // refused
+      ("DELETE FROM presence WHERE rowid % 2 = 1", true),
+      (
+        """
+        INSERT INTO presence (user_id, active_from, active_until)
+          SELECT user_id, 1700000000000, 4102444800000 FROM users WHERE rowid % 4 = 0;
+        UPDATE users SET dnd_start = 1320, dnd_end = 480 WHERE dnd_start IS NULL
+        """, true
+      ),
+      ("UPDATE presence SET user_id = 'nobody' WHERE rowid = 1", true),  // refused
+      (
+        """
+        DELETE FROM devices WHERE device_id % 3 = 0;
+        UPDATE categories SET mandatory = 1;
+        DELETE FROM user_mutes;
+        DELETE FROM presence WHERE rowid % 3 = 0
+        """, true
+      ),
       (
         "INSERT OR REPLACE INTO gateway_prefs (user_id, gateway, restricted) "
           + "SELECT user_id, 'pigeon', 1 FROM users LIMIT 2", true

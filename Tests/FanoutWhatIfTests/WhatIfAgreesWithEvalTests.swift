@@ -542,6 +542,16 @@ let v3Scenarios: [(name: String, sql: String)] = [
     "presence delays ten minutes (more reads cancel)",
     "INSERT OR REPLACE INTO settings VALUES ('presence_delay_ms', '600000')"
   ),
+  (
+    // B as A's index with its presence windows, muted senders and thread
+    // levels (the user records read the presence).
+    "half the presence windows and mutes gone, every thread level 'all'",
+    """
+    DELETE FROM presence WHERE rowid % 2 = 0;
+    DELETE FROM user_mutes WHERE rowid % 2 = 1;
+    UPDATE thread_prefs SET chat_level = 'all'
+    """
+  ),
 ]
 
 @Suite("fanout whatif agrees with two fanout eval runs: contract v3")
