@@ -387,6 +387,16 @@ public final class Index: Sendable {
     }
   }
 
+  /// Per channel: its kind, and its declared member count (-1: none).
+  package struct ChannelColumns {
+    package var scope: [Scope]
+    package var declaredMemberCount: [Int64]
+
+    package init(scope: [Scope], declaredMemberCount: [Int64]) {
+      (self.scope, self.declaredMemberCount) = (scope, declaredMemberCount)
+    }
+  }
+
   /// Per category: whether it is mandatory, and its default preference.
   package struct CategoryColumns {
     package var mandatory: Column<Bool>
@@ -422,8 +432,8 @@ public final class Index: Sendable {
 
   /// This index under other settings, and with other `userTimes`,
   /// `gateways` (with the category preferences), `devices`, membership
-  /// `slots`, `categoryColumns`, `mutedBy`, `threadPrefs` and `presence`
-  /// if given: every other column shared, the users' quiet actions and the channels'
+  /// `slots`, `categoryColumns`, `mutedBy`, `threadPrefs`, `presence` and
+  /// `channelColumns` (with `slots`) if given: every other column shared, the users' quiet actions and the channels'
   /// default chat levels following the new settings. Without `slots`, only
   /// for settings with this index's call default
   /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
@@ -432,9 +442,12 @@ public final class Index: Sendable {
     settings: AppSettings, userTimes: UserTimes? = nil, gateways: GatewayColumns? = nil,
     devices: DeviceColumns? = nil, slots: Slots? = nil,
     categoryColumns: CategoryColumns? = nil, mutedBy: MutedBy? = nil,
-    threadPrefs: ThreadPrefs? = nil, presence: PresenceWindows? = nil
+    threadPrefs: ThreadPrefs? = nil, presence: PresenceWindows? = nil,
+    channelColumns: ChannelColumns? = nil
   ) -> Index {
     precondition(slots != nil || settings.sameSlotDefaults(as: self.settings))
+    // (A channel's kind places its members' scope preferences.)
+    precondition(channelColumns == nil || slots != nil)
     let timesOnly =
       gateways == nil && devices == nil && slots == nil && categoryColumns == nil
       && mutedBy == nil && threadPrefs == nil && presence == nil
@@ -460,7 +473,8 @@ public final class Index: Sendable {
       userDevices: devices.userDevices, userCategoryPrefs: prefs.userCategoryPrefs,
       deviceIDs: devices.deviceIDs, deviceGateway: devices.deviceGateway,
       deviceRestricted: devices.deviceRestricted, deviceJSON: devices.deviceJSON,
-      channels: channels, channelScope: channelScope, channelMembers: slots.channelMembers,
+      channels: channels, channelScope: channelColumns?.scope ?? channelScope,
+      channelMembers: slots.channelMembers,
       memberUser: slots.memberUser, memberSettings: slots.memberSettings,
       memberSnooze: slots.memberSnooze, snoozeGroups: slots.snoozeGroups,
       snoozeBounds: slots.snoozeBounds, dndWords: times.dndWords,
@@ -470,7 +484,8 @@ public final class Index: Sendable {
       categoryDefault: categoryColumns?.defaults ?? categoryDefault,
       categoryGatewayMandatory: gateways.categoryGatewayMandatory,
       categoryPrefCategory: prefs.category, categoryPrefGateway: prefs.gateway,
-      categoryPref: prefs.pref, settings: settings, declaredMemberCount: declaredMemberCount,
+      categoryPref: prefs.pref, settings: settings,
+      declaredMemberCount: channelColumns?.declaredMemberCount ?? declaredMemberCount,
       mutedBy: mutedBy ?? self.mutedBy, threadPrefs: threadPrefs ?? self.threadPrefs,
       presence: presence ?? self.presence, userQuietActions: times.userQuietActions,
       columnsOrigin: settingsOnly ? columnsOrigin ?? self : nil,

@@ -134,8 +134,8 @@ extension SnapshotLoader {
   /// made from A's index (`index(overlay:base:over:)`).
   public static let tablesOverIndex: Set<String> = [
     "settings", "users", "dnd_weekly", "members", "scope_prefs", "channel_prefs", "devices",
-    "categories", "category_gateways", "category_prefs", "gateway_prefs", "user_mutes",
-    "thread_prefs", "presence",
+    "channels", "categories", "category_gateways", "category_prefs", "gateway_prefs",
+    "user_mutes", "thread_prefs", "presence",
   ]
 
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
@@ -182,7 +182,10 @@ extension SnapshotLoader {
     var settings = index.settings
     // Whether the slots' settings are built again: the levels' rows or
     // the call default they fall back to changed.
-    var levelsChanged = !changed.isDisjoint(with: ["members", "scope_prefs", "channel_prefs"])
+    // (A channel's kind places its members' scope preferences.)
+    var levelsChanged = !changed.isDisjoint(with: [
+      "channels", "members", "scope_prefs", "channel_prefs",
+    ])
     if changed.contains("settings") {
       settings = try SettingsTable.read(main).0
       if !settings.sameSlotDefaults(as: index.settings) { levelsChanged = true }
@@ -230,6 +233,13 @@ extension SnapshotLoader {
         dndWords: Column(dnd.words), userQuietActions: users.quietActions)
       rows = users
     }
+    // The overlay's channels: A's, each with its kind and member_count.
+    var channels: ChannelRows? = nil
+    if changed.contains("channels") {
+      let rows = try ChannelRows.read(main)
+      guard rows.names.sameStrings(as: index.channels.pool) else { return nil }
+      channels = rows
+    }
     var slots: Index.Slots? = nil
     if levelsChanged {
       // The base's users where the overlay has none (valid: A was loaded),
@@ -243,14 +253,17 @@ extension SnapshotLoader {
           ).prefs
         }
       slots = try membershipSlots(
-        over: index, settings, changed, main, aside: readers.take
+        over: index, channels: channels, settings, changed, main, aside: readers.take
       ) { () throws(SnapshotError) in
         if let rows { return rows.prefs }
         return try baseUsers!.result()
       }
     }
     return try replacing(
-      index, settings: settings, userTimes: userTimes, slots: slots, changed, main)
+      index, settings: settings, userTimes: userTimes, slots: slots,
+      channels: channels.map {
+        Index.ChannelColumns(scope: $0.scopes, declaredMemberCount: $0.memberCounts)
+      }, changed, main)
   }
 
   /// The membership slots of the overlay's members (else `index`'s, whose
@@ -259,21 +272,29 @@ extension SnapshotLoader {
   /// else the base's) and call default; read in a whole load's order,
   /// members first (on two connections, the second `aside`).
   private static func membershipSlots(
-    over index: Index, _ settings: AppSettings, _ changed: Set<String>, _ main: Connection,
-    aside: () -> HandedConnection, userPrefs: () throws(SnapshotError) -> [LevelRow]
+    over index: Index, channels: ChannelRows?, _ settings: AppSettings, _ changed: Set<String>,
+    _ main: Connection, aside: () -> HandedConnection,
+    userPrefs: () throws(SnapshotError) -> [LevelRow]
   ) throws(SnapshotError) -> Index.Slots {
     var read: (members: [UInt64]?, scope: ScopePrefRows?, channel: ChannelPrefRows) = (
       nil, nil, ChannelPrefRows()
     )
+    // The channels (the overlay's, else A's) the members are checked against.
+    let channels =
+      channels
+      ?? ChannelRows(
+        names: index.channels.pool, scopes: index.channelScope,
+        memberCounts: index.declaredMemberCount)
+    var memberKeys: [UInt64] = []
     do {
       if changed.contains("members") {
         let keys = try MemberRange.readAll(
           main, aside: aside, users: index.users, channelNames: index.channels.pool)
-        try ChannelRows(
-          names: index.channels.pool, scopes: index.channelScope,
-          memberCounts: index.declaredMemberCount
-        ).checkMemberCounts(memberKeys: keys)
+        try channels.checkMemberCounts(memberKeys: keys)
         read.members = keys
+      } else {
+        memberKeys = Self.memberKeys(of: index)
+        if changed.contains("channels") { try channels.checkMemberCounts(memberKeys: memberKeys) }
       }
       read.scope =
         try hasTable("scope_prefs", changed, main)
@@ -286,18 +307,10 @@ extension SnapshotLoader {
       _ = try? userPrefs()  // the users are read to the end before the refusal
       throw error
     }
-    var memberKeys = read.members ?? []
-    if read.members == nil {
-      memberKeys.reserveCapacity(index.memberCount)
-      for c in 0..<index.channels.count {
-        for slot in index.channelMembers[c]..<index.channelMembers[c + 1] {
-          memberKeys.append(UInt64(c) << 32 | UInt64(UInt32(bitPattern: index.memberUser[slot])))
-        }
-      }
-    }
+    if let keys = read.members { memberKeys = keys }
     var built = MembershipSlots(
       MembershipSlots.Rows(
-        memberKeys: memberKeys, channelScope: index.channelScope, userPrefs: try userPrefs(),
+        memberKeys: memberKeys, channelScope: channels.scopes, userPrefs: try userPrefs(),
         scopeRow: read.scope?.rowOf ?? Array(repeating: -1, count: index.users.count * 3),
         scopePrefs: read.scope?.prefs ?? [], channelPrefKeys: read.channel.keys,
         channelPrefs: read.channel.prefs, defaultCall: settings.defaultCallLevel ?? .all))
@@ -308,7 +321,19 @@ extension SnapshotLoader {
     return slots
   }
 
-  /// `index` with `settings`, `userTimes`, `slots`; where the overlay
+  /// `index`'s memberships as `channel << 32 | user` keys, in slot order.
+  private static func memberKeys(of index: Index) -> [UInt64] {
+    var keys: [UInt64] = []
+    keys.reserveCapacity(index.memberCount)
+    for c in 0..<index.channels.count {
+      for slot in index.channelMembers[c]..<index.channelMembers[c + 1] {
+        keys.append(UInt64(c) << 32 | UInt64(UInt32(bitPattern: index.memberUser[slot])))
+      }
+    }
+    return keys
+  }
+
+  /// `index` with `settings`, `userTimes`, `slots`, `channels`; where the overlay
   /// wrote `categories`, their columns (nil when it named other
   /// categories: a whole load numbers every other table's rows by them);
   /// where it wrote `devices` or a table after `categories`, its gateways
@@ -318,7 +343,8 @@ extension SnapshotLoader {
   /// would report first.
   private static func replacing(
     _ index: Index, settings: AppSettings, userTimes: Index.UserTimes?,
-    slots: Index.Slots?, _ changed: Set<String>, _ main: Connection
+    slots: Index.Slots?, channels: Index.ChannelColumns?, _ changed: Set<String>,
+    _ main: Connection
   ) throws(SnapshotError) -> Index? {
     let deviceRows =
       changed.contains("devices")
@@ -355,7 +381,8 @@ extension SnapshotLoader {
       : nil
     return index.replacing(
       settings: settings, userTimes: userTimes, gateways: gateways, devices: devices, slots: slots,
-      categoryColumns: categories, mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence)
+      categoryColumns: categories, mutedBy: mutedBy, threadPrefs: threadPrefs, presence: presence,
+      channelColumns: channels)
   }
 
   /// B's gateways and devices: B's gateways are those its devices (A's,

@@ -80,7 +80,7 @@ struct ScenarioOverlayTests {
   }
 
   @Test(
-    "SQL that writes only settings, users, dnd_weekly, members, the levels' rows, devices, categories, mandatory gateways, category preferences, restricted gateways, muted senders, thread levels and presence is A's index with them replaced",
+    "SQL that writes only settings, users, dnd_weekly, channels, members, the levels' rows, devices, categories, mandatory gateways, category preferences, restricted gateways, muted senders, thread levels and presence is A's index with them replaced",
     arguments: [
       (
         """
@@ -244,6 +244,21 @@ struct ScenarioOverlayTests {
       ),
       ("UPDATE category_gateways SET mandatory = 5 WHERE rowid = 1", true),  // refused
       ("UPDATE category_gateways SET category = 'nothing' WHERE rowid = 1", true),  // refused
+      // Channels: their kinds and member counts, the slots built again.
+      ("UPDATE channels SET kind = 'group' WHERE kind = 'broadcast'", true),
+      ("UPDATE channels SET kind = 'broadcast' WHERE rowid % 3 = 0", true),
+      ("UPDATE channels SET member_count = 100000 WHERE rowid % 2 = 0", true),
+      (
+        """
+        UPDATE channels SET kind = 'group' WHERE rowid % 2 = 1;
+        DELETE FROM members WHERE rowid % 7 = 0;
+        INSERT OR REPLACE INTO settings VALUES ('large_channel_members', '3'),
+          ('large_channel_level', 'mentions')
+        """, true
+      ),
+      ("UPDATE channels SET kind = 'lounge' WHERE rowid = 1", true),  // refused
+      ("UPDATE channels SET member_count = 1 WHERE rowid = 2", true),  // refused
+      ("INSERT INTO channels (channel_id, kind) VALUES ('brand-new', 'group')", false),
       // The tables a whole load reads last: muted senders, thread levels, presence.
       ("DELETE FROM user_mutes WHERE rowid % 2 = 0", true),
       (

@@ -393,6 +393,16 @@ let scenarios: [(name: String, sql: String)] =
       """
     ),
     (
+      // B as A's index with the channels' kinds, its slots built again;
+      // its pairs fall in other slices than A's.
+      "groups and broadcasts swapped, broadcasts mentions-only",
+      """
+      UPDATE channels SET kind =
+        CASE kind WHEN 'group' THEN 'broadcast' WHEN 'broadcast' THEN 'group' ELSE kind END;
+      INSERT OR REPLACE INTO settings VALUES ('default_chat_level.broadcast', 'mentions')
+      """
+    ),
+    (
       // B as A's index with the categories' columns and the gateways
       // numbered again.
       "categories' defaults turned, mandatory gateways turned",
