@@ -141,9 +141,11 @@ extension SnapshotLoader {
   /// A what-if overlay (`ScenarioCopy`) that holds no table of the schema
   /// but `tablesOverIndex`, loaded as `index` (its base's) with the
   /// overlay's settings and users' time zones, DND windows (daily and
-  /// weekly) and quiet actions; where members, the levels' rows (users', scope_prefs,
-  /// channel_prefs) or the call default changed, its membership slots
-  /// built again from its members (else the base's) and levels' rows;
+  /// weekly) and quiet actions; where channels (their kinds and member
+  /// counts: the channels themselves must be the base's), members, the
+  /// levels' rows (users', scope_prefs, channel_prefs) or the call default
+  /// changed, its membership slots built again from its members (else the
+  /// base's), channel kinds and levels' rows;
   /// where the categories' defaults or mandatory flags changed, those
   /// columns (the categories themselves must be the base's); where
   /// devices, mandatory gateways, category preferences or restricted
@@ -267,7 +269,8 @@ extension SnapshotLoader {
   }
 
   /// The membership slots of the overlay's members (else `index`'s, whose
-  /// columns they then share) under its levels' rows (the users'
+  /// columns they then share) in its `channels` (else `index`'s kinds and
+  /// member counts, which the members are checked against) under its levels' rows (the users'
   /// `userPrefs`, then scope_prefs and channel_prefs, each the overlay's or
   /// else the base's) and call default; read in a whole load's order,
   /// members first (on two connections, the second `aside`).
