@@ -433,8 +433,9 @@ public final class Index: Sendable {
   /// This index under other settings, and with other `userTimes`,
   /// `gateways` (with the category preferences), `devices`, membership
   /// `slots`, `categoryColumns`, `mutedBy`, `threadPrefs`, `presence` and
-  /// `channelColumns` (with `slots`) if given: every other column shared, the users' quiet actions and the channels'
-  /// default chat levels following the new settings. Without `slots`, only
+  /// `channelColumns` (with `slots`) if given: every other column shared,
+  /// the users' quiet actions and the channels' default chat levels
+  /// following the new settings. Without `slots`, only
   /// for settings with this index's call default
   /// (`AppSettings.sameSlotDefaults(as:)`): the slots resolve the call
   /// level down to it.
